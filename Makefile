@@ -1,0 +1,97 @@
+# flamedb — build, run, test, bench.
+#
+#   make          builds bin/flamedb (installs missing Debian packages first)
+#   make run      builds and starts the server on http://localhost:4040, data in ./data
+#   make test     unit + integration tests, then all of them again under ASan/UBSan
+#   make bench    benchmarks (figures, no pass/fail)
+#   make install PREFIX=/usr/local
+#
+# BUILD selects the object directory, SAN adds sanitizer flags; `make test`
+# uses both to build a second, instrumented tree in build-san/.
+
+BUILD   ?= build
+BIN     ?= bin
+PREFIX  ?= /usr/local
+SAN     ?=
+PKGS    := lmdb libmicrohttpd jansson liblz4 zlib
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(SAN)
+LDFLAGS += -pthread $(SAN)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+
+LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c)
+SRV_SRC := $(wildcard server/*.c)
+WEB     := $(sort $(wildcard web/*))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+SRV_OBJ := $(SRV_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/web_assets.o
+TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
+
+.PHONY: all deps run test unit integration test-san bench install clean
+
+all: deps
+	@$(MAKE) --no-print-directory $(BIN)/flamedb
+
+deps:
+	@bash scripts/deps.sh
+
+$(BIN)/flamedb: $(SRV_OBJ) $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+# The viewer's files are compiled into the binary: no files to ship beside it.
+$(BUILD)/gen/embed: scripts/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
+
+$(BUILD)/gen/web_assets.c: $(BUILD)/gen/embed $(WEB)
+	$(BUILD)/gen/embed $(WEB) > $@
+
+$(BUILD)/gen/web_assets.o: $(BUILD)/gen/web_assets.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ) tests/unit/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS) -lcmocka
+
+$(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
+
+run: all
+	@mkdir -p data
+	$(BIN)/flamedb serve --listen 127.0.0.1:4040 --data ./data
+
+# Unit tests, then integration tests against the real binary.
+unit: $(TESTS)
+	@bash tests/run_unit.sh $(TESTS)
+
+integration: $(BIN)/flamedb
+	@bash tests/integration/run.sh $(abspath $(BIN)/flamedb)
+
+test: deps
+	@$(MAKE) --no-print-directory unit integration
+	@$(MAKE) --no-print-directory test-san
+
+# The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer.
+test-san:
+	@$(MAKE) --no-print-directory BUILD=build-san BIN=build-san/bin \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  unit integration
+
+bench: all $(BENCHES)
+	@bash bench/run.sh $(BUILD)/bench $(abspath $(BIN)/flamedb)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BIN)/flamedb $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-san bin

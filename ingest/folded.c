@@ -1,0 +1,271 @@
+/* folded.c — parsing stack bodies: folded ("a;b;c 12") and lines ("a;b;c").
+ *
+ * The parser is on the ingest hot path, so it never copies and never
+ * allocates per line: each stack points into the body, and the stack array
+ * grows geometrically.  A line is handled in a few passes over its bytes,
+ * each a library scan (memchr/memrchr) or a word-at-a-time loop:
+ *
+ *   1. find the end of the line ('\n'), trim trailing spaces, tabs and '\r';
+ *      an empty result is a blank line and is skipped;
+ *   2. folded only: split the count off at the last space, parse it as
+ *      decimal digits within [1, INGEST_MAX_VALUE], trim the frames part;
+ *   3. walk the ';' separators to count frames and catch empty or too long
+ *      ones, then check the whole span once for NUL bytes and for UTF-8
+ *      (valid per frame exactly when valid as a whole, since ';' is ASCII);
+ *   4. keep the INGEST_MAX_DEPTH leaf-most frames of deeper stacks.
+ *
+ * The slow work of naming which frame is bad happens only on error.  Any
+ * error rolls the profile back to its state on entry and says "line N: ..."
+ * with N counted from 1 over all lines, blank ones included. */
+#include "ingest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Writes a printable rendering of user bytes for an error message: at most
+ * 64 bytes, control bytes (and all non-ASCII when not valid UTF-8) as '?',
+ * "..." when cut. */
+static void quote(char *dst, size_t cap, const char *s, size_t len)
+{
+    int utf8 = ingest_utf8_valid(s, len);
+    size_t n = len > 64 ? 64 : len, o = 0;
+
+    while (utf8 && n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--; /* do not cut a character in half */
+    for (size_t i = 0; i < n && o + 4 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        dst[o++] = (c < 0x20 || c == 0x7F || (c >= 0x80 && !utf8)) ? '?' : (char)c;
+    }
+    if (n < len && o + 4 <= cap) {
+        memcpy(dst + o, "...", 3);
+        o += 3;
+    }
+    dst[o] = '\0';
+}
+
+int ingest_format_parse(const char *name, ingest_format *out, char *err, size_t errlen)
+{
+    char q[80];
+
+    if (name && strcmp(name, "folded") == 0) {
+        *out = INGEST_FORMAT_FOLDED;
+        return 0;
+    }
+    if (name && strcmp(name, "lines") == 0) {
+        *out = INGEST_FORMAT_LINES;
+        return 0;
+    }
+    quote(q, sizeof q, name ? name : "", name ? strlen(name) : 0);
+    snprintf(err, errlen, "unknown format '%s' (supported: folded, lines)", q);
+    return -1;
+}
+
+static int is_trailing_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+enum count_result { COUNT_OK, COUNT_NOT_INTEGER, COUNT_ZERO, COUNT_TOO_BIG };
+
+/* Parses a count: decimal digits only, in [1, INGEST_MAX_VALUE]. */
+static enum count_result parse_count(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    int too_big = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return COUNT_NOT_INTEGER;
+        if (!too_big) {
+            v = v * 10 + (uint64_t)(s[i] - '0'); /* v <= INGEST_MAX_VALUE here: cannot wrap */
+            too_big = v > INGEST_MAX_VALUE;
+        }
+    }
+    if (too_big)
+        return COUNT_TOO_BIG;
+    if (v == 0)
+        return COUNT_ZERO;
+    *out = v;
+    return COUNT_OK;
+}
+
+static ingest_status count_error(enum count_result r, const char *s, size_t n, size_t line,
+                                 char *err, size_t errlen)
+{
+    char q[80];
+
+    if (r == COUNT_TOO_BIG) {
+        snprintf(err, errlen, "line %zu: count exceeds %llu", line,
+                 (unsigned long long)INGEST_MAX_VALUE);
+    } else if (r == COUNT_ZERO) {
+        snprintf(err, errlen, "line %zu: count must be at least 1", line);
+    } else {
+        quote(q, sizeof q, s, n);
+        snprintf(err, errlen, "line %zu: count '%s' is not a positive integer", line, q);
+    }
+    return INGEST_EINVAL;
+}
+
+/* Answers the 1-based number of the frame holding byte f[at]. */
+static size_t frame_at(const char *f, size_t at)
+{
+    size_t k = 1;
+    for (const char *s = f, *end = f + at; (s = memchr(s, ';', (size_t)(end - s))); s++)
+        k++;
+    return k;
+}
+
+/* Names the first frame that is not valid UTF-8 (the span as a whole is not). */
+static size_t first_bad_utf8_frame(const char *f, size_t n)
+{
+    size_t k = 1;
+    const char *s = f, *end = f + n;
+
+    for (;;) {
+        const char *semi = memchr(s, ';', (size_t)(end - s));
+        const char *fe = semi ? semi : end;
+        if (!ingest_utf8_valid(s, (size_t)(fe - s)) || !semi)
+            return k;
+        s = semi + 1;
+        k++;
+    }
+}
+
+/* Validates the frames of one stack and answers their number in *depth. */
+static ingest_status check_frames(const char *f, size_t n, size_t line, size_t *depth,
+                                  char *err, size_t errlen)
+{
+    const char *s = f, *end = f + n, *nul;
+    size_t k = 1;
+
+    for (;;) {
+        const char *semi = memchr(s, ';', (size_t)(end - s));
+        const char *fe = semi ? semi : end;
+        if (fe == s) {
+            snprintf(err, errlen, "line %zu: empty frame %zu", line, k);
+            return INGEST_EINVAL;
+        }
+        if (fe - s > INGEST_MAX_FRAME) {
+            snprintf(err, errlen, "line %zu: frame %zu is longer than %d bytes", line, k,
+                     INGEST_MAX_FRAME);
+            return INGEST_EINVAL;
+        }
+        if (!semi)
+            break;
+        s = semi + 1;
+        k++;
+    }
+    if ((nul = memchr(f, '\0', n))) {
+        snprintf(err, errlen, "line %zu: frame %zu contains a NUL byte", line,
+                 frame_at(f, (size_t)(nul - f)));
+        return INGEST_EINVAL;
+    }
+    if (!ingest_utf8_valid(f, n)) {
+        snprintf(err, errlen, "line %zu: frame %zu is not valid UTF-8", line,
+                 first_bad_utf8_frame(f, n));
+        return INGEST_EINVAL;
+    }
+    *depth = k;
+    return INGEST_OK;
+}
+
+static ingest_status push_stack(ingest_profile *p, const char *f, size_t n, uint64_t count,
+                                size_t depth, size_t line, char *err, size_t errlen)
+{
+    if (count > INGEST_MAX_VALUE - p->samples) {
+        snprintf(err, errlen, "line %zu: total of all counts exceeds %llu", line,
+                 (unsigned long long)INGEST_MAX_VALUE);
+        return INGEST_EINVAL;
+    }
+    if (depth > INGEST_MAX_DEPTH) {
+        /* Skip the root-most frames: the leaf keeps its self time. */
+        for (size_t skip = depth - INGEST_MAX_DEPTH; skip > 0; skip--) {
+            const char *semi = memchr(f, ';', n);
+            n -= (size_t)(semi + 1 - f);
+            f = semi + 1;
+        }
+        p->truncated_stacks++;
+    }
+    if (p->n_stacks == p->cap_stacks) {
+        size_t cap = p->cap_stacks ? p->cap_stacks * 2 : 256;
+        ingest_stack *st = cap <= SIZE_MAX / sizeof *st ? realloc(p->stacks, cap * sizeof *st)
+                                                         : NULL;
+        if (!st) {
+            snprintf(err, errlen, "line %zu: out of memory for %zu stacks", line, cap);
+            return INGEST_ENOMEM;
+        }
+        p->stacks = st;
+        p->cap_stacks = cap;
+    }
+    /* n fits: at most INGEST_MAX_DEPTH frames of INGEST_MAX_FRAME bytes. */
+    p->stacks[p->n_stacks++] = (ingest_stack){ .frames = f, .len = (uint32_t)n, .count = count };
+    p->samples += count;
+    return INGEST_OK;
+}
+
+/* Parses one non-blank line [s, e), already trimmed of trailing blanks. */
+static ingest_status parse_line(ingest_profile *p, ingest_format fmt, const char *s,
+                                const char *e, size_t line, char *err, size_t errlen)
+{
+    const char *fe = e;
+    uint64_t count = 1;
+    size_t depth;
+    ingest_status st;
+
+    if (fmt == INGEST_FORMAT_FOLDED) {
+        const char *sp = memrchr(s, ' ', (size_t)(e - s));
+        if (!sp) {
+            snprintf(err, errlen, "line %zu: missing count (expected '<frames> <count>')",
+                     line);
+            return INGEST_EINVAL;
+        }
+        enum count_result r = parse_count(sp + 1, (size_t)(e - sp - 1), &count);
+        if (r != COUNT_OK)
+            return count_error(r, sp + 1, (size_t)(e - sp - 1), line, err, errlen);
+        for (fe = sp; fe > s && (fe[-1] == ' ' || fe[-1] == '\t'); fe--)
+            ;
+        if (fe == s) {
+            snprintf(err, errlen, "line %zu: empty stack", line);
+            return INGEST_EINVAL;
+        }
+    }
+    if ((st = check_frames(s, (size_t)(fe - s), line, &depth, err, errlen)) != INGEST_OK)
+        return st;
+    return push_stack(p, s, (size_t)(fe - s), count, depth, line, err, errlen);
+}
+
+ingest_status ingest_parse_stacks(ingest_profile *p, ingest_format fmt,
+                                  const char *body, size_t len,
+                                  char *err, size_t errlen)
+{
+    size_t n_stacks = p->n_stacks, line = 0;
+    uint64_t samples = p->samples, truncated = p->truncated_stacks;
+    const char *pos = body, *end;
+
+    if (fmt != INGEST_FORMAT_FOLDED && fmt != INGEST_FORMAT_LINES) {
+        snprintf(err, errlen, "unknown format %d", (int)fmt);
+        return INGEST_EINVAL;
+    }
+    if (len == 0)
+        return INGEST_OK;
+    end = body + len;
+    while (pos < end) {
+        const char *nl = memchr(pos, '\n', (size_t)(end - pos));
+        const char *s = pos, *e = nl ? nl : end;
+        pos = nl ? nl + 1 : end;
+        line++;
+        while (e > s && is_trailing_space(e[-1]))
+            e--;
+        if (e == s)
+            continue;
+        ingest_status st = parse_line(p, fmt, s, e, line, err, errlen);
+        if (st != INGEST_OK) {
+            p->n_stacks = n_stacks;
+            p->samples = samples;
+            p->truncated_stacks = truncated;
+            return st;
+        }
+    }
+    return INGEST_OK;
+}

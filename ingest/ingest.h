@@ -1,0 +1,114 @@
+/* ingest.h — the public face of ingest/: turning request bytes into
+ * validated profiles.
+ *
+ * ingest/ knows nothing of HTTP or LMDB.  The server hands it the body and
+ * the request's parameters; it answers either a complete, validated
+ * ingest_profile or an error code plus a message naming the line, parameter
+ * or label at fault.  Nothing is ever half-parsed: on error the profile is
+ * left empty, so a rejected request stores nothing.
+ *
+ * Stacks are zero-copy where possible: an ingest_stack points at its frames
+ * (root first, joined by ';') inside the body buffer, which therefore must
+ * outlive the profile.  Frames never contain ';' or '\n', are non-empty,
+ * valid UTF-8 and at most INGEST_MAX_FRAME bytes.  Stacks deeper than
+ * INGEST_MAX_DEPTH keep their INGEST_MAX_DEPTH leaf-most frames (self time
+ * stays with the right function) and are counted in truncated_stacks. */
+#ifndef FLAMEDB_INGEST_H
+#define FLAMEDB_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define INGEST_MAX_LABELS 32
+#define INGEST_MAX_LABEL_NAME 128
+#define INGEST_MAX_LABEL_VALUE 1024
+#define INGEST_MAX_FRAME 4096
+#define INGEST_MAX_DEPTH 1024
+#define INGEST_MAX_UNIT 64
+/* Counts (and counts weighted by 1e9/rate) stay exact in a JSON double. */
+#define INGEST_MAX_VALUE ((UINT64_C(1) << 53) - 1)
+
+typedef enum {
+    INGEST_OK = 0,
+    INGEST_EINVAL,   /* malformed input: answer 400 */
+    INGEST_ETOOBIG,  /* over a size limit (decompressed body): answer 413 */
+    INGEST_ENOMEM    /* out of memory: answer 500 */
+} ingest_status;
+
+typedef struct {
+    char *name;   /* owned, NUL-terminated */
+    char *value;  /* owned, NUL-terminated */
+} ingest_label;
+
+typedef struct {
+    const char *frames; /* root-first frames joined by ';', not NUL-terminated */
+    uint32_t len;       /* bytes in frames */
+    uint64_t count;     /* > 0 */
+} ingest_stack;
+
+typedef struct {
+    ingest_label labels[INGEST_MAX_LABELS]; /* sorted by name after finish */
+    int n_labels;
+    int64_t from_ms, until_ms;  /* the window [from, until) */
+    double rate;                /* sampling frequency in Hz; 0 = none */
+    char unit[INGEST_MAX_UNIT]; /* "samples" unless said otherwise */
+    ingest_stack *stacks;       /* owned array */
+    size_t n_stacks, cap_stacks;
+    uint64_t samples;           /* sum of all counts */
+    uint64_t truncated_stacks;  /* stacks cut to INGEST_MAX_DEPTH frames */
+    char *arena;                /* owned bytes that stacks may point into */
+    size_t arena_len, arena_cap;
+} ingest_profile;
+
+/* Input formats of a stack body. */
+typedef enum {
+    INGEST_FORMAT_FOLDED,  /* "a;b;c 12" per line */
+    INGEST_FORMAT_LINES    /* "a;b;c" per line, each occurrence counts 1 */
+} ingest_format;
+
+void ingest_profile_init(ingest_profile *p);
+void ingest_profile_free(ingest_profile *p);
+
+/* Parses a format name ("folded", "lines"); answers -1 when unknown and
+ * writes an error listing the supported names. */
+int ingest_format_parse(const char *name, ingest_format *out, char *err, size_t errlen);
+
+/* Adds a label after validating it: name matches [a-zA-Z_][a-zA-Z0-9_.]* and
+ * is at most 128 bytes, value is non-empty UTF-8 of at most 1024 bytes, at
+ * most 32 labels, no duplicate name.  Errors name the label. */
+ingest_status ingest_label_add(ingest_profile *p, const char *name, const char *value,
+                               char *err, size_t errlen);
+
+/* Returns the value of label `name`, or NULL. */
+const char *ingest_label_get(const ingest_profile *p, const char *name);
+
+/* Parses a stack body in the given format and appends its stacks to p.
+ * Blank lines are skipped, CRLF is accepted.  Errors say "line N: ...". */
+ingest_status ingest_parse_stacks(ingest_profile *p, ingest_format fmt,
+                                  const char *body, size_t len,
+                                  char *err, size_t errlen);
+
+/* Checks the profile is complete (service present, type defaulted to cpu,
+ * counts times the rate weight within INGEST_MAX_VALUE) and sorts labels.
+ * Call after labels and stacks are set. */
+ingest_status ingest_profile_finish(ingest_profile *p, char *err, size_t errlen);
+
+/* Pyroscope's application name: "service[.type]{k=v,...}".  Adds the labels
+ * service, type and each k=v to p.  Errors name what is wrong. */
+ingest_status ingest_pyroscope_name(ingest_profile *p, const char *name,
+                                    char *err, size_t errlen);
+
+/* Returns 1 when s is one of Pyroscope's profile type suffixes. */
+int ingest_pyroscope_is_type(const char *s, size_t len);
+
+/* Gunzips in into a new malloc'd buffer (*out, *out_len, caller frees).
+ * Answers INGEST_ETOOBIG when the output would exceed max_out bytes (a gzip
+ * bomb never allocates more than max_out), INGEST_EINVAL when in is not
+ * valid gzip. */
+ingest_status ingest_gunzip(const void *in, size_t in_len, size_t max_out,
+                            char **out, size_t *out_len, char *err, size_t errlen);
+
+/* Returns 1 when the bytes are valid UTF-8. */
+int ingest_utf8_valid(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,200 @@
+/* merge.c — merging stored profiles into one call tree.
+ *
+ * Because every stack is a node of the store's global call tree, merging is
+ * addition into flat arrays indexed by node id: for each block in range,
+ * self[node] += count * weight, and a bitmap remembers which nodes were hit.
+ * Totals come from one backwards pass over the bitmap (children have larger
+ * ids than their parents), which also marks the ancestors of every hit node.
+ * The arrays come from calloc, so pages of the id space no block touches are
+ * never backed by memory.
+ *
+ * Weight.  A `samples` profile that carries a sampling rate is answered in
+ * CPU time: each count weighs round(1e9 / rate) nanoseconds, so profiles
+ * taken at different frequencies add up correctly.  Integer weights keep
+ * every answer exact and reproducible (the rounding is below 1 ns a sample).
+ *
+ * Units.  One answer has one unit.  The unit with the most profiles wins
+ * (ties: alphabetical); profiles in other units are left out and listed, so
+ * nothing is silently mixed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query.h"
+
+typedef struct {
+    char name[64];
+    uint64_t profiles;
+} unit_count;
+
+typedef struct {
+    store_reader *r;
+    query_tree *t;
+    const char *want;       /* the unit to merge, or NULL: take the first seen */
+    unit_count units[16];
+    int n_units;
+    int failed;
+} merge_ctx;
+
+const char *query_block_unit(const store_block *b, uint64_t *weight)
+{
+    if (b->rate > 0 && strcmp(b->unit, "samples") == 0) {
+        double w = llround(1e9 / b->rate);
+        *weight = w < 1 ? 1 : (uint64_t)w;
+        return "nanoseconds";
+    }
+    *weight = 1;
+    return b->unit;
+}
+
+static void count_unit(merge_ctx *c, const char *unit)
+{
+    for (int i = 0; i < c->n_units; i++) {
+        if (strcmp(c->units[i].name, unit) == 0) {
+            c->units[i].profiles++;
+            return;
+        }
+    }
+    if (c->n_units < 16) {
+        snprintf(c->units[c->n_units].name, sizeof c->units[0].name, "%s", unit);
+        c->units[c->n_units++].profiles = 1;
+    }
+}
+
+static int add_block(const store_block *b, void *arg)
+{
+    merge_ctx *c = arg;
+    query_tree *t = c->t;
+    uint64_t w;
+    const char *unit = query_block_unit(b, &w);
+    count_unit(c, unit);
+    if (!c->want) {
+        snprintf(t->unit, sizeof t->unit, "%s", unit);
+        c->want = t->unit;
+    }
+    if (strcmp(unit, c->want) != 0) return 0;
+    const uint32_t *nodes;
+    const uint64_t *counts;
+    uint32_t n;
+    if (store_block_pairs(c->r, b, &nodes, &counts, &n)) {
+        c->failed = 1;
+        return 1;
+    }
+    uint64_t *self = t->self, *touched = t->touched;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t id = nodes[i];
+        uint64_t v = counts[i] * w;
+        self[id] += v;
+        sum += v;
+        touched[id >> 6] |= UINT64_C(1) << (id & 63);
+    }
+    t->grand_total += sum;
+    t->samples += b->samples;
+    t->profiles += b->n_profiles;
+    return 0;
+}
+
+/* Fills total[] from self[] and marks every ancestor of a hit node. */
+static void finish_totals(store_reader *r, query_tree *t)
+{
+    memcpy(t->total, t->self, (size_t)t->n_nodes * sizeof *t->total);
+    t->total[0] = t->grand_total;
+    for (size_t w = (t->n_nodes + 63) / 64; w-- > 0;) {
+        uint64_t bits = t->touched[w];
+        while (bits) {
+            int b = 63 - __builtin_clzll(bits);
+            bits &= ~(UINT64_C(1) << b);
+            uint32_t id = (uint32_t)(w * 64 + (size_t)b);
+            if (id == 0) continue;
+            uint32_t p = store_node_parent(r, id);
+            if (p) t->total[p] += t->total[id];
+            t->touched[p >> 6] |= UINT64_C(1) << (p & 63);
+            if ((p >> 6) == w) bits |= UINT64_C(1) << (p & 63);
+        }
+    }
+}
+
+static int alloc_tree(query_tree *t, uint32_t n_nodes)
+{
+    memset(t, 0, sizeof *t);
+    t->n_nodes = n_nodes;
+    t->self = calloc(n_nodes, sizeof *t->self);
+    t->total = calloc(n_nodes, sizeof *t->total);
+    t->touched = calloc((n_nodes + 63) / 64, sizeof *t->touched);
+    return t->self && t->total && t->touched ? 0 : -1;
+}
+
+static int merge_pass(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                      query_tree *t, merge_ctx *c)
+{
+    for (size_t i = 0; i < set->n_series; i++) {
+        uint64_t before = t->profiles;
+        store_blocks_scan(r, set->series[i], from_ms, until_ms, add_block, c);
+        if (c->failed) return -1;
+        if (t->profiles > before) t->series++;
+    }
+    return 0;
+}
+
+static int unit_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                query_tree *out, char *err, size_t errlen)
+{
+    uint32_t n_nodes = store_node_max(r) + 1;
+    if (alloc_tree(out, n_nodes)) goto oom;
+    merge_ctx c = { .r = r, .t = out };
+    if (merge_pass(r, set, from_ms, until_ms, out, &c)) goto corrupt;
+
+    /* The unit with the most profiles wins; merge again if it was not the
+     * first one seen (rare: one type pushed both with and without a rate). */
+    int best = -1;
+    for (int i = 0; i < c.n_units; i++)
+        if (best < 0 || c.units[i].profiles > c.units[best].profiles ||
+            (c.units[i].profiles == c.units[best].profiles && strcmp(c.units[i].name, c.units[best].name) < 0))
+            best = i;
+    if (best >= 0 && strcmp(c.units[best].name, out->unit) != 0) {
+        char want[64];
+        snprintf(want, sizeof want, "%s", c.units[best].name);
+        query_tree_free(out);
+        if (alloc_tree(out, n_nodes)) goto oom;
+        snprintf(out->unit, sizeof out->unit, "%s", want);
+        merge_ctx c2 = { .r = r, .t = out, .want = out->unit };
+        if (merge_pass(r, set, from_ms, until_ms, out, &c2)) goto corrupt;
+    }
+    if (best >= 0 && c.n_units > 1) {
+        out->other_units = calloc((size_t)c.n_units, sizeof *out->other_units);
+        if (!out->other_units) goto oom;
+        for (int i = 0; i < c.n_units; i++) {
+            if (i == best) continue;
+            out->other_units[out->n_other_units++] = strdup(c.units[i].name);
+            out->skipped_profiles += c.units[i].profiles;
+        }
+        qsort(out->other_units, out->n_other_units, sizeof *out->other_units, unit_cmp);
+    }
+    if (!out->unit[0]) snprintf(out->unit, sizeof out->unit, "samples");
+    finish_totals(r, out);
+    return 0;
+oom:
+    query_tree_free(out);
+    snprintf(err, errlen, "out of memory merging profiles");
+    return -1;
+corrupt:
+    query_tree_free(out);
+    snprintf(err, errlen, "a stored profile could not be decoded (damaged data file?)");
+    return -1;
+}
+
+void query_tree_free(query_tree *t)
+{
+    free(t->self);
+    free(t->total);
+    free(t->touched);
+    for (size_t i = 0; i < t->n_other_units; i++) free(t->other_units[i]);
+    free(t->other_units);
+    memset(t, 0, sizeof *t);
+}

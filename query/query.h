@@ -1,0 +1,134 @@
+/* query.h — the public face of query/: time expressions, label selectors,
+ * merging stored profiles into one call tree, and the output encoders.
+ *
+ * query/ reads through storage's public API (store.h) and knows nothing of
+ * HTTP.  Parsers answer -1 with a message that says where the input is
+ * wrong; the server turns it into a 400 naming the parameter. */
+#ifndef FLAMEDB_QUERY_H
+#define FLAMEDB_QUERY_H
+
+#include <regex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../storage/store.h"
+
+/* ---- time expressions (timeexpr.c) ----------------------------------- */
+
+/* Parses unix seconds ("1763719200", fractions allowed), RFC 3339
+ * ("2026-11-21T10:00:00Z", "...+02:00", fractional seconds allowed), "now",
+ * or "now-<N><unit>" with unit s, m, h, d or w.  now_ms is the current time;
+ * the result is unix milliseconds. */
+int query_time_parse(const char *s, int64_t now_ms, int64_t *out_ms, char *err, size_t errlen);
+
+/* A time as JSON: unix seconds, fractional when not a whole second. */
+json_t *query_time_json(int64_t ms);
+
+/* Parses a duration "<N><unit>" (units s, m, h, d, w; a bare number is
+ * seconds) into milliseconds. */
+int query_duration_parse(const char *s, int64_t *out_ms, char *err, size_t errlen);
+
+/* ---- selectors (selector.c) ------------------------------------------ */
+
+typedef enum { QUERY_EQ, QUERY_NE, QUERY_RE, QUERY_NRE } query_op;
+
+typedef struct {
+    char *name;     /* owned */
+    char *value;    /* owned, unescaped */
+    query_op op;
+    regex_t re;     /* compiled, fully anchored, POSIX extended (RE, NRE) */
+} query_matcher;
+
+typedef struct {
+    query_matcher *matchers; /* owned */
+    int n_matchers;
+} query_selector;
+
+/* Parses `{name="v", name!="v", name=~"re", name!~"re"}`, the shorthand
+ * `svc{...}` (adds service="svc") and `{}`.  Values are double-quoted with
+ * \" and \\ escapes.  Errors say the position ("at column 7: ..."). */
+int query_selector_parse(const char *s, query_selector *out, char *err, size_t errlen);
+void query_selector_free(query_selector *sel);
+
+/* Returns 1 when a label value (NULL when the series lacks the label, which
+ * matches like the empty string, as in Prometheus) satisfies the matcher. */
+int query_matcher_match(const query_matcher *m, const char *value);
+
+/* Returns the value of the first equality matcher on `name`, or NULL. */
+const char *query_selector_eq(const query_selector *sel, const char *name);
+
+/* ---- resolving and merging (resolve.c, merge.c) ---------------------- */
+
+/* The series matching a selector, all of one profile type. */
+typedef struct {
+    uint32_t *series;       /* owned, ascending */
+    size_t n_series;
+    char type[128];         /* the type merged */
+    char **other_types;     /* owned: other types the selector matched, sorted */
+    size_t n_other_types;
+} query_series_set;
+
+/* The series matching sel (all types) that have a profile starting in
+ * [from_ms, until_ms): a malloc'd ascending array the caller frees. */
+int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                uint32_t **ids, size_t *n);
+
+/* Resolves sel to the series with profiles in [from_ms, until_ms) and picks
+ * one type: the selector's own type= when it matched, else cpu if any
+ * matched series has it, else samples, else the alphabetically first. */
+int query_resolve(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                  query_series_set *out, char *err, size_t errlen);
+void query_series_set_free(query_series_set *set);
+
+/* A merged profile: values summed per call-tree node in flat arrays indexed
+ * by node id, so merging is addition and totals come from one backwards pass
+ * (parents have smaller ids than children). */
+typedef struct {
+    uint32_t n_nodes;       /* size of the arrays: node ids < n_nodes */
+    uint64_t *self;         /* owned, per node */
+    uint64_t *total;        /* owned, per node, filled by query_tree_finish */
+    uint64_t *touched;      /* owned bitmap of nodes with a value */
+    uint64_t grand_total;   /* sum of all values */
+    uint64_t samples;       /* raw samples before rate weighting */
+    uint64_t profiles;      /* blocks merged */
+    uint32_t series;        /* series with at least one profile */
+    char unit[64];          /* unit of the values */
+    char **other_units;     /* owned: units of profiles left out, sorted */
+    size_t n_other_units;
+    uint64_t skipped_profiles; /* profiles left out for their unit */
+} query_tree;
+
+/* Merges every profile of the set whose window starts in [from, until). */
+int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
+                int64_t until_ms, query_tree *out, char *err, size_t errlen);
+void query_tree_free(query_tree *t);
+
+/* ---- encoders (tree_view.c, encode_tree.c, encode_folded.c) ---------- */
+
+/* The tree as JSON: {"name","self","total","children"} nested, children by
+ * total descending then name; at most max_nodes nodes (0 = all), the largest
+ * totals kept; *trunc_nodes / *trunc_total say what was left out. */
+json_t *query_tree_json(store_reader *r, const query_tree *t, size_t max_nodes,
+                        uint64_t *trunc_nodes, uint64_t *trunc_total);
+
+/* The tree as folded text: one "a;b;c N" line per stack with self > 0,
+ * sorted by stack.  Returns a malloc'd buffer and its length. */
+char *query_tree_folded(store_reader *r, const query_tree *t, size_t *len);
+
+/* ---- listings (listings.c) -------------------------------------------- */
+
+/* {"labels": [{"name", "values": distinct count}]} over the series, by name. */
+json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n);
+/* {"values": [...]} of label name over the series, sorted. */
+json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name);
+/* {"series": [{"labels", "profiles", "samples", "total", "unit", "first", "last"}]}
+ * with statistics over the profiles in [from_ms, until_ms). */
+json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_t from_ms, int64_t until_ms);
+
+/* The unit a block's values are answered in, and the weight of one count:
+ * samples with a rate become nanoseconds weighing round(1e9 / rate). */
+const char *query_block_unit(const store_block *b, uint64_t *weight);
+
+#endif

@@ -1,0 +1,144 @@
+/* resolve.c — from a selector to the series it matches, of one type.
+ *
+ * Candidates come from the label index when the selector has an equality
+ * matcher with a non-empty value (the shortest such postings list wins);
+ * otherwise every series is a candidate.  Each candidate is then checked
+ * against every matcher.  A query merges one profile type at a time: the
+ * matched series are split by their `type` label and one type is chosen
+ * (the selector's own type=, else cpu, else samples, else the first
+ * alphabetically); the others are reported so the user can ask for them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query.h"
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The candidate series: a postings list copy (answers 1), or all (0). */
+static int candidates(store_reader *r, const query_selector *sel, uint32_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    int have = 0;
+    for (int i = 0; i < sel->n_matchers; i++) {
+        const query_matcher *m = &sel->matchers[i];
+        if (m->op != QUERY_EQ || !m->value[0]) continue;
+        uint32_t *p;
+        size_t pn;
+        if (store_postings(r, m->name, m->value, &p, &pn)) {
+            free(*ids);
+            return -1;
+        }
+        if (!have || pn < *n) {
+            free(*ids);
+            *ids = p;
+            *n = pn;
+        } else {
+            free(p);
+        }
+        have = 1;
+    }
+    return have;
+}
+
+static int series_matches(store_reader *r, const query_selector *sel, uint32_t sid)
+{
+    for (int i = 0; i < sel->n_matchers; i++) {
+        const query_matcher *m = &sel->matchers[i];
+        if (!query_matcher_match(m, store_series_label(r, sid, m->name))) return 0;
+    }
+    return 1;
+}
+
+int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                uint32_t **ids, size_t *n)
+{
+    uint32_t *cand;
+    size_t n_cand;
+    int have = candidates(r, sel, &cand, &n_cand);
+    if (have < 0) return -1;
+    size_t total = have ? n_cand : store_series_max(r);
+    uint32_t *out = malloc((total ? total : 1) * sizeof *out);
+    if (!out) {
+        free(cand);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < total; i++) {
+        uint32_t sid = have ? cand[i] : (uint32_t)(i + 1);
+        if (series_matches(r, sel, sid) && store_series_has_blocks(r, sid, from_ms, until_ms)) out[k++] = sid;
+    }
+    free(cand);
+    *ids = out;
+    *n = k;
+    return 0;
+}
+
+/* Picks the type to merge among the distinct types matched. */
+static const char *pick_type(const query_selector *sel, char **types, size_t n)
+{
+    const char *want = query_selector_eq(sel, "type");
+    for (size_t i = 0; want && i < n; i++)
+        if (strcmp(types[i], want) == 0) return types[i];
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(types[i], "cpu") == 0) return types[i];
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(types[i], "samples") == 0) return types[i];
+    return n ? types[0] : NULL;
+}
+
+int query_resolve(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                  query_series_set *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t *matched = NULL;
+    size_t n_matched = 0, n_types = 0;
+    const char **mtype = NULL;
+    char **types = NULL;
+    if (query_match(r, sel, from_ms, until_ms, &matched, &n_matched)) goto oom;
+    mtype = malloc((n_matched ? n_matched : 1) * sizeof *mtype);
+    types = malloc((n_matched ? n_matched : 1) * sizeof *types);
+    out->series = malloc((n_matched ? n_matched : 1) * sizeof *out->series);
+    if (!mtype || !types || !out->series) goto oom;
+    for (size_t i = 0; i < n_matched; i++) {
+        const char *t = store_series_label(r, matched[i], "type");
+        mtype[i] = t ? t : "";
+        size_t j = 0;
+        while (j < n_types && strcmp(types[j], mtype[i])) j++;
+        if (j == n_types) types[n_types++] = (char *)mtype[i];
+    }
+    qsort(types, n_types, sizeof *types, str_cmp);
+    const char *chosen = pick_type(sel, types, n_types);
+    if (chosen) snprintf(out->type, sizeof out->type, "%s", chosen);
+    for (size_t i = 0; i < n_matched; i++)
+        if (chosen && strcmp(mtype[i], chosen) == 0) out->series[out->n_series++] = matched[i];
+    out->other_types = calloc(n_types ? n_types : 1, sizeof *out->other_types);
+    if (!out->other_types) goto oom;
+    for (size_t i = 0; i < n_types; i++) {
+        if (chosen && strcmp(types[i], chosen) == 0) continue;
+        if (!(out->other_types[out->n_other_types] = strdup(types[i]))) goto oom;
+        out->n_other_types++;
+    }
+    free(matched);
+    free(mtype);
+    free(types);
+    return 0;
+oom:
+    free(matched);
+    free(mtype);
+    free(types);
+    query_series_set_free(out);
+    snprintf(err, errlen, "out of memory resolving the selector");
+    return -1;
+}
+
+void query_series_set_free(query_series_set *set)
+{
+    for (size_t i = 0; i < set->n_other_types; i++) free(set->other_types[i]);
+    free(set->other_types);
+    free(set->series);
+    memset(set, 0, sizeof *set);
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages flamedb needs, only those that are missing.
+# Runs `apt-get update` once, and only when something must be installed.
+set -euo pipefail
+pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
+      liblz4-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
+      libprotobuf-c-dev protobuf-c-compiler pkg-config curl
+      gcc make jq prometheus valgrind)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,168 @@
+/* main.c — the flamedb command: `flamedb serve` and its flags.
+ *
+ * serve opens the store, starts the HTTP server and waits for SIGINT or
+ * SIGTERM; then it stops accepting, lets requests in flight finish, closes
+ * the store (the writer commits what is queued) and exits 0.  The signals
+ * are blocked in every thread and taken with sigwait on the main thread, so
+ * no handler runs in the middle of a request. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../query/query.h"
+#include "srv.h"
+
+#define VERSION "0.1.0"
+
+static const char usage_main[] =
+    "flamedb " VERSION " — a continuous-profiling database\n"
+    "\n"
+    "Usage:\n"
+    "  flamedb serve [flags]    run the server (flamedb serve --help for its flags)\n"
+    "  flamedb --help           this text\n"
+    "  flamedb --version        the version\n"
+    "\n"
+    "The server stores stack profiles keyed by labels in LMDB and answers\n"
+    "merged flamegraphs over HTTP/JSON.  See README.md and docs/api.md.\n";
+
+static const char usage_serve[] =
+    "Usage: flamedb serve [flags]\n"
+    "\n"
+    "  --listen ADDR:PORT     where to listen (default 127.0.0.1:4040; [::1]:4040 for IPv6;\n"
+    "                         port 0 picks a free port, printed at start)\n"
+    "  --data DIR             data directory, created if missing (default ./data)\n"
+    "  --retention DURATION   delete profiles whose window started longer ago than this,\n"
+    "                         e.g. 30d, 12h, 90m; 0 keeps everything (default 30d)\n"
+    "  --max-body BYTES       largest request body, also after gzip decompression;\n"
+    "                         suffixes k, m, g (default 64m)\n"
+    "  --threads N            HTTP worker threads (default 32)\n"
+    "  --help                 this text\n";
+
+/* Parses BYTES with an optional k, m or g suffix (powers of 1024). */
+static int parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || s[0] == '-') return -1;
+    unsigned long long mul = 1;
+    if (*end == 'k' || *end == 'K') mul = 1ULL << 10, end++;
+    else if (*end == 'm' || *end == 'M') mul = 1ULL << 20, end++;
+    else if (*end == 'g' || *end == 'G') mul = 1ULL << 30, end++;
+    if (*end || v == 0 || v > (1ULL << 40) / mul) return -1;
+    *out = (size_t)(v * mul);
+    return 0;
+}
+
+typedef struct {
+    const char *listen, *data;
+    int64_t retention_ms;
+    size_t max_body;
+    unsigned threads;
+} serve_flags;
+
+/* Answers 0 to run, 1 when --help was shown, -1 on a bad flag. */
+static int parse_serve_flags(int argc, char **argv, serve_flags *f)
+{
+    f->listen = "127.0.0.1:4040";
+    f->data = "./data";
+    f->retention_ms = 30LL * 24 * 3600 * 1000;
+    f->max_body = 64u << 20;
+    f->threads = 32;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char err[256];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_serve, stdout);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) || !v) {
+            fprintf(stderr, "flamedb serve: %s '%s'\n%s", v ? "unknown argument" : "missing value for", a, usage_serve);
+            return -1;
+        }
+        i++;
+        if (!strcmp(a, "--listen")) {
+            f->listen = v;
+        } else if (!strcmp(a, "--data")) {
+            f->data = v;
+        } else if (!strcmp(a, "--retention")) {
+            if (query_duration_parse(v, &f->retention_ms, err, sizeof err)) {
+                fprintf(stderr, "flamedb serve: --retention: %s\n", err);
+                return -1;
+            }
+        } else if (!strcmp(a, "--max-body")) {
+            if (parse_bytes(v, &f->max_body)) {
+                fprintf(stderr, "flamedb serve: --max-body '%s': expected a size in bytes like 67108864 or 64m\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--threads")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 1024) {
+                fprintf(stderr, "flamedb serve: --threads '%s': expected 1 to 1024\n", v);
+                return -1;
+            }
+            f->threads = (unsigned)n;
+        } else {
+            fprintf(stderr, "flamedb serve: unknown flag '%s'\n%s", a, usage_serve);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int serve(int argc, char **argv)
+{
+    serve_flags f;
+    int rc = parse_serve_flags(argc, argv, &f);
+    if (rc) return rc > 0 ? 0 : 2;
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[1024];
+    srv_ctx srv = { .max_body = f.max_body };
+    store_options opt = { .dir = f.data, .retention_ms = f.retention_ms };
+    if (store_open(&srv.st, &opt, err, sizeof err)) {
+        srv_log("cannot open the store: %s", err);
+        return 1;
+    }
+    store_stats stats;
+    store_get_stats(srv.st, &stats);
+    srv_log("data in %s: %llu series, %llu call-tree nodes, %llu bytes; retention %lld s", f.data,
+            (unsigned long long)stats.series, (unsigned long long)stats.nodes,
+            (unsigned long long)stats.db_bytes, (long long)(f.retention_ms / 1000));
+    if (srv_start(&srv, f.listen, f.threads, err, sizeof err)) {
+        srv_log("%s", err);
+        store_close(srv.st);
+        return 1;
+    }
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    srv_stop(&srv);
+    store_close(srv.st);
+    srv_log("stopped");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage_main, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        puts("flamedb " VERSION);
+        return 0;
+    }
+    if (!strcmp(argv[1], "serve")) return serve(argc - 2, argv + 2);
+    fprintf(stderr, "flamedb: unknown command '%s'\n\n%s", argv[1], usage_main);
+    return 2;
+}

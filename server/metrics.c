@@ -1,0 +1,114 @@
+/* metrics.c — GET /metrics in Prometheus text format: requests by route and
+ * status, samples, profiles and bytes ingested, the commit latency
+ * histogram, the database size and the number of series.  Request counters
+ * are atomics in a fixed table (route x status slot), so counting costs no
+ * lock on the request path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+static const int status_slots[SRV_STATUS_SLOTS] = { 200, 400, 404, 405, 413, 415, 500, 503, 507, 0, 0, 0 };
+
+static const char *route_names[ROUTE_COUNT] = {
+    "/api/v1/ingest", "/ingest", "/api/v1/query", "/api/v1/labels", "/api/v1/label/values",
+    "/api/v1/series", "/healthz", "/metrics", "/", "other",
+};
+
+const char *srv_route_name(srv_route route) { return route_names[route]; }
+
+static int slot_of(int status)
+{
+    for (int i = 0; i < SRV_STATUS_SLOTS && status_slots[i]; i++)
+        if (status_slots[i] == status) return i;
+    return SRV_STATUS_SLOTS - 1; /* "other" */
+}
+
+void srv_metrics_count(srv_ctx *srv, srv_route route, int status)
+{
+    if (!status) return; /* connection dropped before an answer */
+    atomic_fetch_add(&srv->metrics.requests[route][slot_of(status)], 1);
+}
+
+typedef struct { char *buf; size_t len, cap; int oom; } text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...)
+{
+    if (t->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) { t->oom = 1; return; }
+        if ((size_t)n < t->cap - t->len) { t->len += (size_t)n; return; }
+        size_t ncap = (t->cap + (size_t)n) * 2;
+        char *nb = realloc(t->buf, ncap);
+        if (!nb) { t->oom = 1; return; }
+        t->buf = nb;
+        t->cap = ncap;
+    }
+}
+
+enum MHD_Result srv_handle_metrics(srv_request *rq)
+{
+    srv_ctx *srv = rq->srv;
+    store_stats s;
+    store_get_stats(srv->st, &s);
+    text t = { malloc(8192), 0, 8192, 0 };
+    if (!t.buf) return MHD_NO;
+
+    put(&t, "# HELP flamedb_http_requests_total HTTP requests answered, by route and status code.\n"
+            "# TYPE flamedb_http_requests_total counter\n");
+    for (int r = 0; r < ROUTE_COUNT; r++) {
+        for (int i = 0; i < SRV_STATUS_SLOTS; i++) {
+            uint64_t n = atomic_load(&srv->metrics.requests[r][i]);
+            if (!n) continue;
+            char code[8];
+            if (status_slots[i]) snprintf(code, sizeof code, "%d", status_slots[i]);
+            else snprintf(code, sizeof code, "other");
+            put(&t, "flamedb_http_requests_total{route=\"%s\",code=\"%s\"} %llu\n", route_names[r], code,
+                (unsigned long long)n);
+        }
+    }
+    put(&t, "# HELP flamedb_ingested_samples_total Samples (sums of stack counts) accepted by ingest.\n"
+            "# TYPE flamedb_ingested_samples_total counter\n"
+            "flamedb_ingested_samples_total %llu\n",
+        (unsigned long long)atomic_load(&srv->metrics.ingested_samples));
+    put(&t, "# HELP flamedb_ingested_profiles_total Profiles accepted by ingest.\n"
+            "# TYPE flamedb_ingested_profiles_total counter\n"
+            "flamedb_ingested_profiles_total %llu\n",
+        (unsigned long long)atomic_load(&srv->metrics.ingested_profiles));
+    put(&t, "# HELP flamedb_ingested_bytes_total Request body bytes accepted by ingest, as received.\n"
+            "# TYPE flamedb_ingested_bytes_total counter\n"
+            "flamedb_ingested_bytes_total %llu\n",
+        (unsigned long long)atomic_load(&srv->metrics.ingested_bytes));
+    put(&t, "# HELP flamedb_commit_duration_seconds Time of each durable LMDB commit (group commit).\n"
+            "# TYPE flamedb_commit_duration_seconds histogram\n");
+    for (int i = 0; i < STORE_COMMIT_BUCKETS; i++)
+        put(&t, "flamedb_commit_duration_seconds_bucket{le=\"%g\"} %llu\n", store_commit_bucket_le[i],
+            (unsigned long long)s.commit_bucket[i]);
+    put(&t, "flamedb_commit_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+            "flamedb_commit_duration_seconds_sum %.6f\n"
+            "flamedb_commit_duration_seconds_count %llu\n",
+        (unsigned long long)s.commits, s.commit_seconds_sum, (unsigned long long)s.commits);
+    put(&t, "# HELP flamedb_database_bytes Disk space used by the LMDB data file.\n"
+            "# TYPE flamedb_database_bytes gauge\n"
+            "flamedb_database_bytes %llu\n", (unsigned long long)s.db_bytes);
+    put(&t, "# HELP flamedb_series Series (distinct label sets) stored.\n"
+            "# TYPE flamedb_series gauge\n"
+            "flamedb_series %llu\n", (unsigned long long)s.series);
+    put(&t, "# HELP flamedb_call_tree_nodes Nodes of the global call tree (distinct stack prefixes).\n"
+            "# TYPE flamedb_call_tree_nodes gauge\n"
+            "flamedb_call_tree_nodes %llu\n", (unsigned long long)s.nodes);
+    put(&t, "# HELP flamedb_retention_deleted_profiles_total Profiles deleted by retention.\n"
+            "# TYPE flamedb_retention_deleted_profiles_total counter\n"
+            "flamedb_retention_deleted_profiles_total %llu\n", (unsigned long long)s.retention_deleted);
+    if (t.oom) {
+        free(t.buf);
+        return MHD_NO;
+    }
+    return srv_reply_bytes(rq, 200, "text/plain; version=0.0.4; charset=utf-8", t.buf, t.len, 1);
+}

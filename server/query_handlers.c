@@ -1,0 +1,142 @@
+/* query_handlers.c — GET /api/v1/query, /api/v1/labels,
+ * /api/v1/label/NAME/values and /api/v1/series.
+ *
+ * Each parses its parameters (400 naming the one at fault), opens a read
+ * snapshot, asks query/ for the answer and encodes it.  The snapshot is
+ * held only while the answer is built; writers never wait for it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../query/query.h"
+#include "srv.h"
+
+#define DEFAULT_RANGE_MS (3600 * 1000)
+#define DEFAULT_MAX_NODES 8192
+
+/* The selector and time range every read endpoint takes. */
+static int read_selector(srv_request *rq, query_selector *sel, int64_t *from, int64_t *until)
+{
+    char err[512];
+    const char *q = srv_param(rq, "query");
+    if (query_selector_parse(q ? q : "{}", sel, err, sizeof err)) {
+        srv_reply_error(rq, 400, "parameter 'query': %s", err);
+        return -1;
+    }
+    if (srv_time_range(rq, "from", "until", DEFAULT_RANGE_MS, from, until)) {
+        query_selector_free(sel);
+        return -1;
+    }
+    return 0;
+}
+
+static json_t *string_array(char **items, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_string(items[i]));
+    return a;
+}
+
+static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_series_set *set,
+                                  const query_tree *t, int64_t from, int64_t until, size_t max_nodes)
+{
+    uint64_t tn = 0, tt = 0;
+    json_t *tree = query_tree_json(r, t, max_nodes, &tn, &tt);
+    json_t *o = json_pack("{s:s?,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:{s:I,s:I},s:o}",
+                          "type", set->type[0] ? set->type : NULL, "unit", t->unit,
+                          "from", query_time_json(from), "until", query_time_json(until),
+                          "total", (json_int_t)t->grand_total, "samples", (json_int_t)t->samples,
+                          "profiles", (json_int_t)t->profiles, "series", (json_int_t)t->series,
+                          "other_types", string_array(set->other_types, set->n_other_types),
+                          "truncated", "nodes", (json_int_t)tn, "total", (json_int_t)tt, "tree", tree);
+    if (o && t->n_other_units) {
+        json_object_set_new(o, "other_units", string_array(t->other_units, t->n_other_units));
+        json_object_set_new(o, "skipped_profiles", json_integer((json_int_t)t->skipped_profiles));
+    }
+    return srv_reply_json(rq, 200, o);
+}
+
+enum MHD_Result srv_handle_query(srv_request *rq)
+{
+    char err[512];
+    query_selector sel;
+    int64_t from, until;
+    uint64_t max_nodes;
+    const char *format = srv_param(rq, "format");
+    if (format && strcmp(format, "json") && strcmp(format, "folded"))
+        return srv_reply_error(rq, 400, "parameter 'format': unknown format '%s' (supported: json, folded)", format);
+    if (srv_param_uint(rq, "max_nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes)) return MHD_YES;
+    if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
+
+    store_reader *r;
+    query_series_set set;
+    query_tree t;
+    enum MHD_Result res;
+    if (store_reader_begin(rq->srv->st, &r)) {
+        query_selector_free(&sel);
+        return srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
+    }
+    if (query_resolve(r, &sel, from, until, &set, err, sizeof err)) {
+        res = srv_reply_error(rq, 500, "%s", err);
+        goto out;
+    }
+    if (query_merge(r, &set, from, until, &t, err, sizeof err)) {
+        res = srv_reply_error(rq, 500, "%s", err);
+        goto out_set;
+    }
+    if (format && strcmp(format, "folded") == 0) {
+        size_t len = 0;
+        char *text = query_tree_folded(r, &t, &len);
+        res = text ? srv_reply_bytes(rq, 200, "text/plain; charset=utf-8", text, len, 1)
+                   : srv_reply_error(rq, 500, "out of memory encoding folded stacks");
+    } else {
+        res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes);
+    }
+    query_tree_free(&t);
+out_set:
+    query_series_set_free(&set);
+out:
+    store_reader_end(r);
+    query_selector_free(&sel);
+    return res;
+}
+
+typedef enum { LIST_LABELS, LIST_VALUES, LIST_SERIES } list_kind;
+
+static enum MHD_Result list(srv_request *rq, list_kind kind)
+{
+    query_selector sel;
+    int64_t from, until;
+    if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
+    store_reader *r;
+    if (store_reader_begin(rq->srv->st, &r)) {
+        query_selector_free(&sel);
+        return srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
+    }
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    json_t *answer = NULL;
+    if (query_match(r, &sel, from, until, &ids, &n) == 0) {
+        if (kind == LIST_LABELS) answer = query_labels_json(r, ids, n);
+        else if (kind == LIST_VALUES) answer = query_label_values_json(r, ids, n, rq->route_arg);
+        else answer = query_series_json(r, ids, n, from, until);
+    }
+    free(ids);
+    store_reader_end(r);
+    query_selector_free(&sel);
+    return srv_reply_json(rq, 200, answer);
+}
+
+enum MHD_Result srv_handle_labels(srv_request *rq) { return list(rq, LIST_LABELS); }
+enum MHD_Result srv_handle_series(srv_request *rq) { return list(rq, LIST_SERIES); }
+
+enum MHD_Result srv_handle_label_values(srv_request *rq)
+{
+    const char *name = rq->route_arg;
+    size_t n = strlen(name) - strlen("/values");
+    char buf[256];
+    if (n == 0 || n >= sizeof buf) return srv_reply_error(rq, 400, "label name in the path must be 1 to 128 bytes");
+    memcpy(buf, name, n);
+    buf[n] = '\0';
+    rq->route_arg = buf;
+    return list(rq, LIST_VALUES);
+}

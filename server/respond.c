@@ -1,0 +1,75 @@
+/* respond.c — building answers: JSON bodies, JSON errors, raw bytes.
+ * Every answer records its status on the request for /metrics. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ingest/ingest.h"
+#include "srv.h"
+
+enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content_type,
+                                void *data, size_t len, int must_free)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, data, must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        if (must_free) free(data);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                rq->route == ROUTE_INGEST || rq->route == ROUTE_PYROSCOPE ? "POST" : "GET, HEAD");
+    }
+    rq->status = status;
+    enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+enum MHD_Result srv_reply_json(srv_request *rq, int status, json_t *body)
+{
+    if (!body) return srv_reply_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory building the answer");
+    char *text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!text) return srv_reply_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory encoding the answer");
+    size_t len = strlen(text);
+    /* A trailing newline makes curl output readable. */
+    char *with_nl = realloc(text, len + 2);
+    if (with_nl) {
+        with_nl[len] = '\n';
+        with_nl[len + 1] = '\0';
+        text = with_nl;
+        len++;
+    }
+    return srv_reply_bytes(rq, status, "application/json", text, len, 1);
+}
+
+enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* Messages quote user input; keep the JSON valid whatever it was. */
+    if (!ingest_utf8_valid(msg, strlen(msg)))
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p >= 0x80) *p = '?';
+    if (status >= 500) srv_log("%s %s: %d %s", rq->method, rq->url, status, msg);
+    json_t *o = json_object();
+    if (o) json_object_set_new(o, "error", json_string(msg));
+    return srv_reply_json(rq, status, o);
+}
+
+int srv_status_of_store(store_status ss)
+{
+    switch (ss) {
+    case STORE_OK: return MHD_HTTP_OK;
+    case STORE_EINVAL: return MHD_HTTP_BAD_REQUEST;
+    case STORE_EFULL: return MHD_HTTP_INSUFFICIENT_STORAGE;
+    case STORE_ECLOSED: return MHD_HTTP_SERVICE_UNAVAILABLE;
+    default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}

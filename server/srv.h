@@ -1,0 +1,99 @@
+/* srv.h — private to server/: the server's context, the request each
+ * handler receives, and the helpers handlers share.
+ *
+ * server/ wires libmicrohttpd to ingest/, query/ and storage/.  It owns
+ * parameters, limits, error mapping and metrics, and knows nothing of the
+ * on-disk format.  Every error answer is JSON {"error": "..."} naming the
+ * parameter, line or label at fault. */
+#ifndef FLAMEDB_SRV_H
+#define FLAMEDB_SRV_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../storage/store.h"
+
+/* Routes, for dispatch and for metrics. */
+typedef enum {
+    ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
+    ROUTE_SERIES, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
+} srv_route;
+
+#define SRV_STATUS_SLOTS 12
+
+typedef struct {
+    _Atomic uint64_t requests[ROUTE_COUNT][SRV_STATUS_SLOTS];
+    _Atomic uint64_t ingested_samples;
+    _Atomic uint64_t ingested_bytes;
+    _Atomic uint64_t ingested_profiles;
+} srv_metrics;
+
+typedef struct {
+    store *st;
+    struct MHD_Daemon *daemon;
+    size_t max_body;
+    srv_metrics metrics;
+    _Atomic int in_flight;
+    int verbose;
+} srv_ctx;
+
+/* One request: what the handler needs, and what it answered. */
+typedef struct {
+    srv_ctx *srv;
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *url;
+    srv_route route;
+    char *body;            /* the whole body, NUL-terminated */
+    size_t body_len;
+    int body_too_big;
+    int status;            /* the status answered, for metrics */
+    const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
+} srv_request;
+
+/* http.c */
+int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err, size_t errlen);
+void srv_stop(srv_ctx *srv);
+
+/* respond.c: answers; each returns an MHD result for the access handler. */
+enum MHD_Result srv_reply_json(srv_request *rq, int status, json_t *body); /* steals body */
+enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content_type,
+                                void *data, size_t len, int must_free);
+/* Maps a storage status to an HTTP status. */
+int srv_status_of_store(store_status ss);
+
+/* params.c */
+const char *srv_param(srv_request *rq, const char *name);
+/* Parses from/until (defaults: until=now, from=until-default_span_ms);
+ * answers 0, or replies 400 itself and answers -1. */
+int srv_time_range(srv_request *rq, const char *from_name, const char *until_name,
+                   int64_t default_span_ms, int64_t *from_ms, int64_t *until_ms);
+/* Parses an unsigned integer parameter with a default and a maximum. */
+int srv_param_uint(srv_request *rq, const char *name, uint64_t def, uint64_t max, uint64_t *out);
+int64_t srv_now_ms(void);
+
+/* Handlers. */
+enum MHD_Result srv_handle_ingest(srv_request *rq);
+enum MHD_Result srv_handle_pyroscope(srv_request *rq);
+enum MHD_Result srv_handle_query(srv_request *rq);
+enum MHD_Result srv_handle_labels(srv_request *rq);
+enum MHD_Result srv_handle_label_values(srv_request *rq);
+enum MHD_Result srv_handle_series(srv_request *rq);
+enum MHD_Result srv_handle_healthz(srv_request *rq);
+enum MHD_Result srv_handle_metrics(srv_request *rq);
+enum MHD_Result srv_handle_web(srv_request *rq);
+
+/* metrics.c */
+void srv_metrics_count(srv_ctx *srv, srv_route route, int status);
+const char *srv_route_name(srv_route route);
+
+/* log.c */
+void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,185 @@
+/* block.c — the encoded form of one stored profile: its (node, count) pairs.
+ *
+ * Value layout (all integers LEB128 varints unless said):
+ *   u8 version (1), u8 flags (1 = payload lz4-compressed, 2 = has rate),
+ *   unit string id, n_pairs, n_profiles, raw payload length, duration in ms,
+ *   [f64 rate, little-endian, when flag 2], samples (sum of counts),
+ *   payload.
+ * The raw payload is columnar: n_pairs node-id deltas (ids ascending, the
+ * first delta from 0), then n_pairs counts.  Columns compress better than
+ * interleaved pairs: the counts of a sampled profile are mostly tiny and
+ * repeat.  The payload is lz4-compressed when that makes it smaller.
+ *
+ * Keys are 16 bytes: series id (big-endian u32), window start in ms
+ * (big-endian, sign bit flipped), and a sequence number that keeps two
+ * profiles with the same start apart.  Big-endian makes LMDB's byte order
+ * the order of (series, time), so a time range is one cursor walk. */
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+#define BLOCK_VERSION 1
+#define FLAG_LZ4 1
+#define FLAG_RATE 2
+
+static unsigned char *put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+/* Reads a varint from [*p, end); answers -1 when it runs off the end. */
+static inline int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    const unsigned char *s = *p;
+    if (s < end && *s < 0x80) {
+        *v = *s;
+        *p = s + 1;
+        return 0;
+    }
+    uint64_t r = 0;
+    for (int shift = 0; s < end && shift < 64; shift += 7) {
+        unsigned char b = *s++;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *v = r;
+            *p = s;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void block_key(unsigned char key[BLOCK_KEY_LEN], uint32_t sid, int64_t from_ms, uint32_t seq)
+{
+    uint64_t t = (uint64_t)from_ms ^ (UINT64_C(1) << 63);
+    for (int i = 0; i < 4; i++) key[i] = (unsigned char)(sid >> (24 - 8 * i));
+    for (int i = 0; i < 8; i++) key[4 + i] = (unsigned char)(t >> (56 - 8 * i));
+    for (int i = 0; i < 4; i++) key[12 + i] = (unsigned char)(seq >> (24 - 8 * i));
+}
+
+void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, uint32_t *seq)
+{
+    uint32_t s = 0, q = 0;
+    uint64_t t = 0;
+    for (int i = 0; i < 4; i++) s = (s << 8) | key[i];
+    for (int i = 0; i < 8; i++) t = (t << 8) | key[4 + i];
+    for (int i = 0; i < 4; i++) q = (q << 8) | key[12 + i];
+    if (sid) *sid = s;
+    if (from_ms) *from_ms = (int64_t)(t ^ (UINT64_C(1) << 63));
+    if (seq) *seq = q;
+}
+
+store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
+                          void **out, size_t *out_len)
+{
+    size_t raw_cap = (size_t)h->n_pairs * 15 + 1;
+    unsigned char *raw = malloc(raw_cap);
+    if (!raw) return STORE_ENOMEM;
+    unsigned char *p = raw;
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i < h->n_pairs; i++) {
+        p = put_varint(p, nodes[i] - prev);
+        prev = nodes[i];
+    }
+    for (uint32_t i = 0; i < h->n_pairs; i++) p = put_varint(p, counts[i]);
+    size_t raw_len = (size_t)(p - raw);
+
+    size_t bound = (size_t)LZ4_compressBound((int)raw_len);
+    unsigned char *val = malloc(64 + (bound > raw_len ? bound : raw_len));
+    if (!val) {
+        free(raw);
+        return STORE_ENOMEM;
+    }
+    unsigned char *q = val + 2;
+    q = put_varint(q, h->unit);
+    q = put_varint(q, h->n_pairs);
+    q = put_varint(q, h->n_profiles);
+    q = put_varint(q, raw_len);
+    q = put_varint(q, (uint64_t)h->duration_ms);
+    unsigned char flags = 0;
+    if (h->rate > 0) {
+        flags |= FLAG_RATE;
+        memcpy(q, &h->rate, 8);
+        q += 8;
+    }
+    q = put_varint(q, h->samples);
+    int clen = raw_len >= 64 ? LZ4_compress_default((const char *)raw, (char *)q, (int)raw_len, (int)bound) : 0;
+    if (clen > 0 && (size_t)clen + 4 < raw_len) {
+        flags |= FLAG_LZ4;
+        q += clen;
+    } else {
+        memcpy(q, raw, raw_len);
+        q += raw_len;
+    }
+    val[0] = BLOCK_VERSION;
+    val[1] = flags;
+    free(raw);
+    *out = val;
+    *out_len = (size_t)(q - val);
+    return STORE_OK;
+}
+
+int block_parse_header(const void *val, size_t len, block_header *h,
+                       const void **payload, size_t *payload_len, int *compressed)
+{
+    const unsigned char *p = val, *end = p + len;
+    if (len < 2 || p[0] != BLOCK_VERSION) return -1;
+    unsigned char flags = p[1];
+    p += 2;
+    uint64_t unit, n_pairs, n_profiles, raw_len, duration, samples;
+    if (get_varint(&p, end, &unit) || get_varint(&p, end, &n_pairs) ||
+        get_varint(&p, end, &n_profiles) || get_varint(&p, end, &raw_len) ||
+        get_varint(&p, end, &duration))
+        return -1;
+    h->rate = 0;
+    if (flags & FLAG_RATE) {
+        if (end - p < 8) return -1;
+        memcpy(&h->rate, p, 8);
+        p += 8;
+    }
+    if (get_varint(&p, end, &samples)) return -1;
+    if (n_pairs > UINT32_MAX || raw_len > UINT32_MAX || unit > UINT32_MAX) return -1;
+    h->unit = (uint32_t)unit;
+    h->n_pairs = (uint32_t)n_pairs;
+    h->n_profiles = (uint32_t)n_profiles;
+    h->raw_len = (uint32_t)raw_len;
+    h->duration_ms = (int64_t)duration;
+    h->samples = samples;
+    *payload = p;
+    *payload_len = (size_t)(end - p);
+    *compressed = (flags & FLAG_LZ4) != 0;
+    return 0;
+}
+
+int block_decode(const block_header *h, const void *payload, size_t payload_len, int compressed,
+                 char *scratch, uint32_t *nodes, uint64_t *counts)
+{
+    const unsigned char *p = payload, *end;
+    if (compressed) {
+        int n = LZ4_decompress_safe(payload, scratch, (int)payload_len, (int)h->raw_len);
+        if (n < 0 || (uint32_t)n != h->raw_len) return -1;
+        p = (const unsigned char *)scratch;
+        end = p + h->raw_len;
+    } else {
+        end = p + payload_len;
+    }
+    uint64_t node = 0, v;
+    for (uint32_t i = 0; i < h->n_pairs; i++) {
+        if (get_varint(&p, end, &v)) return -1;
+        node += v;
+        if (node > UINT32_MAX) return -1;
+        nodes[i] = (uint32_t)node;
+    }
+    for (uint32_t i = 0; i < h->n_pairs; i++) {
+        if (get_varint(&p, end, &v)) return -1;
+        counts[i] = v;
+    }
+    return 0;
+}

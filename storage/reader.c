@@ -1,0 +1,192 @@
+/* reader.c — read snapshots: an LMDB read transaction plus the counts of
+ * dictionary entries it may reference.
+ *
+ * store_reader_begin opens the LMDB snapshot first and loads the published
+ * counts after it (see store_internal.h): every node or string id that a
+ * block in the snapshot references is then below the count and readable
+ * without a lock.  Series are listed up to the committed count, so a reader
+ * never sees a series whose creation might still be rolled back.  Decoding
+ * scratch is per reader, so readers never share mutable state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+struct store_reader {
+    store *st;
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    uint32_t n_strings, n_nodes, n_series;
+    char *scratch;          /* lz4 output */
+    uint32_t *nodes;        /* decoded pairs */
+    uint64_t *counts;
+    size_t scratch_cap, pairs_cap;
+};
+
+store_status store_reader_begin(store *st, store_reader **out)
+{
+    store_reader *r = calloc(1, sizeof *r);
+    if (!r) return STORE_ENOMEM;
+    r->st = st;
+    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &r->txn);
+    if (!rc) rc = mdb_cursor_open(r->txn, st->db_blocks, &r->cur);
+    if (rc) {
+        if (r->txn) mdb_txn_abort(r->txn);
+        free(r);
+        return store_status_of(rc);
+    }
+    r->n_strings = atomic_load_explicit(&st->strings->pending, memory_order_acquire);
+    r->n_nodes = atomic_load_explicit(&st->nodes->pending, memory_order_acquire);
+    r->n_series = atomic_load_explicit(&st->series->committed, memory_order_acquire);
+    *out = r;
+    return STORE_OK;
+}
+
+void store_reader_end(store_reader *r)
+{
+    if (!r) return;
+    mdb_cursor_close(r->cur);
+    mdb_txn_abort(r->txn);
+    free(r->scratch);
+    free(r->nodes);
+    free(r->counts);
+    free(r);
+}
+
+uint32_t store_series_max(const store_reader *r) { return r->n_series - 1; }
+uint32_t store_node_max(const store_reader *r) { return r->n_nodes - 1; }
+
+uint32_t store_node_parent(const store_reader *r, uint32_t node)
+{
+    return node && node < r->n_nodes ? ((const node_entry *)table_at(r->st->nodes, node))->parent : 0;
+}
+
+uint32_t store_node_func(const store_reader *r, uint32_t node)
+{
+    return node && node < r->n_nodes ? ((const node_entry *)table_at(r->st->nodes, node))->func : 0;
+}
+
+const char *store_string(const store_reader *r, uint32_t id, uint32_t *len)
+{
+    if (!id || id >= r->n_strings) {
+        if (len) *len = 0;
+        return "";
+    }
+    const str_entry *e = table_at(r->st->strings, id);
+    if (len) *len = e->len;
+    return e->ptr;
+}
+
+int store_series_labels(const store_reader *r, uint32_t sid, store_label *out, int max)
+{
+    if (!sid || sid >= r->n_series) return 0;
+    const series_entry *e = table_at(r->st->series, sid);
+    for (uint32_t i = 0; i < e->n && (int)i < max; i++) {
+        out[i].name = store_string(r, e->pairs[2 * i], NULL);
+        out[i].value = store_string(r, e->pairs[2 * i + 1], NULL);
+    }
+    return (int)e->n;
+}
+
+const char *store_series_label(const store_reader *r, uint32_t sid, const char *name)
+{
+    if (!sid || sid >= r->n_series) return NULL;
+    const series_entry *e = table_at(r->st->series, sid);
+    for (uint32_t i = 0; i < e->n; i++)
+        if (strcmp(store_string(r, e->pairs[2 * i], NULL), name) == 0)
+            return store_string(r, e->pairs[2 * i + 1], NULL);
+    return NULL;
+}
+
+store_status store_postings(const store_reader *r, const char *name, const char *value,
+                            uint32_t **ids, size_t *n)
+{
+    return series_postings_copy(r->st, name, value, r->n_strings, r->n_series, ids, n);
+}
+
+static int parse_block(const MDB_val *k, const MDB_val *v, const store_reader *r, store_block *b)
+{
+    block_header h;
+    const void *payload;
+    size_t plen;
+    int compressed;
+    if (k->mv_size != BLOCK_KEY_LEN || block_parse_header(v->mv_data, v->mv_size, &h, &payload, &plen, &compressed))
+        return -1;
+    block_key_parse(k->mv_data, &b->series, &b->from_ms, NULL);
+    b->until_ms = b->from_ms + h.duration_ms;
+    b->rate = h.rate;
+    b->unit = store_string(r, h.unit, NULL);
+    b->samples = h.samples;
+    b->n_pairs = h.n_pairs;
+    b->n_profiles = h.n_profiles;
+    b->data = v->mv_data;  /* the whole value: store_block_pairs re-parses */
+    b->data_len = v->mv_size;
+    b->raw_len = h.raw_len;
+    return 0;
+}
+
+int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms,
+                      store_block_fn fn, void *ctx)
+{
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, from_ms, 0);
+    MDB_val k = { BLOCK_KEY_LEN, key }, v;
+    int rc = mdb_cursor_get(r->cur, &k, &v, MDB_SET_RANGE);
+    while (rc == 0) {
+        uint32_t ksid;
+        int64_t kfrom;
+        block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+        if (ksid != sid || kfrom >= until_ms) break;
+        store_block b;
+        if (parse_block(&k, &v, r, &b) == 0) {
+            int stop = fn(&b, ctx);
+            if (stop) return stop;
+        }
+        rc = mdb_cursor_get(r->cur, &k, &v, MDB_NEXT);
+    }
+    return 0;
+}
+
+int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms)
+{
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, from_ms, 0);
+    MDB_val k = { BLOCK_KEY_LEN, key }, v;
+    if (mdb_cursor_get(r->cur, &k, &v, MDB_SET_RANGE)) return 0;
+    uint32_t ksid;
+    int64_t kfrom;
+    block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+    return ksid == sid && kfrom < until_ms;
+}
+
+store_status store_block_pairs(store_reader *r, const store_block *b, const uint32_t **nodes,
+                               const uint64_t **counts, uint32_t *n)
+{
+    block_header h;
+    const void *payload;
+    size_t plen;
+    int compressed;
+    if (block_parse_header(b->data, b->data_len, &h, &payload, &plen, &compressed)) return STORE_EIO;
+    if (compressed && h.raw_len > r->scratch_cap) {
+        char *s = realloc(r->scratch, h.raw_len);
+        if (!s) return STORE_ENOMEM;
+        r->scratch = s;
+        r->scratch_cap = h.raw_len;
+    }
+    if (h.n_pairs > r->pairs_cap) {
+        size_t cap = h.n_pairs;
+        uint32_t *nd = realloc(r->nodes, cap * sizeof *nd);
+        if (nd) r->nodes = nd;
+        uint64_t *ct = realloc(r->counts, cap * sizeof *ct);
+        if (ct) r->counts = ct;
+        if (!nd || !ct) return STORE_ENOMEM;
+        r->pairs_cap = cap;
+    }
+    if (block_decode(&h, payload, plen, compressed, r->scratch, r->nodes, r->counts)) return STORE_EIO;
+    for (uint32_t i = 0; i < h.n_pairs; i++)
+        if (r->nodes[i] >= r->n_nodes) return STORE_EIO;
+    *nodes = r->nodes;
+    *counts = r->counts;
+    *n = h.n_pairs;
+    return STORE_OK;
+}

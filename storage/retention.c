@@ -1,0 +1,65 @@
+/* retention.c — deleting profiles whose window started before now minus the
+ * retention period.
+ *
+ * Blocks are keyed by (series, start), so each series' expired blocks are a
+ * contiguous run at the front of its key range: one seek per series, then
+ * deletes until the first young block.  A pass is cut into steps of a
+ * bounded number of deletions, each its own transaction, so the writer
+ * thread can serve ingest between steps.  LMDB reuses the pages freed here,
+ * so in steady state the data file stops growing.  Series and dictionary
+ * entries are kept: they are small, and the same services come back. */
+#include "store_internal.h"
+
+store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished)
+{
+    *finished = 0;
+    if (st->opt.retention_ms <= 0) {
+        *finished = 1;
+        return STORE_OK;
+    }
+    int64_t cutoff = now_ms - st->opt.retention_ms;
+    uint32_t max = st->series->len;
+    MDB_txn *txn;
+    MDB_cursor *c;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc) return store_status_of(rc);
+    if ((rc = mdb_cursor_open(txn, st->db_blocks, &c))) {
+        mdb_txn_abort(txn);
+        return store_status_of(rc);
+    }
+    uint64_t n = 0;
+    uint32_t sid = st->retention_sid ? st->retention_sid : 1;
+    for (; sid < max && n < budget; sid++) {
+        unsigned char key[BLOCK_KEY_LEN];
+        block_key(key, sid, INT64_MIN, 0);
+        MDB_val k = { BLOCK_KEY_LEN, key }, v;
+        rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        while (rc == 0 && n < budget) {
+            uint32_t ksid;
+            int64_t from;
+            block_key_parse(k.mv_data, &ksid, &from, NULL);
+            if (ksid != sid || from >= cutoff) break;
+            if ((rc = mdb_cursor_del(c, 0))) break;
+            n++;
+            /* Seek again rather than trust the cursor's place after a
+             * delete at the end of a page. */
+            block_key(key, sid, from, 0);
+            k.mv_size = BLOCK_KEY_LEN;
+            k.mv_data = key;
+            rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+        }
+        if (rc && rc != MDB_NOTFOUND) break;
+        rc = 0;
+        if (n >= budget) break; /* this series may have more: resume here */
+    }
+    mdb_cursor_close(c);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return store_status_of(rc);
+    }
+    if ((rc = mdb_txn_commit(txn))) return store_status_of(rc);
+    st->retention_sid = sid;
+    *deleted += n;
+    if (sid >= max) *finished = 1;
+    return STORE_OK;
+}

@@ -1,0 +1,157 @@
+/* store.h — the public face of storage/: the LMDB environment and the
+ * on-disk format of flamedb.
+ *
+ * Model.  A series is a sorted set of labels.  A profile is a series, a time
+ * window [from, until), a unit, an optional sampling rate and stacks with
+ * counts.  Every frame name and label string is interned to a dense id;
+ * every stack is a node of one global call tree (node = parent node +
+ * function id, parents always have smaller ids), so a profile is a list of
+ * (node id, count) pairs: its block.  See docs/ARCHITECTURE.md for the
+ * layout on disk.
+ *
+ * Writes go through one writer thread that commits the profiles of
+ * concurrent callers in one LMDB transaction (group commit); store_write
+ * returns only once its profile is durable, or failed and left no trace.
+ *
+ * Reads take a store_reader: an LMDB read snapshot plus the in-memory
+ * dictionaries, valid until store_reader_end.  Readers never block writers.
+ *
+ * Strings returned by readers (label names and values, frame names) are
+ * owned by the store and stay valid until store_close. */
+#ifndef FLAMEDB_STORE_H
+#define FLAMEDB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store;
+typedef struct store_reader store_reader;
+
+typedef enum {
+    STORE_OK = 0,
+    STORE_EINVAL,   /* the caller's input is wrong */
+    STORE_EFULL,    /* the map or the disk is full */
+    STORE_EIO,      /* LMDB or the file system failed */
+    STORE_ECLOSED,  /* the store is shutting down */
+    STORE_ENOMEM
+} store_status;
+
+typedef struct {
+    const char *name;
+    const char *value;
+} store_label;
+
+typedef struct {
+    const char *frames;  /* root-first frames joined by ';' (no NUL needed) */
+    uint32_t len;
+    uint64_t count;      /* > 0 */
+} store_stack;
+
+typedef struct {
+    const store_label *labels;  /* sorted by name, unique */
+    int n_labels;
+    int64_t from_ms, until_ms;
+    double rate;                /* Hz, 0 = none */
+    const char *unit;
+    const store_stack *stacks;
+    size_t n_stacks;
+} store_profile;
+
+typedef struct {
+    const char *dir;              /* created if missing */
+    uint64_t map_size;            /* LMDB map size in bytes; 0 = 1 TiB */
+    int64_t retention_ms;         /* delete profiles older than this; 0 = keep */
+    int64_t retention_every_ms;   /* how often retention runs; 0 = 60 s */
+} store_options;
+
+/* Opens (creating) the store in opt->dir and starts its writer thread. */
+store_status store_open(store **out, const store_options *opt, char *err, size_t errlen);
+
+/* Finishes queued writes, stops the writer thread, closes LMDB. */
+void store_close(store *st);
+
+/* Stores one profile durably.  Thread-safe; blocks until committed.
+ * *series_id receives the profile's series (may be NULL). */
+store_status store_write(store *st, const store_profile *p, uint32_t *series_id,
+                         char *err, size_t errlen);
+
+/* Runs retention now (also done in the background); answers the number of
+ * profiles deleted.  Thread-safe. */
+store_status store_retention_run(store *st, int64_t now_ms, uint64_t *deleted);
+
+/* ---- reading --------------------------------------------------------- */
+
+store_status store_reader_begin(store *st, store_reader **out);
+void store_reader_end(store_reader *r);
+
+/* Series ids are 1..store_series_max(r). */
+uint32_t store_series_max(const store_reader *r);
+
+/* Copies up to max labels of series sid (sorted by name) into out and
+ * answers how many the series has. */
+int store_series_labels(const store_reader *r, uint32_t sid, store_label *out, int max);
+
+/* The value of label name on series sid, or NULL. */
+const char *store_series_label(const store_reader *r, uint32_t sid, const char *name);
+
+/* The ids of the series carrying name=value, ascending, as a malloc'd array
+ * the caller frees (NULL with *n = 0 when none). */
+store_status store_postings(const store_reader *r, const char *name, const char *value,
+                            uint32_t **ids, size_t *n);
+
+/* One stored profile's header.  data is only valid inside the scan
+ * callback. */
+typedef struct {
+    uint32_t series;
+    int64_t from_ms, until_ms;
+    double rate;            /* Hz, 0 = none */
+    const char *unit;
+    uint64_t samples;       /* sum of counts */
+    uint32_t n_pairs;       /* distinct stacks */
+    uint32_t n_profiles;    /* profiles merged into this block */
+    const void *data;       /* the encoded pairs */
+    size_t data_len;
+    uint32_t raw_len;       /* decoded size of data */
+} store_block;
+
+/* Calls fn for every block of series sid whose window starts in
+ * [from_ms, until_ms), in time order.  fn answers 0 to go on, non-zero to
+ * stop (that value is returned). */
+typedef int (*store_block_fn)(const store_block *b, void *ctx);
+int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms,
+                      store_block_fn fn, void *ctx);
+
+/* Answers 1 when series sid has a block starting in [from_ms, until_ms). */
+int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms);
+
+/* Decodes a block's pairs into reader-owned arrays, valid until the next
+ * call on this reader: node ids ascending, counts > 0. */
+store_status store_block_pairs(store_reader *r, const store_block *b,
+                               const uint32_t **nodes, const uint64_t **counts,
+                               uint32_t *n);
+
+/* Call tree.  Node 0 is the root (no name); nodes are 1..store_node_max(r). */
+uint32_t store_node_max(const store_reader *r);
+uint32_t store_node_parent(const store_reader *r, uint32_t node);
+uint32_t store_node_func(const store_reader *r, uint32_t node);
+
+/* Interned strings: ids 1..; answers the bytes (NUL-terminated) and length. */
+const char *store_string(const store_reader *r, uint32_t id, uint32_t *len);
+
+/* ---- statistics ------------------------------------------------------ */
+
+#define STORE_COMMIT_BUCKETS 12
+extern const double store_commit_bucket_le[STORE_COMMIT_BUCKETS]; /* seconds */
+
+typedef struct {
+    uint64_t series, nodes, strings;
+    uint64_t db_bytes;                 /* size of the data file */
+    uint64_t commits;
+    uint64_t commit_bucket[STORE_COMMIT_BUCKETS]; /* cumulative counts */
+    double commit_seconds_sum;
+    uint64_t retention_deleted;        /* profiles deleted by retention */
+} store_stats;
+
+void store_get_stats(store *st, store_stats *out);
+
+#endif

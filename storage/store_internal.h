@@ -1,0 +1,186 @@
+/* store_internal.h — private to storage/: the store's struct and the
+ * helpers its files share.  Nothing outside storage/ includes this.
+ *
+ * Memory model.  The dictionaries (strings, call-tree nodes, series) live on
+ * disk in LMDB and, once opened, also in append-only in-memory tables.  Only
+ * the writer thread appends.  A table is a directory of fixed-size chunks
+ * that never move, so readers index it without locks; the writer publishes
+ * how many entries exist with a release store (`pending` before an LMDB
+ * commit, `committed` after it) and readers load those with acquire after
+ * opening their LMDB snapshot, so every id a snapshot can reference is
+ * already readable.  Entries below `committed` never change. */
+#ifndef FLAMEDB_STORE_INTERNAL_H
+#define FLAMEDB_STORE_INTERNAL_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* ---- hashing (hash.c) ---- */
+uint64_t store_hash_bytes(const void *p, size_t len, uint64_t seed);
+static inline uint64_t store_hash_u64(uint64_t x)
+{
+    x ^= x >> 33; x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33; x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
+    return x;
+}
+
+/* ---- append-only chunked tables (table.c) ---- */
+#define TABLE_CHUNK_BITS 16
+#define TABLE_CHUNK (1u << TABLE_CHUNK_BITS)
+#define TABLE_MAX_CHUNKS 65536u
+
+typedef struct {
+    void *chunk[TABLE_MAX_CHUNKS];
+    size_t elem;                 /* bytes per entry */
+    _Atomic uint32_t pending;    /* entries readable by readers */
+    _Atomic uint32_t committed;  /* entries durably committed */
+    uint32_t len;                /* entries written by the writer */
+} table;
+
+table *table_new(size_t elem);
+void table_free(table *t);
+/* Makes room for entry i (allocating its chunk); answers NULL on OOM. */
+void *table_slot(table *t, uint32_t i);
+static inline void *table_at(const table *t, uint32_t i)
+{
+    return (char *)t->chunk[i >> TABLE_CHUNK_BITS] + (size_t)(i & (TABLE_CHUNK - 1)) * t->elem;
+}
+
+/* ---- open-addressing map from a 64-bit key to a non-zero u32 id (idmap.c).
+ * Several ids may share a key (a key may be a hash): find iterates them. */
+typedef struct { uint64_t key; uint32_t id; } idmap_slot;
+typedef struct { idmap_slot *slots; size_t cap, len; } idmap;
+
+int idmap_init(idmap *m, size_t cap);
+void idmap_free(idmap *m);
+void idmap_clear(idmap *m);
+int idmap_put(idmap *m, uint64_t key, uint32_t id);
+/* Answers the first id with this key for which eq(ctx, id) is true, or 0. */
+uint32_t idmap_find(const idmap *m, uint64_t key, int (*eq)(void *ctx, uint32_t id), void *ctx);
+
+/* ---- arena for bytes that live until close (arena.c) ---- */
+typedef struct arena_block arena_block;
+typedef struct { arena_block *head; } arena;
+void *arena_alloc(arena *a, size_t n);
+void arena_free(arena *a);
+
+/* ---- dictionary entries ---- */
+typedef struct { const char *ptr; uint32_t len; } str_entry;
+typedef struct { uint32_t parent, func; } node_entry;
+typedef struct { const uint32_t *pairs; uint32_t n; } series_entry; /* pairs: name id, value id */
+
+typedef struct { uint32_t *ids; uint32_t n, cap; } postings_list;
+
+/* A direct-mapped cache from a stack's frames to its leaf node: the
+ * repeated stacks of a fleet cost one hash and one verification walk. */
+typedef struct { uint64_t hash; uint32_t leaf; } stack_cache_slot;
+#define STACK_CACHE_SLOTS (1u << 20)
+
+typedef enum { REQ_WRITE, REQ_RETENTION } req_kind;
+
+typedef struct write_req {
+    req_kind kind;
+    const store_profile *profile;
+    uint32_t series;
+    int64_t now_ms;
+    uint64_t deleted;
+    store_status status;
+    char *err;
+    size_t errlen;
+    int done;
+    struct write_req *next;
+} write_req;
+
+struct store {
+    MDB_env *env;
+    MDB_dbi db_meta, db_strings, db_nodes, db_series, db_blocks;
+    char *path;
+    store_options opt;
+
+    /* dictionaries: tables readable by all, maps owned by the writer */
+    table *strings, *nodes, *series;
+    idmap string_map, node_map, series_map;
+    stack_cache_slot *stack_cache;
+    arena bytes;
+
+    /* label index: (name id, value id) -> postings list, under index_lock */
+    pthread_rwlock_t index_lock;
+    idmap postings_map;                  /* key -> index + 1 into postings */
+    idmap label_strings;                 /* hash of a label name/value -> string id */
+    postings_list *postings;
+    uint32_t n_postings, cap_postings;
+
+    /* group commit */
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    write_req *queue_head, *queue_tail;
+    int stopping;
+    pthread_t writer;
+    int64_t next_retention_ms;
+    uint32_t retention_sid;              /* where the background pass resumes */
+
+    /* statistics, under lock */
+    store_stats stats;
+};
+
+/* A point to roll the dictionaries back to when a transaction fails. */
+typedef struct { uint32_t strings, nodes, series, postings; } dict_mark;
+
+/* dict.c: interning on the writer thread (LMDB writes go to txn). */
+dict_mark dict_mark_now(store *st);
+void dict_rollback(store *st, dict_mark m);
+void dict_publish_pending(store *st);
+void dict_publish_committed(store *st);
+store_status dict_intern_string(store *st, MDB_txn *txn, const char *s, uint32_t len, uint32_t *id);
+store_status dict_stack_leaf(store *st, MDB_txn *txn, const char *frames, uint32_t len, uint32_t *leaf);
+store_status dict_add_loaded_string(store *st, uint32_t id, const void *p, uint32_t len);
+store_status dict_add_loaded_node(store *st, uint32_t id, uint32_t parent, uint32_t func);
+int dict_rebuild_maps(store *st);
+
+/* series.c: series registry and label index. */
+store_status series_intern(store *st, MDB_txn *txn, const store_profile *p, uint32_t *sid);
+store_status series_add_loaded(store *st, uint32_t sid, const uint32_t *pairs, uint32_t n);
+void series_rollback_index(store *st, uint32_t keep_series);
+store_status series_postings_copy(store *st, const char *name, const char *value, uint32_t n_strings,
+                                  uint32_t n_series, uint32_t **ids, size_t *n);
+int series_rebuild_map(store *st);
+
+/* block.c: the encoded form of a profile's pairs. */
+typedef struct {
+    uint32_t unit;        /* string id */
+    uint32_t n_pairs, n_profiles, raw_len;
+    int64_t duration_ms;
+    double rate;
+    uint64_t samples;
+} block_header;
+/* Encodes pairs (nodes ascending, unique) into a malloc'd value. */
+store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
+                          void **out, size_t *out_len);
+/* Parses a value's header; *payload points at the encoded pairs. */
+int block_parse_header(const void *val, size_t len, block_header *h,
+                       const void **payload, size_t *payload_len, int *compressed);
+/* Decodes payload into nodes/counts (capacity h->n_pairs); scratch holds
+ * at least h->raw_len bytes when compressed. */
+int block_decode(const block_header *h, const void *payload, size_t payload_len, int compressed,
+                 char *scratch, uint32_t *nodes, uint64_t *counts);
+
+/* Block keys: series (big-endian u32), window start (big-endian, sign bit
+ * flipped so negatives sort first), sequence number for equal starts. */
+#define BLOCK_KEY_LEN 16
+void block_key(unsigned char key[BLOCK_KEY_LEN], uint32_t sid, int64_t from_ms, uint32_t seq);
+void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, uint32_t *seq);
+
+/* writer.c / retention.c */
+void *writer_main(void *arg);
+store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished);
+
+void store_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+store_status store_status_of(int mdb_rc);
+
+#endif

@@ -1,0 +1,296 @@
+/* writer.c — the single writer thread and group commit.
+ *
+ * store_write queues a request and sleeps.  The writer takes every request
+ * queued so far, writes each one in a nested transaction of one shared
+ * write transaction (so one bad request is rolled back alone), commits once
+ * (one fsync for the whole group), publishes the new dictionary entries and
+ * wakes the callers.  Under load the batch grows by itself: while one
+ * commit syncs, the next batch queues up.  Retention runs on the same
+ * thread between batches, in bounded steps, so LMDB only ever has one
+ * writer and requests never wait long behind a retention pass. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store_internal.h"
+
+typedef struct { uint32_t node; uint64_t count; } pair;
+
+typedef struct {
+    pair *pairs;
+    uint32_t *nodes;
+    uint64_t *counts;
+    size_t cap;
+} writer_scratch;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int scratch_reserve(writer_scratch *s, size_t n)
+{
+    if (n <= s->cap) return 0;
+    size_t cap = s->cap ? s->cap : 1024;
+    while (cap < n) cap *= 2;
+    pair *p = realloc(s->pairs, cap * sizeof *p);
+    if (p) s->pairs = p;
+    uint32_t *nd = realloc(s->nodes, cap * sizeof *nd);
+    if (nd) s->nodes = nd;
+    uint64_t *ct = realloc(s->counts, cap * sizeof *ct);
+    if (ct) s->counts = ct;
+    if (!p || !nd || !ct) return -1;
+    s->cap = cap;
+    return 0;
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const pair *)a)->node, y = ((const pair *)b)->node;
+    return (x > y) - (x < y);
+}
+
+/* Puts the block under (sid, from, seq) with the first free seq. */
+static store_status put_block(store *st, MDB_txn *txn, uint32_t sid, int64_t from_ms, void *val, size_t len)
+{
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, from_ms, 0);
+    MDB_val k = { BLOCK_KEY_LEN, key }, v = { len, val };
+    int rc = mdb_put(txn, st->db_blocks, &k, &v, MDB_NOOVERWRITE);
+    if (rc != MDB_KEYEXIST) return store_status_of(rc);
+    /* Another profile of this series starts at the same moment: find the
+     * last sequence number used for that start and take the next. */
+    MDB_cursor *c;
+    if ((rc = mdb_cursor_open(txn, st->db_blocks, &c))) return store_status_of(rc);
+    block_key(key, sid, from_ms, UINT32_MAX);
+    MDB_val ck = { BLOCK_KEY_LEN, key }, cv;
+    rc = mdb_cursor_get(c, &ck, &cv, MDB_SET_RANGE);
+    rc = rc == 0 ? mdb_cursor_get(c, &ck, &cv, MDB_PREV) : mdb_cursor_get(c, &ck, &cv, MDB_LAST);
+    uint32_t seq = 0;
+    if (rc == 0) block_key_parse(ck.mv_data, NULL, NULL, &seq);
+    mdb_cursor_close(c);
+    if (rc || seq == UINT32_MAX) return rc ? store_status_of(rc) : STORE_EFULL;
+    block_key(key, sid, from_ms, seq + 1);
+    k.mv_data = key;
+    return store_status_of(mdb_put(txn, st->db_blocks, &k, &v, MDB_NOOVERWRITE));
+}
+
+static store_status write_profile(store *st, MDB_txn *txn, writer_scratch *s, write_req *rq)
+{
+    const store_profile *p = rq->profile;
+    uint32_t sid, unit;
+    store_status ss = series_intern(st, txn, p, &sid);
+    if (!ss) ss = dict_intern_string(st, txn, p->unit, (uint32_t)strlen(p->unit), &unit);
+    if (ss) return ss;
+    if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
+
+    uint64_t samples = 0;
+    for (size_t i = 0; i < p->n_stacks; i++) {
+        ss = dict_stack_leaf(st, txn, p->stacks[i].frames, p->stacks[i].len, &s->pairs[i].node);
+        if (ss) return ss;
+        s->pairs[i].count = p->stacks[i].count;
+        samples += p->stacks[i].count;
+    }
+    qsort(s->pairs, p->n_stacks, sizeof *s->pairs, pair_cmp);
+    uint32_t n = 0;
+    for (size_t i = 0; i < p->n_stacks; i++) {
+        if (n && s->nodes[n - 1] == s->pairs[i].node) {
+            s->counts[n - 1] += s->pairs[i].count;
+        } else {
+            s->nodes[n] = s->pairs[i].node;
+            s->counts[n] = s->pairs[i].count;
+            n++;
+        }
+    }
+    block_header h = {
+        .unit = unit, .n_pairs = n, .n_profiles = 1,
+        .duration_ms = p->until_ms - p->from_ms, .rate = p->rate, .samples = samples,
+    };
+    void *val;
+    size_t len;
+    if ((ss = block_encode(&h, s->nodes, s->counts, &val, &len))) return ss;
+    ss = put_block(st, txn, sid, p->from_ms, val, len);
+    free(val);
+    rq->series = sid;
+    return ss;
+}
+
+static void record_commit(store *st, double seconds)
+{
+    pthread_mutex_lock(&st->lock);
+    st->stats.commits++;
+    st->stats.commit_seconds_sum += seconds;
+    for (int i = 0; i < STORE_COMMIT_BUCKETS; i++)
+        if (seconds <= store_commit_bucket_le[i]) st->stats.commit_bucket[i]++;
+    pthread_mutex_unlock(&st->lock);
+}
+
+static const char *status_text(store_status ss)
+{
+    switch (ss) {
+    case STORE_EFULL: return "the database is full (map size or disk)";
+    case STORE_ENOMEM: return "out of memory";
+    case STORE_EINVAL: return "invalid profile";
+    default: return "storage I/O error";
+    }
+}
+
+static void process_writes(store *st, writer_scratch *s, write_req *batch)
+{
+    MDB_txn *txn;
+    dict_mark batch_mark = dict_mark_now(st);
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    for (write_req *rq = batch; rq; rq = rq->next) {
+        if (rq->kind != REQ_WRITE) continue;
+        if (rc) {
+            rq->status = store_status_of(rc);
+            store_set_err(rq->err, rq->errlen, "cannot begin a write: %s", mdb_strerror(rc));
+            continue;
+        }
+        MDB_txn *child;
+        dict_mark m = dict_mark_now(st);
+        int crc = mdb_txn_begin(st->env, txn, 0, &child);
+        store_status ss = crc ? store_status_of(crc) : write_profile(st, child, s, rq);
+        if (!ss && (crc = mdb_txn_commit(child))) ss = store_status_of(crc);
+        else if (ss && !crc) mdb_txn_abort(child);
+        if (ss) {
+            dict_rollback(st, m);
+            store_set_err(rq->err, rq->errlen, "%s", status_text(ss));
+        }
+        rq->status = ss;
+    }
+    if (rc) return;
+    dict_publish_pending(st);
+    double t0 = mono_seconds();
+    rc = mdb_txn_commit(txn);
+    if (rc) {
+        dict_rollback(st, batch_mark);
+        for (write_req *rq = batch; rq; rq = rq->next) {
+            if (rq->kind != REQ_WRITE || rq->status) continue;
+            rq->status = store_status_of(rc);
+            store_set_err(rq->err, rq->errlen, "commit failed: %s", mdb_strerror(rc));
+        }
+        return;
+    }
+    record_commit(st, mono_seconds() - t0);
+    dict_publish_committed(st);
+}
+
+static void run_retention_now(store *st, write_req *rq)
+{
+    uint64_t deleted = 0;
+    int finished = 0;
+    st->retention_sid = 1;
+    rq->status = STORE_OK;
+    while (!finished && !rq->status)
+        rq->status = writer_retention_step(st, rq->now_ms, 10000, &deleted, &finished);
+    rq->deleted = deleted;
+}
+
+void *writer_main(void *arg)
+{
+    store *st = arg;
+    writer_scratch s = { 0 };
+    pthread_mutex_lock(&st->lock);
+    for (;;) {
+        while (!st->queue_head && !st->stopping) {
+            if (st->opt.retention_ms <= 0) {
+                pthread_cond_wait(&st->work, &st->lock);
+                continue;
+            }
+            int64_t due = st->next_retention_ms;
+            if (now_ms() >= due) break;
+            struct timespec ts = { (time_t)(due / 1000), (long)(due % 1000) * 1000000 };
+            pthread_cond_timedwait(&st->work, &st->lock, &ts);
+        }
+        if (st->queue_head) {
+            write_req *batch = st->queue_head;
+            st->queue_head = st->queue_tail = NULL;
+            pthread_mutex_unlock(&st->lock);
+            process_writes(st, &s, batch);
+            for (write_req *rq = batch; rq; rq = rq->next)
+                if (rq->kind == REQ_RETENTION) run_retention_now(st, rq);
+            pthread_mutex_lock(&st->lock);
+            for (write_req *rq = batch, *next; rq; rq = next) {
+                next = rq->next;
+                rq->done = 1;
+            }
+            pthread_cond_broadcast(&st->done);
+            continue;
+        }
+        if (st->stopping) break;
+        /* Background retention: one bounded step, then look at the queue. */
+        pthread_mutex_unlock(&st->lock);
+        uint64_t deleted = 0;
+        int finished = 0;
+        int64_t now = now_ms();
+        writer_retention_step(st, now, 5000, &deleted, &finished);
+        pthread_mutex_lock(&st->lock);
+        st->stats.retention_deleted += deleted;
+        if (finished) {
+            st->retention_sid = 1;
+            st->next_retention_ms = now + st->opt.retention_every_ms;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    free(s.pairs);
+    free(s.nodes);
+    free(s.counts);
+    return NULL;
+}
+
+static store_status submit(store *st, write_req *rq)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->stopping) {
+        pthread_mutex_unlock(&st->lock);
+        store_set_err(rq->err, rq->errlen, "the server is shutting down");
+        return STORE_ECLOSED;
+    }
+    if (st->queue_tail) st->queue_tail->next = rq;
+    else st->queue_head = rq;
+    st->queue_tail = rq;
+    pthread_cond_signal(&st->work);
+    while (!rq->done) pthread_cond_wait(&st->done, &st->lock);
+    pthread_mutex_unlock(&st->lock);
+    return rq->status;
+}
+
+store_status store_write(store *st, const store_profile *p, uint32_t *series_id, char *err, size_t errlen)
+{
+    if (!p || p->n_labels <= 0 || !p->unit || p->from_ms >= p->until_ms) {
+        store_set_err(err, errlen, "invalid profile: labels, unit and a window are required");
+        return STORE_EINVAL;
+    }
+    for (size_t i = 0; i < p->n_stacks; i++) {
+        if (!p->stacks[i].len || !p->stacks[i].count) {
+            store_set_err(err, errlen, "invalid profile: stack %zu is empty or has a zero count", i + 1);
+            return STORE_EINVAL;
+        }
+    }
+    write_req rq = { .kind = REQ_WRITE, .profile = p, .err = err, .errlen = errlen };
+    store_status ss = submit(st, &rq);
+    if (!ss && series_id) *series_id = rq.series;
+    return ss;
+}
+
+store_status store_retention_run(store *st, int64_t now, uint64_t *deleted)
+{
+    char err[16];
+    write_req rq = { .kind = REQ_RETENTION, .now_ms = now, .err = err, .errlen = sizeof err };
+    store_status ss = submit(st, &rq);
+    if (deleted) *deleted = rq.deleted;
+    pthread_mutex_lock(&st->lock);
+    st->stats.retention_deleted += rq.deleted;
+    pthread_mutex_unlock(&st->lock);
+    return ss;
+}
