@@ -63,7 +63,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ) tests/unit/testutil.h
 
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS) -lcurl
 
 run: all
 	@mkdir -p data

@@ -79,8 +79,12 @@ static store_status put_block(store *st, MDB_txn *txn, uint32_t sid, int64_t fro
     if (rc == 0) block_key_parse(ck.mv_data, NULL, NULL, &seq);
     mdb_cursor_close(c);
     if (rc || seq == UINT32_MAX) return rc ? store_status_of(rc) : STORE_EFULL;
+    /* On MDB_KEYEXIST LMDB pointed v at the existing value: reset both. */
     block_key(key, sid, from_ms, seq + 1);
+    k.mv_size = BLOCK_KEY_LEN;
     k.mv_data = key;
+    v.mv_size = len;
+    v.mv_data = val;
     return store_status_of(mdb_put(txn, st->db_blocks, &k, &v, MDB_NOOVERWRITE));
 }
 

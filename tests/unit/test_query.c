@@ -1,0 +1,266 @@
+/* test_query.c — query/: resolving selectors to series and a type, merging
+ * with rate weights and unit choice, totals, max_nodes truncation and the
+ * JSON and folded encoders, all over a real store in a temporary directory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "../../query/query.h"
+
+static char tmpdir[256];
+static store *st;
+
+static void put(const char *service, const char *type, const char *instance, int64_t from, double rate,
+                const char *unit, const char *folded)
+{
+    store_label labels[3] = { { "instance", instance }, { "service", service }, { "type", type } };
+    store_stack stacks[32];
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", folded);
+    size_t n = 0;
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+        char *sp = strrchr(line, ' ');
+        *sp = '\0';
+        stacks[n].frames = line;
+        stacks[n].len = (uint32_t)strlen(line);
+        stacks[n++].count = strtoull(sp + 1, NULL, 10);
+    }
+    store_profile p = { labels, 3, from, from + 10000, rate, unit, stacks, n };
+    char err[256];
+    if (store_write(st, &p, NULL, err, sizeof err)) fail_msg("store_write: %s", err);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/flamedb-test-query-XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    char err[256];
+    store_options opt = { .dir = tmpdir };
+    if (store_open(&st, &opt, err, sizeof err)) return -1;
+    /* api: cpu at rate 100 and 50 (the example), plus an alloc type. */
+    put("api", "cpu", "i-1", 1000, 100, "samples", "main;a 10\n");
+    put("api", "cpu", "i-2", 2000, 50, "samples", "main;b 10\n");
+    put("api", "alloc_space", "i-1", 1000, 0, "bytes", "main;malloc 4096\n");
+    /* web: no rate, a deeper tree for truncation. */
+    put("web", "cpu", "w-1", 1000, 0, "samples", "h;x;y 5\nh;x;z 3\nh;x 2\nh;w 4\nh;w 1\nk 1\n");
+    /* db: only a samples type, one profile with and two without rate. */
+    put("db", "samples", "d-1", 1000, 0, "samples", "q 1\n");
+    put("db", "samples", "d-1", 2000, 0, "samples", "q 2\n");
+    put("db", "samples", "d-1", 3000, 10, "samples", "q 3\n");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    store_close(st);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd);
+}
+
+typedef struct {
+    store_reader *r;
+    query_selector sel;
+    query_series_set set;
+    query_tree t;
+} answer;
+
+static void ask(answer *a, const char *selector, int64_t from, int64_t until)
+{
+    char err[256];
+    assert_int_equal(store_reader_begin(st, &a->r), STORE_OK);
+    if (query_selector_parse(selector, &a->sel, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(query_resolve(a->r, &a->sel, from, until, &a->set, err, sizeof err), 0);
+    assert_int_equal(query_merge(a->r, &a->set, from, until, &a->t, err, sizeof err), 0);
+}
+
+static void done(answer *a)
+{
+    query_tree_free(&a->t);
+    query_series_set_free(&a->set);
+    query_selector_free(&a->sel);
+    store_reader_end(a->r);
+}
+
+static void test_rate_weighting_merges_in_nanoseconds(void **state)
+{
+    (void)state;
+    answer a;
+    ask(&a, "api{}", 0, 100000);
+    assert_string_equal(a.set.type, "cpu");
+    assert_int_equal(a.set.n_other_types, 1);
+    assert_string_equal(a.set.other_types[0], "alloc_space");
+    assert_string_equal(a.t.unit, "nanoseconds");
+    assert_int_equal(a.t.grand_total, 300000000);
+    assert_int_equal(a.t.samples, 20);
+    assert_int_equal(a.t.profiles, 2);
+    assert_int_equal(a.t.series, 2);
+    size_t len;
+    char *folded = query_tree_folded(a.r, &a.t, &len);
+    assert_string_equal(folded, "main;a 100000000\nmain;b 200000000\n");
+    free(folded);
+    done(&a);
+}
+
+static void test_type_choice(void **state)
+{
+    (void)state;
+    answer a;
+    ask(&a, "api{type=\"alloc_space\"}", 0, 100000);
+    assert_string_equal(a.set.type, "alloc_space");
+    assert_string_equal(a.t.unit, "bytes");
+    assert_int_equal(a.t.grand_total, 4096);
+    done(&a);
+    /* No cpu among db's series: samples is next. */
+    ask(&a, "db{}", 0, 100000);
+    assert_string_equal(a.set.type, "samples");
+    done(&a);
+    /* {} across services: cpu wins, the others are listed sorted. */
+    ask(&a, "{}", 0, 100000);
+    assert_string_equal(a.set.type, "cpu");
+    assert_int_equal(a.set.n_other_types, 2);
+    assert_string_equal(a.set.other_types[0], "alloc_space");
+    assert_string_equal(a.set.other_types[1], "samples");
+    done(&a);
+    /* Only series with profiles in range count toward the choice. */
+    ask(&a, "api{}", 5000, 6000);
+    assert_int_equal(a.set.n_series, 0);
+    assert_int_equal(a.t.grand_total, 0);
+    done(&a);
+}
+
+static void test_majority_unit_wins(void **state)
+{
+    (void)state;
+    answer a;
+    ask(&a, "db{}", 0, 100000);
+    assert_string_equal(a.t.unit, "samples"); /* two profiles without rate, one with */
+    assert_int_equal(a.t.grand_total, 3);
+    assert_int_equal(a.t.skipped_profiles, 1);
+    assert_int_equal(a.t.n_other_units, 1);
+    assert_string_equal(a.t.other_units[0], "nanoseconds");
+    done(&a);
+    /* A range holding only the rated profile answers nanoseconds. */
+    ask(&a, "db{}", 3000, 4000);
+    assert_string_equal(a.t.unit, "nanoseconds");
+    assert_int_equal(a.t.grand_total, 300000000);
+    done(&a);
+}
+
+static void test_window_start_decides_membership(void **state)
+{
+    (void)state;
+    answer a;
+    ask(&a, "api{}", 1000, 2000); /* [1000, 2000): i-1 only */
+    assert_int_equal(a.t.grand_total, 100000000);
+    done(&a);
+    ask(&a, "api{instance=~\"i-.*\", instance!=\"i-1\"}", 0, 100000);
+    assert_int_equal(a.t.grand_total, 200000000);
+    done(&a);
+}
+
+static json_t *child(json_t *node, size_t i)
+{
+    return json_array_get(json_object_get(node, "children"), i);
+}
+
+static void test_tree_json_order_and_truncation(void **state)
+{
+    (void)state;
+    answer a;
+    ask(&a, "web{}", 0, 100000);
+    uint64_t tn, tt;
+    json_t *root = query_tree_json(a.r, &a.t, 0, &tn, &tt);
+    assert_int_equal(tn, 0);
+    assert_int_equal(json_integer_value(json_object_get(root, "total")), 16);
+    json_t *h = child(root, 0), *k = child(root, 1);
+    assert_string_equal(json_string_value(json_object_get(h, "name")), "h");
+    assert_int_equal(json_integer_value(json_object_get(h, "total")), 15);
+    assert_string_equal(json_string_value(json_object_get(k, "name")), "k");
+    json_t *x = child(h, 0), *w = child(h, 1);
+    assert_string_equal(json_string_value(json_object_get(x, "name")), "x");
+    assert_int_equal(json_integer_value(json_object_get(x, "self")), 2);
+    assert_int_equal(json_integer_value(json_object_get(x, "total")), 10);
+    assert_int_equal(json_integer_value(json_object_get(w, "total")), 5); /* 4 + 1 merged */
+    assert_string_equal(json_string_value(json_object_get(child(x, 0), "name")), "y");
+    json_decref(root);
+
+    /* max_nodes 4 keeps h (15), x (10), y (5), w (5): totals unchanged;
+     * z and k are left out with their self values 3 + 1. */
+    root = query_tree_json(a.r, &a.t, 4, &tn, &tt);
+    assert_int_equal(tn, 2);
+    assert_int_equal(tt, 4);
+    assert_int_equal(json_array_size(json_object_get(root, "children")), 1);
+    h = child(root, 0);
+    assert_int_equal(json_integer_value(json_object_get(h, "total")), 15);
+    x = child(h, 0);
+    assert_int_equal(json_integer_value(json_object_get(x, "total")), 10);
+    assert_int_equal(json_integer_value(json_object_get(x, "self")), 2);
+    assert_int_equal(json_array_size(json_object_get(x, "children")), 1);
+    assert_string_equal(json_string_value(json_object_get(child(x, 0), "name")), "y");
+    assert_string_equal(json_string_value(json_object_get(child(h, 1), "name")), "w");
+    json_decref(root);
+    done(&a);
+}
+
+static void test_equal_totals_sort_by_name(void **state)
+{
+    (void)state;
+    put("ties", "cpu", "t-1", 1000, 0, "samples", "r;beta 2\nr;alpha 2\nr;gamma 3\n");
+    answer a;
+    ask(&a, "ties{}", 0, 100000);
+    uint64_t tn, tt;
+    json_t *root = query_tree_json(a.r, &a.t, 0, &tn, &tt);
+    json_t *r = child(root, 0);
+    assert_string_equal(json_string_value(json_object_get(child(r, 0), "name")), "gamma");
+    assert_string_equal(json_string_value(json_object_get(child(r, 1), "name")), "alpha");
+    assert_string_equal(json_string_value(json_object_get(child(r, 2), "name")), "beta");
+    json_decref(root);
+    done(&a);
+}
+
+static void test_listings(void **state)
+{
+    (void)state;
+    store_reader *r;
+    query_selector sel;
+    char err[128];
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    assert_int_equal(query_selector_parse("{service=~\"api|web\"}", &sel, err, sizeof err), 0);
+    uint32_t *ids;
+    size_t n;
+    assert_int_equal(query_match(r, &sel, 0, 100000, &ids, &n), 0);
+    assert_int_equal(n, 4); /* api cpu i-1, api cpu i-2, api alloc i-1, web cpu w-1 */
+    json_t *labels = query_labels_json(r, ids, n);
+    char *text = json_dumps(labels, JSON_COMPACT);
+    assert_string_equal(text, "{\"labels\":[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2},"
+                              "{\"name\":\"type\",\"values\":2}]}");
+    free(text);
+    json_decref(labels);
+    json_t *values = query_label_values_json(r, ids, n, "instance");
+    text = json_dumps(values, JSON_COMPACT);
+    assert_string_equal(text, "{\"values\":[\"i-1\",\"i-2\",\"w-1\"]}");
+    free(text);
+    json_decref(values);
+    free(ids);
+    query_selector_free(&sel);
+    store_reader_end(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rate_weighting_merges_in_nanoseconds),
+        cmocka_unit_test(test_type_choice),
+        cmocka_unit_test(test_majority_unit_wins),
+        cmocka_unit_test(test_window_start_decides_membership),
+        cmocka_unit_test(test_tree_json_order_and_truncation),
+        cmocka_unit_test(test_equal_totals_sort_by_name),
+        cmocka_unit_test(test_listings),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,393 @@
+/* test_store.c — storage/: the block codec, lossless round trips through
+ * LMDB, reopening, group commit from many threads, rollback when the map
+ * is full, and retention.  Stores live in fresh temporary directories. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "../../storage/store_internal.h"
+
+static char tmpdir[256];
+
+static int make_tmp(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/flamedb-test-store-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_tmp(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd);
+}
+
+static store *open_store(uint64_t map_size, int64_t retention_ms)
+{
+    store *st;
+    char err[256];
+    store_options opt = { .dir = tmpdir, .map_size = map_size, .retention_ms = retention_ms };
+    store_status ss = store_open(&st, &opt, err, sizeof err);
+    if (ss) fail_msg("store_open: %s", err);
+    return st;
+}
+
+static const store_label api_labels[] = { { "instance", "i-1" }, { "service", "api" }, { "type", "cpu" } };
+
+static store_status write_stacks(store *st, const store_label *labels, int n_labels, int64_t from,
+                                 const char **frames, const uint64_t *counts, size_t n, double rate)
+{
+    store_stack stacks[64];
+    for (size_t i = 0; i < n; i++) {
+        stacks[i].frames = frames[i];
+        stacks[i].len = (uint32_t)strlen(frames[i]);
+        stacks[i].count = counts[i];
+    }
+    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n };
+    char err[256];
+    return store_write(st, &p, NULL, err, sizeof err);
+}
+
+/* Reads back every (stack text, summed count) of a series, as folded text
+ * through the real reader API. */
+typedef struct { store_reader *r; char out[8192]; size_t len; uint64_t samples; int profiles; } dump_ctx;
+
+static void path_of(store_reader *r, uint32_t node, char *buf, size_t cap)
+{
+    uint32_t chain[256], d = 0;
+    for (; node && d < 256; node = store_node_parent(r, node)) chain[d++] = node;
+    size_t len = 0;
+    buf[0] = '\0';
+    while (d-- && len < cap) {
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", store_string(r, store_node_func(r, chain[d]), NULL),
+                                d ? ";" : "");
+    }
+}
+
+static int dump_block(const store_block *b, void *arg)
+{
+    dump_ctx *c = arg;
+    const uint32_t *nodes;
+    const uint64_t *counts;
+    uint32_t n;
+    assert_int_equal(store_block_pairs(c->r, b, &nodes, &counts, &n), STORE_OK);
+    for (uint32_t i = 0; i < n; i++) {
+        char path[1024];
+        if (i) assert_true(nodes[i] > nodes[i - 1]);
+        path_of(c->r, nodes[i], path, sizeof path);
+        if (c->len >= sizeof c->out) continue;
+        c->len += (size_t)snprintf(c->out + c->len, sizeof c->out - c->len, "%s %llu\n", path,
+                                   (unsigned long long)counts[i]);
+    }
+    c->samples += b->samples;
+    c->profiles++;
+    return 0;
+}
+
+static void dump_series(store *st, uint32_t sid, dump_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    assert_int_equal(store_reader_begin(st, &c->r), STORE_OK);
+    store_blocks_scan(c->r, sid, INT64_MIN, INT64_MAX, dump_block, c);
+    store_reader_end(c->r);
+}
+
+static void test_block_roundtrip(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    static uint32_t nodes[N], dn[N];
+    static uint64_t counts[N], dc[N];
+    for (int compressible = 0; compressible < 2; compressible++) {
+        uint32_t node = 0;
+        for (int i = 0; i < N; i++) {
+            node += compressible ? 1 : 1 + (uint32_t)(i * 7919 % 100000);
+            nodes[i] = node;
+            counts[i] = compressible ? 1 : (uint64_t)i * 1000003ULL + ((i % 7 == 0) ? (1ULL << 52) : 0);
+        }
+        block_header h = { .unit = 7, .n_pairs = N, .n_profiles = 3, .duration_ms = 10000, .rate = 99, .samples = 42 };
+        void *val;
+        size_t len;
+        assert_int_equal(block_encode(&h, nodes, counts, &val, &len), STORE_OK);
+        block_header g;
+        const void *payload;
+        size_t plen;
+        int compressed;
+        assert_int_equal(block_parse_header(val, len, &g, &payload, &plen, &compressed), 0);
+        assert_int_equal(g.unit, 7);
+        assert_int_equal(g.n_pairs, N);
+        assert_int_equal(g.n_profiles, 3);
+        assert_int_equal(g.duration_ms, 10000);
+        assert_true(g.rate == 99.0);
+        assert_int_equal(g.samples, 42);
+        assert_int_equal(compressed, compressible); /* 1,1,1... compresses; the other does not */
+        char *scratch = malloc(g.raw_len);
+        assert_int_equal(block_decode(&g, payload, plen, compressed, scratch, dn, dc), 0);
+        assert_memory_equal(dn, nodes, sizeof nodes);
+        assert_memory_equal(dc, counts, sizeof counts);
+        /* A truncated value must be refused, never read past its end. */
+        assert_int_not_equal(block_parse_header(val, 1, &g, &payload, &plen, &compressed), 0);
+        if (!compressed)
+            assert_int_not_equal(block_decode(&g, payload, plen / 2, 0, scratch, dn, dc), 0);
+        free(scratch);
+        free(val);
+    }
+}
+
+static void test_block_keys_sort_by_series_then_time(void **state)
+{
+    (void)state;
+    unsigned char a[BLOCK_KEY_LEN], b[BLOCK_KEY_LEN];
+    block_key(a, 1, -5000, 0);
+    block_key(b, 1, 3000, 0);
+    assert_true(memcmp(a, b, BLOCK_KEY_LEN) < 0); /* negative times sort first */
+    block_key(a, 1, INT64_MAX, 9);
+    block_key(b, 2, INT64_MIN, 0);
+    assert_true(memcmp(a, b, BLOCK_KEY_LEN) < 0);
+    uint32_t sid, seq;
+    int64_t t;
+    block_key(a, 77, -123456789, 5);
+    block_key_parse(a, &sid, &t, &seq);
+    assert_int_equal(sid, 77);
+    assert_int_equal(t, -123456789);
+    assert_int_equal(seq, 5);
+}
+
+static void test_lossless_roundtrip_and_reopen(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const char *frames[] = { "main;a;b", "main;a", "main;a;b", "main;x y z;c", "other" };
+    const uint64_t counts[] = { 3, 5, 4, (1ULL << 53) - 1, 1 };
+    uint32_t sid;
+    store_stack stacks[5];
+    for (int i = 0; i < 5; i++) stacks[i] = (store_stack){ frames[i], (uint32_t)strlen(frames[i]), counts[i] };
+    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5 };
+    char err[256];
+    assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
+    const char *expect = "main;a 5\nmain;a;b 7\nmain;x y z;c 9007199254740991\nother 1\n";
+    dump_ctx c;
+    dump_series(st, sid, &c);
+    assert_string_equal(c.out, expect); /* duplicates summed, nodes ascending = creation order */
+    assert_int_equal(c.profiles, 1);
+    store_close(st);
+
+    st = open_store(0, 0);
+    dump_series(st, sid, &c);
+    assert_string_equal(c.out, expect);
+    /* The same stacks again reuse the same nodes and series. */
+    store_stats s1, s2;
+    store_get_stats(st, &s1);
+    uint32_t sid2;
+    assert_int_equal(store_write(st, &p, &sid2, err, sizeof err), STORE_OK);
+    store_get_stats(st, &s2);
+    assert_int_equal(sid2, sid);
+    assert_int_equal(s1.nodes, s2.nodes);
+    assert_int_equal(s1.series, 1);
+    assert_int_equal(s2.nodes, 6); /* main, a, b, "x y z", c, other */
+    store_close(st);
+}
+
+static void test_same_start_is_kept_apart(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const char *f[] = { "a;b" };
+    for (uint64_t i = 1; i <= 3; i++) assert_int_equal(write_stacks(st, api_labels, 3, 5000, f, &i, 1, 0), STORE_OK);
+    dump_ctx c;
+    dump_series(st, 1, &c);
+    assert_int_equal(c.profiles, 3);
+    assert_string_equal(c.out, "a;b 1\na;b 2\na;b 3\n");
+    store_close(st);
+}
+
+static void test_labels_and_postings(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const store_label other[] = { { "instance", "i-2" }, { "service", "api" }, { "type", "cpu" } };
+    const char *f[] = { "a" };
+    uint64_t one = 1;
+    assert_int_equal(write_stacks(st, api_labels, 3, 0, f, &one, 1, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, other, 3, 0, f, &one, 1, 0), STORE_OK);
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    assert_int_equal(store_series_max(r), 2);
+    uint32_t *ids;
+    size_t n;
+    assert_int_equal(store_postings(r, "service", "api", &ids, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    free(ids);
+    assert_int_equal(store_postings(r, "instance", "i-2", &ids, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 2);
+    free(ids);
+    assert_int_equal(store_postings(r, "instance", "nope", &ids, &n), STORE_OK);
+    assert_int_equal(n, 0);
+    assert_string_equal(store_series_label(r, 2, "instance"), "i-2");
+    assert_null(store_series_label(r, 2, "missing"));
+    store_label labels[8];
+    assert_int_equal(store_series_labels(r, 1, labels, 8), 3);
+    assert_string_equal(labels[0].name, "instance");
+    assert_string_equal(labels[2].value, "cpu");
+    assert_int_equal(store_series_has_blocks(r, 1, 0, 1), 1);
+    assert_int_equal(store_series_has_blocks(r, 1, 1, 100), 0);
+    store_reader_end(r);
+    store_close(st);
+}
+
+/* A full map fails the one write, rolls back its new dictionary entries,
+ * and leaves the store consistent and usable. */
+static void test_map_full_rolls_back(void **state)
+{
+    (void)state;
+    store *st = open_store(1 << 20, 0);
+    const char *f[] = { "keep;me" };
+    uint64_t one = 1;
+    assert_int_equal(write_stacks(st, api_labels, 3, 0, f, &one, 1, 0), STORE_OK);
+    store_stats before;
+    store_get_stats(st, &before);
+    /* Profiles of ever new, long frames until the 1 MiB map is full. */
+    char *big = malloc(60000);
+    int failed = 0;
+    for (int round = 0; round < 200 && !failed; round++) {
+        size_t len = 0;
+        for (int i = 0; i < 30; i++) len += (size_t)snprintf(big + len, 60000 - len, "%sframe_%d_%d_%0900d", i ? ";" : "", round, i, 0);
+        const char *fr[] = { big };
+        store_status ss = write_stacks(st, api_labels, 3, 1000 + round, fr, &one, 1, 0);
+        if (ss) {
+            assert_int_equal(ss, STORE_EFULL);
+            failed = 1;
+        }
+    }
+    assert_true(failed);
+    free(big);
+    /* Old data intact, a write of known stacks still works, and nothing of
+     * the failed profile is visible. */
+    assert_int_equal(write_stacks(st, api_labels, 3, 0, f, &one, 1, 0), STORE_OK);
+    store_close(st);
+    st = open_store(1 << 20, 0);
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    uint32_t max = store_node_max(r);
+    for (uint32_t id = 1; id <= max; id++) assert_true(store_node_parent(r, id) < id);
+    store_reader_end(r);
+    dump_ctx c;
+    dump_series(st, 1, &c);
+    assert_non_null(strstr(c.out, "keep;me 1\n"));
+    assert_true(c.profiles >= 2);
+    store_close(st);
+}
+
+typedef struct { store *st; int thread; } writer_arg;
+
+static void *writer_thread(void *arg)
+{
+    writer_arg *a = arg;
+    char inst[16];
+    snprintf(inst, sizeof inst, "t%d", a->thread);
+    store_label labels[] = { { "instance", inst }, { "service", "api" }, { "type", "cpu" } };
+    for (int i = 0; i < 50; i++) {
+        char frame[64];
+        snprintf(frame, sizeof frame, "main;shared;own_%d_%d", a->thread, i % 5);
+        const char *f[] = { frame, "main;shared" };
+        uint64_t counts[] = { 2, 1 };
+        if (write_stacks(a->st, labels, 3, i * 10000, f, counts, 2, 0)) return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    pthread_t t[8];
+    writer_arg args[8];
+    for (int i = 0; i < 8; i++) {
+        args[i] = (writer_arg){ st, i };
+        pthread_create(&t[i], NULL, writer_thread, &args[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        void *rv;
+        pthread_join(t[i], &rv);
+        assert_null(rv);
+    }
+    store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.series, 8);
+    assert_int_equal(s.nodes, 2 + 8 * 5); /* main, shared, 40 own leaves: no duplicates */
+    assert_true(s.commits >= 1 && s.commits <= 400);
+    for (uint32_t sid = 1; sid <= 8; sid++) {
+        dump_ctx c;
+        dump_series(st, sid, &c);
+        assert_int_equal(c.profiles, 50);
+        assert_int_equal(c.samples, 150);
+    }
+    store_close(st);
+}
+
+static void test_retention_deletes_old_profiles(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 3600 * 1000);
+    const char *f[] = { "a" };
+    uint64_t one = 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000;
+    for (int i = 0; i < 10; i++) assert_int_equal(write_stacks(st, api_labels, 3, now - 7200 * 1000 + i * 1000, f, &one, 1, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, api_labels, 3, now - 60 * 1000, f, &one, 1, 0), STORE_OK);
+    /* The background pass may have taken some already: together, all 10. */
+    uint64_t deleted = 0;
+    assert_int_equal(store_retention_run(st, now, &deleted), STORE_OK);
+    store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.retention_deleted, 10);
+    dump_ctx c;
+    dump_series(st, 1, &c);
+    assert_int_equal(c.profiles, 1);
+    assert_int_equal(store_retention_run(st, now, &deleted), STORE_OK);
+    assert_int_equal(deleted, 0);
+    store_close(st);
+}
+
+static void test_invalid_profiles_refused(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    store_stack s = { "a", 1, 0 };
+    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1 };
+    char err[256];
+    assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* zero count */
+    s.count = 1;
+    p.until_ms = 0;
+    assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* empty window */
+    store_stats stats;
+    store_get_stats(st, &stats);
+    assert_int_equal(stats.series, 0);
+    store_close(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_block_roundtrip),
+        cmocka_unit_test(test_block_keys_sort_by_series_then_time),
+        cmocka_unit_test_setup_teardown(test_lossless_roundtrip_and_reopen, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_same_start_is_kept_apart, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_labels_and_postings, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_map_full_rolls_back, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_retention_deletes_old_profiles, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_invalid_profiles_refused, make_tmp, remove_tmp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
