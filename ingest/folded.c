@@ -17,32 +17,11 @@
  * The slow work of naming which frame is bad happens only on error.  Any
  * error rolls the profile back to its state on entry and says "line N: ..."
  * with N counted from 1 over all lines, blank ones included. */
-#include "ingest.h"
+#include "ingest_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Writes a printable rendering of user bytes for an error message: at most
- * 64 bytes, control bytes (and all non-ASCII when not valid UTF-8) as '?',
- * "..." when cut. */
-static void quote(char *dst, size_t cap, const char *s, size_t len)
-{
-    int utf8 = ingest_utf8_valid(s, len);
-    size_t n = len > 64 ? 64 : len, o = 0;
-
-    while (utf8 && n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--; /* do not cut a character in half */
-    for (size_t i = 0; i < n && o + 4 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[o++] = (c < 0x20 || c == 0x7F || (c >= 0x80 && !utf8)) ? '?' : (char)c;
-    }
-    if (n < len && o + 4 <= cap) {
-        memcpy(dst + o, "...", 3);
-        o += 3;
-    }
-    dst[o] = '\0';
-}
 
 int ingest_format_parse(const char *name, ingest_format *out, char *err, size_t errlen)
 {
@@ -56,7 +35,7 @@ int ingest_format_parse(const char *name, ingest_format *out, char *err, size_t 
         *out = INGEST_FORMAT_LINES;
         return 0;
     }
-    quote(q, sizeof q, name ? name : "", name ? strlen(name) : 0);
+    ingest_quote(q, sizeof q, name ? name : "", name ? strlen(name) : 0);
     snprintf(err, errlen, "unknown format '%s' (supported: folded, lines)", q);
     return -1;
 }
@@ -101,7 +80,7 @@ static ingest_status count_error(enum count_result r, const char *s, size_t n, s
     } else if (r == COUNT_ZERO) {
         snprintf(err, errlen, "line %zu: count must be at least 1", line);
     } else {
-        quote(q, sizeof q, s, n);
+        ingest_quote(q, sizeof q, s, n);
         snprintf(err, errlen, "line %zu: count '%s' is not a positive integer", line, q);
     }
     return INGEST_EINVAL;

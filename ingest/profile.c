@@ -10,33 +10,12 @@
  * caller can reject a request at any point and only has to free.  Labels
  * are few (at most INGEST_MAX_LABELS), so they live in a fixed array and are
  * searched linearly. */
-#include "ingest.h"
+#include "ingest_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Writes a printable rendering of user bytes for an error message: at most
- * 64 bytes, control bytes (and all non-ASCII when not valid UTF-8) as '?',
- * "..." when cut. */
-static void quote(char *dst, size_t cap, const char *s, size_t len)
-{
-    int utf8 = ingest_utf8_valid(s, len);
-    size_t n = len > 64 ? 64 : len, o = 0;
-
-    while (utf8 && n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--; /* do not cut a character in half */
-    for (size_t i = 0; i < n && o + 4 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[o++] = (c < 0x20 || c == 0x7F || (c >= 0x80 && !utf8)) ? '?' : (char)c;
-    }
-    if (n < len && o + 4 <= cap) {
-        memcpy(dst + o, "...", 3);
-        o += 3;
-    }
-    dst[o] = '\0';
-}
 
 static int valid_label_name(const char *s)
 {
@@ -80,13 +59,13 @@ ingest_status ingest_label_add(ingest_profile *p, const char *name, const char *
     char q[80];
 
     if (name_len > INGEST_MAX_LABEL_NAME) {
-        quote(q, sizeof q, name, name_len);
+        ingest_quote(q, sizeof q, name, name_len);
         snprintf(err, errlen, "label name '%s' is longer than %d bytes", q,
                  INGEST_MAX_LABEL_NAME);
         return INGEST_EINVAL;
     }
     if (!valid_label_name(name)) {
-        quote(q, sizeof q, name, name_len);
+        ingest_quote(q, sizeof q, name, name_len);
         snprintf(err, errlen, "label name '%s' must match [a-zA-Z_][a-zA-Z0-9_.]*", q);
         return INGEST_EINVAL;
     }

@@ -12,7 +12,7 @@
  * go through ingest_label_add, which does all label validation.  Service is
  * added first, then type, then the items in order; on any error the labels
  * added so far are removed again. */
-#include "ingest.h"
+#include "ingest_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,27 +32,6 @@ int ingest_pyroscope_is_type(const char *s, size_t len)
         if (strlen(pyroscope_types[i]) == len && memcmp(pyroscope_types[i], s, len) == 0)
             return 1;
     return 0;
-}
-
-/* Writes a printable rendering of user bytes for an error message: at most
- * 64 bytes, control bytes (and all non-ASCII when not valid UTF-8) as '?',
- * "..." when cut. */
-static void quote(char *dst, size_t cap, const char *s, size_t len)
-{
-    int utf8 = ingest_utf8_valid(s, len);
-    size_t n = len > 64 ? 64 : len, o = 0;
-
-    while (utf8 && n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--; /* do not cut a character in half */
-    for (size_t i = 0; i < n && o + 4 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        dst[o++] = (c < 0x20 || c == 0x7F || (c >= 0x80 && !utf8)) ? '?' : (char)c;
-    }
-    if (n < len && o + 4 <= cap) {
-        memcpy(dst + o, "...", 3);
-        o += 3;
-    }
-    dst[o] = '\0';
 }
 
 /* Trims spaces and tabs around [s, e) and NUL-terminates the result. */
@@ -91,7 +70,7 @@ static ingest_status add_items(ingest_profile *p, const char *q, char *s,
             continue;
         char *eq = strchr(item, '=');
         if (!eq) {
-            quote(qi, sizeof qi, item, strlen(item));
+            ingest_quote(qi, sizeof qi, item, strlen(item));
             snprintf(err, errlen, "name '%s': label '%s' has no '='", q, qi);
             return INGEST_EINVAL;
         }
@@ -158,7 +137,7 @@ ingest_status ingest_pyroscope_name(ingest_profile *p, const char *name,
         return INGEST_ENOMEM;
     }
     memcpy(buf, name, len + 1);
-    quote(q, sizeof q, name, len);
+    ingest_quote(q, sizeof q, name, len);
     ingest_status st = parse_name(p, buf, q, err, errlen);
     free(buf);
     if (st != INGEST_OK) {

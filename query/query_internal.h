@@ -4,6 +4,9 @@
 
 #include "query.h"
 
+/* Writes a formatted error message into err (always NUL-terminated). */
+void query_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The nodes of a merged tree to show, with children in display order. */
 typedef struct { uint32_t parent, id; } query_edge;
 

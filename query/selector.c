@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query.h"
+#include "query_internal.h"
 
 typedef struct {
     const char *s;
@@ -36,17 +36,6 @@ typedef struct {
     query_selector sel;
     int cap;
 } sel_parser;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    err[errlen - 1] = '\0';
-}
 
 static int column(const sel_parser *p)
 {
@@ -120,7 +109,7 @@ static int add_matcher(sel_parser *p, char *name, char *value, query_op op, cons
             if (re)
                 tmp.re = *re;
             matcher_free(&tmp);
-            set_err(p->err, p->errlen, "out of memory parsing selector");
+            query_set_err(p->err, p->errlen, "out of memory parsing selector");
             return -1;
         }
         p->sel.matchers = m;
@@ -207,7 +196,7 @@ static int compile_regex(sel_parser *p, int col, const char *name, const char *v
         size_t n = strlen(value);
         char *anchored = malloc(n + 5);
         if (!anchored) {
-            set_err(p->err, p->errlen, "out of memory parsing selector");
+            query_set_err(p->err, p->errlen, "out of memory parsing selector");
             return -1;
         }
         memcpy(anchored, "^(", 2);
@@ -221,7 +210,7 @@ static int compile_regex(sel_parser *p, int col, const char *name, const char *v
         }
     }
     if (rc != 0) {
-        set_err(p->err, p->errlen, "at column %d: invalid regular expression '%s' for label '%s': %s", col,
+        query_set_err(p->err, p->errlen, "at column %d: invalid regular expression '%s' for label '%s': %s", col,
                 value, name, msg);
         return -1;
     }
@@ -237,14 +226,14 @@ static char *parse_label_name(sel_parser *p, const char *expected)
     if (!is_alpha(peek(p))) {
         char found[32];
         describe_here(p, found, sizeof found);
-        set_err(p->err, p->errlen, "at column %d: expected %s, found %s", column(p), expected, found);
+        query_set_err(p->err, p->errlen, "at column %d: expected %s, found %s", column(p), expected, found);
         return NULL;
     }
     while (is_alpha(peek(p)) || is_digit(peek(p)) || peek(p) == '.')
         p->pos++;
     char *name = copy_range(p->s + start, p->pos - start);
     if (!name)
-        set_err(p->err, p->errlen, "out of memory parsing selector");
+        query_set_err(p->err, p->errlen, "out of memory parsing selector");
     return name;
 }
 
@@ -264,7 +253,7 @@ static int parse_op(sel_parser *p, const char *name, query_op *op)
         *op = QUERY_EQ;
         p->pos += 1;
     } else {
-        set_err(p->err, p->errlen, "at column %d: expected '=', '!=', '=~' or '!~' after label name '%s'",
+        query_set_err(p->err, p->errlen, "at column %d: expected '=', '!=', '=~' or '!~' after label name '%s'",
                 column(p), name);
         return -1;
     }
@@ -278,7 +267,7 @@ static char *parse_string(sel_parser *p, const char *name)
     if (peek(p) != '"') {
         char found[32];
         describe_here(p, found, sizeof found);
-        set_err(p->err, p->errlen, "at column %d: expected a double-quoted value for label '%s', found %s",
+        query_set_err(p->err, p->errlen, "at column %d: expected a double-quoted value for label '%s', found %s",
                 column(p), name, found);
         return NULL;
     }
@@ -288,7 +277,7 @@ static char *parse_string(sel_parser *p, const char *name)
     while (peek(p) && peek(p) != '"')
         p->pos += (peek(p) == '\\' && p->s[p->pos + 1]) ? 2 : 1;
     if (!peek(p)) {
-        set_err(p->err, p->errlen, "at column %d: unterminated string (missing closing '\"')", open_col);
+        query_set_err(p->err, p->errlen, "at column %d: unterminated string (missing closing '\"')", open_col);
         return NULL;
     }
     size_t end = p->pos;
@@ -296,7 +285,7 @@ static char *parse_string(sel_parser *p, const char *name)
 
     char *out = malloc(end - start + 1);
     if (!out) {
-        set_err(p->err, p->errlen, "out of memory parsing selector");
+        query_set_err(p->err, p->errlen, "out of memory parsing selector");
         return NULL;
     }
     size_t n = 0;
@@ -312,7 +301,7 @@ static char *parse_string(sel_parser *p, const char *name)
                 c = '\t';
             else {
                 /* the backslash is at index i - 1, so column i */
-                set_err(p->err, p->errlen,
+                query_set_err(p->err, p->errlen,
                         "at column %d: invalid escape '\\%c' in string (allowed: \\\", \\\\, \\n, \\t)", (int)i,
                         e);
                 free(out);
@@ -373,7 +362,7 @@ static int parse_braces(sel_parser *p)
         if (peek(p) != '}') {
             char found[32];
             describe_here(p, found, sizeof found);
-            set_err(p->err, p->errlen, "at column %d: expected ',' or '}' after a matcher, found %s", column(p),
+            query_set_err(p->err, p->errlen, "at column %d: expected ',' or '}' after a matcher, found %s", column(p),
                     found);
             return -1;
         }
@@ -392,7 +381,7 @@ static int parse_service(sel_parser *p)
     if (!name || !value) {
         free(name);
         free(value);
-        set_err(p->err, p->errlen, "out of memory parsing selector");
+        query_set_err(p->err, p->errlen, "out of memory parsing selector");
         return -1;
     }
     return add_matcher(p, name, value, QUERY_EQ, NULL);
@@ -406,7 +395,7 @@ static int parse_selector(sel_parser *p)
             return -1;
         skip_ws(p);
         if (peek(p) != '{' && peek(p) != '\0') {
-            set_err(p->err, p->errlen,
+            query_set_err(p->err, p->errlen,
                     "at column %d: expected '{' or the end after service name '%s' (matchers go in "
                     "braces, like svc{name=\"value\"})",
                     column(p), p->sel.matchers[0].value);
@@ -418,14 +407,14 @@ static int parse_selector(sel_parser *p)
             return -1;
         skip_ws(p);
         if (peek(p) != '\0') {
-            set_err(p->err, p->errlen, "unexpected text after '}' at column %d", column(p));
+            query_set_err(p->err, p->errlen, "unexpected text after '}' at column %d", column(p));
             return -1;
         }
     }
     if (peek(p) != '\0') {
         char found[32];
         describe_here(p, found, sizeof found);
-        set_err(p->err, p->errlen, "at column %d: expected a service name or '{', found %s", column(p), found);
+        query_set_err(p->err, p->errlen, "at column %d: expected a service name or '{', found %s", column(p), found);
         return -1;
     }
     return 0;

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "query.h"
+#include "query_internal.h"
 
 #define TIME_HINT "expected unix seconds, RFC 3339 like 2026-11-21T10:00:00Z, now or now-1h"
 #define RFC_HINT "RFC 3339 looks like 2026-11-21T10:00:00Z or 2026-11-21T10:00:00+02:00"
@@ -27,17 +27,6 @@
 
 /* 9999-12-31T23:59:59Z: the last second we accept (its fraction too). */
 #define MAX_SECONDS INT64_C(253402300799)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    err[errlen - 1] = '\0';
-}
 
 static int is_digit(char c)
 {
@@ -87,27 +76,27 @@ static int64_t unit_ms(const char *u, int allow_ms)
 int query_duration_parse(const char *s, int64_t *out_ms, char *err, size_t errlen)
 {
     if (!s || !*s) {
-        set_err(err, errlen, "empty duration (%s)", DURATION_HINT);
+        query_set_err(err, errlen, "empty duration (%s)", DURATION_HINT);
         return -1;
     }
     if (s[0] == '-') {
-        set_err(err, errlen, "negative duration '%s' is not allowed (%s)", s, DURATION_HINT);
+        query_set_err(err, errlen, "negative duration '%s' is not allowed (%s)", s, DURATION_HINT);
         return -1;
     }
     const char *p = s;
     int64_t n;
     int digits = read_uint(&p, &n);
     if (digits == 0 || *p == '.') {
-        set_err(err, errlen, "invalid duration '%s' (%s)", s, DURATION_HINT);
+        query_set_err(err, errlen, "invalid duration '%s' (%s)", s, DURATION_HINT);
         return -1;
     }
     int64_t unit = *p ? unit_ms(p, 1) : 1000;
     if (unit == 0) {
-        set_err(err, errlen, "invalid unit '%s' in '%s' (expected ms, s, m, h, d or w)", p, s);
+        query_set_err(err, errlen, "invalid unit '%s' in '%s' (expected ms, s, m, h, d or w)", p, s);
         return -1;
     }
     if (digits < 0 || n > INT64_MAX / unit) {
-        set_err(err, errlen, "duration '%s' is too large", s);
+        query_set_err(err, errlen, "duration '%s' is too large", s);
         return -1;
     }
     *out_ms = n * unit;
@@ -124,31 +113,31 @@ static int parse_now(const char *s, int64_t now_ms, int64_t *out_ms, char *err, 
         return 0;
     }
     if (*p == '+') {
-        set_err(err, errlen, "invalid time '%s' (only past offsets are supported: now-<N><unit> like now-1h)", s);
+        query_set_err(err, errlen, "invalid time '%s' (only past offsets are supported: now-<N><unit> like now-1h)", s);
         return -1;
     }
     if (*p != '-') {
-        set_err(err, errlen, "invalid time '%s' (%s)", s, TIME_HINT);
+        query_set_err(err, errlen, "invalid time '%s' (%s)", s, TIME_HINT);
         return -1;
     }
     p++;
     int64_t n;
     int digits = read_uint(&p, &n);
     if (digits == 0 || *p == '.') {
-        set_err(err, errlen, "invalid time '%s' (expected now-<N><unit> with a whole number N, like now-1h or now-30m)", s);
+        query_set_err(err, errlen, "invalid time '%s' (expected now-<N><unit> with a whole number N, like now-1h or now-30m)", s);
         return -1;
     }
     if (*p == '\0') {
-        set_err(err, errlen, "missing unit in '%s' (expected s, m, h, d or w, like now-1h)", s);
+        query_set_err(err, errlen, "missing unit in '%s' (expected s, m, h, d or w, like now-1h)", s);
         return -1;
     }
     int64_t unit = unit_ms(p, 0);
     if (unit == 0) {
-        set_err(err, errlen, "invalid unit '%s' in '%s' (expected s, m, h, d or w)", p, s);
+        query_set_err(err, errlen, "invalid unit '%s' in '%s' (expected s, m, h, d or w)", p, s);
         return -1;
     }
     if (digits < 0 || n > INT64_MAX / unit || now_ms - n * unit < 0) {
-        set_err(err, errlen, "time '%s' is before 1970-01-01T00:00:00Z", s);
+        query_set_err(err, errlen, "time '%s' is before 1970-01-01T00:00:00Z", s);
         return -1;
     }
     *out_ms = now_ms - n * unit;
@@ -182,11 +171,11 @@ static int parse_unix(const char *s, int64_t *out_ms, char *err, size_t errlen)
     int64_t sec, frac;
     int digits = read_uint(&p, &sec);
     if (read_fraction_ms(&p, &frac) < 0 || *p != '\0') {
-        set_err(err, errlen, "invalid time '%s' (%s)", s, TIME_HINT);
+        query_set_err(err, errlen, "invalid time '%s' (%s)", s, TIME_HINT);
         return -1;
     }
     if (digits < 0 || sec > MAX_SECONDS) {
-        set_err(err, errlen, "time '%s' is beyond year 9999 (unix seconds are expected, not milliseconds)", s);
+        query_set_err(err, errlen, "time '%s' is beyond year 9999 (unix seconds are expected, not milliseconds)", s);
         return -1;
     }
     *out_ms = sec * 1000 + frac;
@@ -232,7 +221,7 @@ static void rfc_fail(rfc_cursor *c, const char *what)
     if (c->failed)
         return;
     c->failed = 1;
-    set_err(c->err, c->errlen, "invalid time '%s': expected %s at column %d (%s)", c->s, what,
+    query_set_err(c->err, c->errlen, "invalid time '%s': expected %s at column %d (%s)", c->s, what,
             (int)(c->p - c->s) + 1, RFC_HINT);
 }
 
@@ -321,12 +310,12 @@ static int parse_rfc3339(const char *s, int64_t *out_ms, char *err, size_t errle
         return -1;
 
     if (mo < 1 || mo > 12) {
-        set_err(err, errlen, "invalid time '%s': month %d is out of range (1-12)", s, (int)mo);
+        query_set_err(err, errlen, "invalid time '%s': month %d is out of range (1-12)", s, (int)mo);
         return -1;
     }
     int dim = days_in_month(y, mo);
     if (d < 1 || d > dim) {
-        set_err(err, errlen, "invalid time '%s': day %d is out of range (%04d-%02d has %d days)", s,
+        query_set_err(err, errlen, "invalid time '%s': day %d is out of range (%04d-%02d has %d days)", s,
                 (int)d, (int)y, (int)mo, dim);
         return -1;
     }
@@ -334,21 +323,21 @@ static int parse_rfc3339(const char *s, int64_t *out_ms, char *err, size_t errle
         const char *what = h > 23 ? "hour" : mi > 59 ? "minute" : "second";
         int64_t v = h > 23 ? h : mi > 59 ? mi : sec;
         const char *range = h > 23 ? "0-23" : mi > 59 ? "0-59" : "0-60";
-        set_err(err, errlen, "invalid time '%s': %s %d is out of range (%s)", s, what, (int)v, range);
+        query_set_err(err, errlen, "invalid time '%s': %s %d is out of range (%s)", s, what, (int)v, range);
         return -1;
     }
     if (oh > 23 || om > 59) {
-        set_err(err, errlen, "invalid time '%s': offset %02d:%02d is out of range (hours 0-23, minutes 0-59)", s,
+        query_set_err(err, errlen, "invalid time '%s': offset %02d:%02d is out of range (hours 0-23, minutes 0-59)", s,
                 (int)oh, (int)om);
         return -1;
     }
     int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
     if (secs < 0) {
-        set_err(err, errlen, "time '%s' is before 1970-01-01T00:00:00Z", s);
+        query_set_err(err, errlen, "time '%s' is before 1970-01-01T00:00:00Z", s);
         return -1;
     }
     if (secs > MAX_SECONDS) {
-        set_err(err, errlen, "time '%s' is beyond year 9999", s);
+        query_set_err(err, errlen, "time '%s' is beyond year 9999", s);
         return -1;
     }
     *out_ms = secs * 1000 + frac;
@@ -360,13 +349,13 @@ static int parse_rfc3339(const char *s, int64_t *out_ms, char *err, size_t errle
 int query_time_parse(const char *s, int64_t now_ms, int64_t *out_ms, char *err, size_t errlen)
 {
     if (!s || !*s) {
-        set_err(err, errlen, "empty time (%s)", TIME_HINT);
+        query_set_err(err, errlen, "empty time (%s)", TIME_HINT);
         return -1;
     }
     if (strncmp(s, "now", 3) == 0)
         return parse_now(s, now_ms, out_ms, err, errlen);
     if (s[0] == '-' && is_digit(s[1])) {
-        set_err(err, errlen, "invalid time '%s': negative unix time is not allowed", s);
+        query_set_err(err, errlen, "invalid time '%s': negative unix time is not allowed", s);
         return -1;
     }
     if (is_digit(s[0])) {
@@ -377,7 +366,7 @@ int query_time_parse(const char *s, int64_t now_ms, int64_t *out_ms, char *err, 
             return parse_rfc3339(s, out_ms, err, errlen);
         return parse_unix(s, out_ms, err, errlen);
     }
-    set_err(err, errlen, "invalid time '%s' (%s)", s, TIME_HINT);
+    query_set_err(err, errlen, "invalid time '%s' (%s)", s, TIME_HINT);
     return -1;
 }
 

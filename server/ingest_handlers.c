@@ -7,6 +7,7 @@
  * Any error before that stores nothing; an error inside the store rolls the
  * request's transaction back. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -32,11 +33,21 @@ static int parse_rate(const char *v, double *rate)
     return 0;
 }
 
-static int valid_unit(const char *u)
+/* Reads the unit parameter (unit, or Pyroscope's units) into p; answers
+ * -1 after replying 400 when it is malformed. */
+static int read_unit(srv_request *rq, ingest_profile *p, const char *param)
 {
+    const char *u = srv_param(rq, param);
+    if (!u) return 0;
     size_t n = strlen(u);
-    if (!n || n >= INGEST_MAX_UNIT) return 0;
-    return strspn(u, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+    if (!n || n >= INGEST_MAX_UNIT ||
+        strspn(u, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != n) {
+        srv_reply_error(rq, 400, "parameter '%s': '%s' must be 1 to %d letters, digits or '_'", param, u,
+                        INGEST_MAX_UNIT - 1);
+        return -1;
+    }
+    snprintf(p->unit, sizeof p->unit, "%s", u);
+    return 0;
 }
 
 /* Decodes, parses, validates and stores; answers the request. */
@@ -143,13 +154,7 @@ enum MHD_Result srv_handle_ingest(srv_request *rq)
         res = srv_reply_error(rq, 400, "parameter 'rate': '%s' is not a sampling frequency in Hz (a number above 0, at most 1e9)", v);
         goto done;
     }
-    if ((v = srv_param(rq, "unit"))) {
-        if (!valid_unit(v)) {
-            res = srv_reply_error(rq, 400, "parameter 'unit': '%s' must be 1 to %d letters, digits or '_'", v, INGEST_MAX_UNIT - 1);
-            goto done;
-        }
-        snprintf(p.unit, sizeof p.unit, "%s", v);
-    }
+    if (read_unit(rq, &p, "unit")) { res = MHD_YES; goto done; }
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, add_label_param, &w);
     if (w.failed) {
         res = srv_reply_error(rq, 400, "%s", w.err);
@@ -193,13 +198,7 @@ enum MHD_Result srv_handle_pyroscope(srv_request *rq)
         res = srv_reply_error(rq, 400, "parameter 'sampleRate': '%s' is not a sampling frequency in Hz", v);
         goto done;
     }
-    if ((v = srv_param(rq, "units"))) {
-        if (!valid_unit(v)) {
-            res = srv_reply_error(rq, 400, "parameter 'units': '%s' must be 1 to %d letters, digits or '_'", v, INGEST_MAX_UNIT - 1);
-            goto done;
-        }
-        snprintf(p.unit, sizeof p.unit, "%s", v);
-    }
+    if (read_unit(rq, &p, "units")) { res = MHD_YES; goto done; }
     if ((v = srv_param(rq, "aggregationType")) && strcmp(v, "sum") && strcmp(v, "average")) {
         res = srv_reply_error(rq, 400, "parameter 'aggregationType': '%s' (supported: sum, average)", v);
         goto done;
