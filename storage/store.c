@@ -229,17 +229,29 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
         store_set_err(err, errlen, "out of memory opening the store");
         return STORE_ENOMEM;
     }
-    int rc = mdb_env_create(&st->env);
-    if (!rc) rc = mdb_env_set_maxdbs(st->env, 8);
-    if (!rc) rc = mdb_env_set_maxreaders(st->env, 1024);
-    if (!rc) rc = mdb_env_set_mapsize(st->env, (size_t)st->opt.map_size);
-    if (!rc) rc = mdb_env_open(st->env, opt->dir, MDB_NOTLS, 0644);
+    /* Without a size given, reserve 1 TiB of address space (LMDB grows the
+     * file only as data arrives) and halve it while the system refuses
+     * (ulimit -v, valgrind), down to 1 GiB. */
+    uint64_t size = st->opt.map_size;
+    int rc;
+    for (;;) {
+        rc = mdb_env_create(&st->env);
+        if (!rc) rc = mdb_env_set_maxdbs(st->env, 8);
+        if (!rc) rc = mdb_env_set_maxreaders(st->env, 1024);
+        if (!rc) rc = mdb_env_set_mapsize(st->env, (size_t)size);
+        if (!rc) rc = mdb_env_open(st->env, opt->dir, MDB_NOTLS, 0644);
+        if (!rc || opt->map_size || size <= (UINT64_C(1) << 30) || (rc != EINVAL && rc != ENOMEM)) break;
+        mdb_env_close(st->env);
+        st->env = NULL;
+        size /= 4;
+    }
     if (rc) {
         store_set_err(err, errlen, "cannot open LMDB environment in %s: %s%s", opt->dir, mdb_strerror(rc),
                       rc == EAGAIN || rc == EBUSY ? " (is another flamedb using it?)" : "");
         store_release(st);
         return STORE_EIO;
     }
+    st->opt.map_size = size;
     if (open_dbs(st, err, errlen)) {
         store_release(st);
         return STORE_EIO;
