@@ -188,7 +188,8 @@ int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err
         snprintf(err, errlen, "--listen '%s': %s", listen_addr, gai_strerror(rc));
         return -1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+    /* ITC lets MHD_quiesce_daemon close the listening socket at shutdown. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, srv,
                                    MHD_OPTION_SOCK_ADDR, ai->ai_addr,

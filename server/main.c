@@ -78,8 +78,15 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             fputs(usage_serve, stdout);
             return 1;
         }
-        if (strncmp(a, "--", 2) || !v) {
-            fprintf(stderr, "flamedb serve: %s '%s'\n%s", v ? "unknown argument" : "missing value for", a, usage_serve);
+        static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", NULL };
+        int is_known = 0;
+        for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
+        if (!is_known) {
+            fprintf(stderr, "flamedb serve: unknown %s '%s'\n%s", strncmp(a, "--", 2) ? "argument" : "flag", a, usage_serve);
+            return -1;
+        }
+        if (!v) {
+            fprintf(stderr, "flamedb serve: missing value for '%s'\n%s", a, usage_serve);
             return -1;
         }
         i++;
@@ -97,7 +104,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --max-body '%s': expected a size in bytes like 67108864 or 64m\n", v);
                 return -1;
             }
-        } else if (!strcmp(a, "--threads")) {
+        } else { /* --threads */
             char *end;
             long n = strtol(v, &end, 10);
             if (*end || n < 1 || n > 1024) {
@@ -105,9 +112,6 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 return -1;
             }
             f->threads = (unsigned)n;
-        } else {
-            fprintf(stderr, "flamedb serve: unknown flag '%s'\n%s", a, usage_serve);
-            return -1;
         }
     }
     return 0;

@@ -1,0 +1,91 @@
+# test_metrics.sh — GET /metrics (Prometheus text, promtool-clean, exact
+# counters) and GET /healthz.
+
+test_healthz() {
+    start_server
+    get /healthz
+    assert_status "healthz" 200
+    assert_json "body" '.|tojson' '{"status":"ok"}'
+    assert_contains "content type" "$(header Content-Type)" "application/json"
+    _curl HEAD "$BASE/healthz" -I
+    assert_status "HEAD healthz" 200
+}
+
+test_metrics_promtool_clean() {
+    command -v promtool >/dev/null || die "promtool is not installed"
+    start_server
+    it_tmp
+    get /metrics
+    assert_status "metrics on a fresh server" 200
+    local out
+    out=$(promtool check metrics <"$BODY_FILE" 2>&1) || fail "promtool check metrics (fresh server): $out"
+    ingest 'service=m' $'a;b 2\n'
+    query 'm{}'
+    get /api/v1/nope
+    get /api/v1/ingest
+    ingest 'service=m' 'bad line'
+    get /metrics
+    out=$(promtool check metrics <"$BODY_FILE" 2>&1) || fail "promtool check metrics (after traffic): $out"
+    assert_contains "content type" "$(header Content-Type)" "text/plain"
+}
+
+test_metrics_required_families() {
+    start_server
+    ingest 'service=m' $'a 1\n'
+    get /metrics
+    assert_status "metrics" 200
+    local fam
+    for fam in 'flamedb_http_requests_total counter' 'flamedb_ingested_samples_total counter' \
+        'flamedb_commit_duration_seconds histogram' 'flamedb_database_bytes gauge' 'flamedb_series gauge'; do
+        assert_contains "TYPE line" "$BODY" "# TYPE $fam"
+    done
+}
+
+test_metrics_exact_counters() {
+    start_server
+    ingest 'service=m1' $'a;b 2\na;c 3\n'
+    ingest 'service=m1' $'a;b 10\n'
+    ingest 'service=m2&env=x' $'z 100\n'
+    ingest 'service=m2&env=x' $'z 1\nz\n'      # 400: line 2
+    ingest 'env=x' $'z 1\n'                     # 400: no service
+    query 'm1{}'
+    query 'm2{}'
+    query 'm2{' # 400
+    get /api/v1/series
+    get /api/v1/nope
+    _curl POST "$BASE/api/v1/query"              # 405
+    get /metrics
+    assert_status "metrics" 200
+    assert_eq "ingested samples" 115 "$(metric flamedb_ingested_samples_total)"
+    assert_eq "ingest 200s" 3 "$(metric 'flamedb_http_requests_total{route="/api/v1/ingest",code="200"}')"
+    assert_eq "ingest 400s" 2 "$(metric 'flamedb_http_requests_total{route="/api/v1/ingest",code="400"}')"
+    assert_eq "query 200s" 2 "$(metric 'flamedb_http_requests_total{route="/api/v1/query",code="200"}')"
+    assert_eq "query 400s" 1 "$(metric 'flamedb_http_requests_total{route="/api/v1/query",code="400"}')"
+    assert_eq "series 200s" 1 "$(metric 'flamedb_http_requests_total{route="/api/v1/series",code="200"}')"
+    assert_eq "series" 2 "$(metric flamedb_series)"
+    local count inf sum bytes
+    count=$(metric flamedb_commit_duration_seconds_count)
+    inf=$(metric 'flamedb_commit_duration_seconds_bucket{le="+Inf"}')
+    sum=$(metric flamedb_commit_duration_seconds_sum)
+    assert_ge "commits" 1 "$count"
+    assert_le "commits (group commit never adds)" 3 "$count"
+    assert_eq "+Inf bucket = count" "$count" "$inf"
+    assert_eq "sum is a number" ok "$(awk -v s="$sum" 'BEGIN { print (s ~ /^[0-9.e+-]+$/ && s + 0 >= 0) ? "ok" : "bad: " s }')"
+    assert_eq "buckets cumulative" "" "$(awk -F'[ ]' '/^flamedb_commit_duration_seconds_bucket/ { if ($2 + 0 < prev) print "decreasing at " $1; prev = $2 + 0 }' <<<"$BODY")"
+    bytes=$(metric flamedb_database_bytes)
+    assert_ge "database bytes" 1 "$bytes"
+    # the request for /metrics itself is counted by the next scrape
+    get /metrics
+    assert_eq "metrics 200s" 1 "$(metric 'flamedb_http_requests_total{route="/metrics",code="200"}')"
+}
+
+test_metrics_survive_restart_gauges() {
+    start_server
+    ingest 'service=g1' $'a 1\n'
+    ingest 'service=g2' $'a 1\n'
+    restart_server
+    get /metrics
+    assert_eq "series gauge after restart" 2 "$(metric flamedb_series)"
+    assert_eq "counters start over" 0 "$(metric flamedb_ingested_samples_total)"
+    assert_ge "database bytes after restart" 1 "$(metric flamedb_database_bytes)"
+}
