@@ -297,9 +297,10 @@ static double stat_cpu(const char *path, char *comm, size_t commlen)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* The server's CPU seconds: all of it, and its HTTP threads' share (MHD
- * names them "MHD-..."); the rest is the store's writer thread (the main
- * thread sleeps in sigwait). */
+/* The server's CPU seconds: all of it, and its request threads' share:
+ * MHD's ("MHD-...") and the parsing pool's ("flamedb-parse"); the rest is
+ * the store's writer thread ("flamedb-writer"; the main thread sleeps in
+ * sigwait).  Only MHD threads count toward the busy-workers column. */
 #define MAX_TASKS 256
 typedef struct {
     double total, http;
@@ -338,6 +339,7 @@ static server_cpu proc_cpu(pid_t pid)
         if (e->d_name[0] == '.') continue;
         snprintf(path, sizeof path, "/proc/%d/task/%.20s/stat", (int)pid, e->d_name);
         double t = stat_cpu(path, comm, sizeof comm);
+        if (strcmp(comm, "flamedb-parse") == 0) c.http += t;
         if (strncmp(comm, "MHD", 3)) continue;
         c.http += t;
         if (c.n < MAX_TASKS) {
@@ -456,14 +458,18 @@ static int send_inproc(client *c, const char *buf, size_t len)
     store_stack *stacks = gen_xmalloc(p.n_stacks * sizeof *stacks);
     for (size_t i = 0; i < p.n_stacks; i++)
         stacks[i] = (store_stack){ p.stacks[i].frames, p.stacks[i].len, p.stacks[i].count };
+    /* As the server does: resolve known stacks on this thread. */
+    uint32_t *leaves = gen_xmalloc((p.n_stacks ? p.n_stacks : 1) * sizeof *leaves);
+    store_resolve(c->run->st, stacks, p.n_stacks, leaves);
     snprintf(inst, sizeof inst, "i%u", c->id);
     store_label labels[3] = { { "instance", inst }, { "service", "bench" }, { "type", "cpu" } };
     int64_t from = (BASE_S + (int64_t)c->window * WINDOW_S) * 1000;
     store_profile sp = { .labels = labels, .n_labels = 3, .from_ms = from, .until_ms = from + WINDOW_S * 1000,
-                         .unit = "samples", .stacks = stacks, .n_stacks = p.n_stacks };
+                         .unit = "samples", .stacks = stacks, .n_stacks = p.n_stacks, .leaves = leaves };
     if (store_write(c->run->st, &sp, NULL, err, sizeof err)) fprintf(stderr, "bench_ingest: store_write: %s\n", err);
     else rc = 0;
     free(stacks);
+    free(leaves);
 out:
     ingest_profile_free(&p);
     return rc;

@@ -3,8 +3,10 @@
  * completion callback that counts it.
  *
  * MHD runs a pool of threads, each with its own event loop.  Handlers run
- * on those threads and may block (an ingest waits for its group commit), so
- * the pool is sized for the concurrency we want to batch.  A body is
+ * on those threads and never wait for the disk: an ingest queues its
+ * profile, suspends its connection and is resumed by the store's writer
+ * thread once the group commit is durable; MHD then calls the access
+ * handler again and the handler answers.  A body is
  * buffered whole (up to --max-body; past that 413 without reading the rest)
  * because nothing may be stored before all of it has been validated. */
 #include <netdb.h>
@@ -112,6 +114,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
     (void)version;
     srv_request *rq = *con_cls;
     if (!rq) return begin_request(cls, conn, url, method, con_cls);
+    if (rq->job) return dispatch(rq); /* resumed after a suspension */
     if (rq->status) { /* answered already (405, 413): drop the body */
         *upload_data_size = 0;
         return MHD_YES;
@@ -150,6 +153,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
     srv_request *rq = *con_cls;
     if (!rq) return;
     srv_metrics_count(srv, rq->route, rq->status);
+    if (rq->job_free) rq->job_free(rq->job);
     free(rq->body);
     free(rq);
     *con_cls = NULL;
@@ -188,8 +192,11 @@ int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err
         snprintf(err, errlen, "--listen '%s': %s", listen_addr, gai_strerror(rc));
         return -1;
     }
-    /* ITC lets MHD_quiesce_daemon close the listening socket at shutdown. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    /* Ingest suspends its connection while the group commit runs, so a worker
+     * thread never blocks on the disk; suspend/resume also brings the ITC
+     * that lets MHD_quiesce_daemon close the listening socket at shutdown. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, srv,
                                    MHD_OPTION_SOCK_ADDR, ai->ai_addr,

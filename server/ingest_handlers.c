@@ -1,12 +1,14 @@
 /* ingest_handlers.c — POST /api/v1/ingest (native) and POST /ingest
  * (Pyroscope-compatible).
  *
- * Both read their parameters into an ingest_profile, decode the body
- * (Content-Encoding: gzip), parse every stack, validate the whole profile,
- * and only then hand it to the store, which answers once it is durable.
- * Any error before that stores nothing; an error inside the store rolls the
- * request's transaction back. */
+ * Both read their parameters into an ingest_profile; a pool thread then
+ * decodes the body (Content-Encoding: gzip), parses every stack, validates
+ * the whole profile and only then queues it for the store's group commit;
+ * the connection stays suspended until the commit is durable (see
+ * ingest_job).  Any error before the queue stores nothing; an error inside
+ * the store rolls the request's transaction back. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,63 +52,153 @@ static int read_unit(srv_request *rq, ingest_profile *p, const char *param)
     return 0;
 }
 
-/* Decodes, parses, validates and stores; answers the request. */
-static enum MHD_Result store_profile_and_reply(srv_request *rq, ingest_profile *p, ingest_format fmt)
-{
+/* An ingest across its suspension: the parsed profile (pointing into the
+ * request body), its store form, and the outcome.  The MHD thread reads the
+ * parameters, suspends the connection and queues the job; a pool thread
+ * parses and validates the body and queues the profile for the group
+ * commit; the writer's callback (or the pool thread, on a bad body)
+ * records the outcome and resumes the connection, and the MHD thread,
+ * called again, answers.  The suspension comes before anything that could
+ * resume it, so the two never cross. */
+typedef struct {
+    srv_request *rq;
+    ingest_profile p;
+    ingest_format fmt;
+    int gzipped;
+    char *plain;                              /* the gunzipped body */
+    store_label labels[INGEST_MAX_LABELS];
+    store_stack *stacks;
+    uint32_t *leaves;                         /* store_resolve's answer */
+    store_profile sp;
+    pthread_mutex_t lock;
+    int suspended, done;
+    int status;                               /* HTTP status of a failure */
     char err[1024];
+} ingest_job;
+
+static void job_free(void *arg)
+{
+    ingest_job *job = arg;
+    ingest_profile_free(&job->p);
+    free(job->plain);
+    free(job->stacks);
+    free(job->leaves);
+    pthread_mutex_destroy(&job->lock);
+    free(job);
+}
+
+static ingest_job *job_new(srv_request *rq)
+{
+    ingest_job *job = calloc(1, sizeof *job);
+    if (!job) return NULL;
+    ingest_profile_init(&job->p);
+    pthread_mutex_init(&job->lock, NULL);
+    job->rq = rq;
+    job->fmt = INGEST_FORMAT_FOLDED;
+    rq->job = job;
+    rq->job_free = job_free;
+    return job;
+}
+
+/* Records the outcome and resumes the connection; any thread. */
+static void job_finish(ingest_job *job, int status, const char *err)
+{
+    pthread_mutex_lock(&job->lock);
+    job->status = status;
+    snprintf(job->err, sizeof job->err, "%s", err ? err : "");
+    job->done = 1;
+    MHD_resume_connection(job->rq->conn);
+    pthread_mutex_unlock(&job->lock);
+}
+
+/* The store's callback, on its writer thread. */
+static void job_committed(void *ctx, store_status ss, uint32_t series, const char *err)
+{
+    (void)series;
+    char msg[300];
+    snprintf(msg, sizeof msg, "not stored: %s", err);
+    job_finish(ctx, ss ? srv_status_of_store(ss) : 0, ss ? msg : NULL);
+}
+
+/* On a pool thread: decode, parse and validate the body, then queue the
+ * profile for the group commit. */
+static void job_parse(void *arg)
+{
+    ingest_job *job = arg;
+    srv_request *rq = job->rq;
+    char err[1024];
+    ingest_profile *p = &job->p;
     const char *body = rq->body;
     size_t len = rq->body_len;
-    char *plain = NULL;
+    if (job->gzipped) {
+        ingest_status s = ingest_gunzip(body, len, rq->srv->max_body, &job->plain, &len, err, sizeof err);
+        if (s) return job_finish(job, ingest_status_http(s), err);
+        body = job->plain;
+    }
+    ingest_status s = ingest_parse_stacks(p, job->fmt, body, len, err, sizeof err);
+    if (!s) s = ingest_profile_finish(p, err, sizeof err);
+    if (s) return job_finish(job, ingest_status_http(s), err);
+    for (int i = 0; i < p->n_labels; i++) {
+        job->labels[i].name = p->labels[i].name;
+        job->labels[i].value = p->labels[i].value;
+    }
+    job->stacks = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *job->stacks);
+    job->leaves = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *job->leaves);
+    if (!job->stacks || !job->leaves) return job_finish(job, 500, "out of memory");
+    for (size_t i = 0; i < p->n_stacks; i++) {
+        job->stacks[i].frames = p->stacks[i].frames;
+        job->stacks[i].len = p->stacks[i].len;
+        job->stacks[i].count = p->stacks[i].count;
+    }
+    /* Known stacks are looked up here, so the single writer thread only
+     * interns what is new. */
+    store_resolve(rq->srv->st, job->stacks, p->n_stacks, job->leaves);
+    job->sp = (store_profile){
+        .labels = job->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
+        .rate = p->rate, .unit = p->unit, .stacks = job->stacks, .n_stacks = p->n_stacks,
+        .leaves = job->leaves,
+    };
+    store_status ss = store_write_async(rq->srv->st, &job->sp, job_committed, job);
+    if (ss) job_finish(job, srv_status_of_store(ss), ss == STORE_ECLOSED ? "not stored: the server is shutting down"
+                                                                          : "not stored: invalid profile");
+}
+
+/* On the MHD thread, once the parameters are read: check the encoding,
+ * suspend, queue the parsing. */
+static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
+{
     const char *enc = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    if (enc && (strcasecmp(enc, "gzip") == 0 || strcasecmp(enc, "x-gzip") == 0)) {
-        ingest_status s = ingest_gunzip(body, len, rq->srv->max_body, &plain, &len, err, sizeof err);
-        if (s) return srv_reply_error(rq, ingest_status_http(s), "%s", err);
-        body = plain;
-    } else if (enc && *enc && strcasecmp(enc, "identity") != 0) {
+    if (enc && (strcasecmp(enc, "gzip") == 0 || strcasecmp(enc, "x-gzip") == 0))
+        job->gzipped = 1;
+    else if (enc && *enc && strcasecmp(enc, "identity") != 0)
         return srv_reply_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                "unsupported Content-Encoding '%s' (supported: gzip, identity)", enc);
+    job->suspended = 1;
+    MHD_suspend_connection(rq->conn);
+    if (srv_workpool_submit(rq->srv->pool, job_parse, job)) job_finish(job, 500, "out of memory");
+    return MHD_YES;
+}
+
+/* A resumed ingest answers: its error, or what was stored. */
+static int resumed(srv_request *rq, enum MHD_Result *res)
+{
+    ingest_job *job = rq->job;
+    if (!job || !job->suspended) return 0;
+    pthread_mutex_lock(&job->lock);
+    int status = job->status;
+    pthread_mutex_unlock(&job->lock);
+    if (status) {
+        *res = srv_reply_error(rq, status, "%s", job->err);
+        return 1;
     }
-    enum MHD_Result res;
-    ingest_status s = ingest_parse_stacks(p, fmt, body, len, err, sizeof err);
-    if (!s) s = ingest_profile_finish(p, err, sizeof err);
-    if (s) {
-        res = srv_reply_error(rq, ingest_status_http(s), "%s", err);
-        goto done;
-    }
-    store_label labels[INGEST_MAX_LABELS];
-    for (int i = 0; i < p->n_labels; i++) {
-        labels[i].name = p->labels[i].name;
-        labels[i].value = p->labels[i].value;
-    }
-    store_stack *stacks = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *stacks);
-    if (!stacks) {
-        res = srv_reply_error(rq, 500, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < p->n_stacks; i++) {
-        stacks[i].frames = p->stacks[i].frames;
-        stacks[i].len = p->stacks[i].len;
-        stacks[i].count = p->stacks[i].count;
-    }
-    store_profile sp = {
-        .labels = labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
-        .rate = p->rate, .unit = p->unit, .stacks = stacks, .n_stacks = p->n_stacks,
-    };
-    store_status ss = store_write(rq->srv->st, &sp, NULL, err, sizeof err);
-    free(stacks);
-    if (ss) {
-        res = srv_reply_error(rq, srv_status_of_store(ss), "not stored: %s", err);
-        goto done;
-    }
+    ingest_profile *p = &job->p;
     atomic_fetch_add(&rq->srv->metrics.ingested_samples, p->samples);
     atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
     atomic_fetch_add(&rq->srv->metrics.ingested_profiles, 1);
-    res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:i,s:I}", "samples", (json_int_t)p->samples,
-                                            "stacks", (json_int_t)p->n_stacks, "series", 1,
-                                            "truncated_stacks", (json_int_t)p->truncated_stacks));
-done:
-    free(plain);
-    return res;
+    *res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:i,s:I}", "samples", (json_int_t)p->samples,
+                                             "stacks", (json_int_t)p->n_stacks, "series", 1,
+                                             "truncated_stacks", (json_int_t)p->truncated_stacks));
+    return 1;
 }
 
 /* The window: defaults until=now, from=until-10s. */
@@ -139,76 +231,51 @@ static enum MHD_Result add_label_param(void *cls, enum MHD_ValueKind kind, const
 enum MHD_Result srv_handle_ingest(srv_request *rq)
 {
     char err[512];
-    ingest_profile p;
-    ingest_profile_init(&p);
     enum MHD_Result res;
-    ingest_format fmt = INGEST_FORMAT_FOLDED;
+    if (resumed(rq, &res)) return res;
+    ingest_job *job = job_new(rq);
+    if (!job) return srv_reply_error(rq, 500, "out of memory");
+    ingest_profile *p = &job->p;
     const char *v;
-    label_walk w = { .p = &p };
-    if (read_window(rq, &p)) { res = MHD_YES; goto done; }
-    if ((v = srv_param(rq, "format")) && ingest_format_parse(v, &fmt, err, sizeof err)) {
-        res = srv_reply_error(rq, 400, "parameter 'format': %s", err);
-        goto done;
-    }
-    if ((v = srv_param(rq, "rate")) && parse_rate(v, &p.rate)) {
-        res = srv_reply_error(rq, 400, "parameter 'rate': '%s' is not a sampling frequency in Hz (a number above 0, at most 1e9)", v);
-        goto done;
-    }
-    if (read_unit(rq, &p, "unit")) { res = MHD_YES; goto done; }
+    label_walk w = { .p = p };
+    if (read_window(rq, p)) return MHD_YES;
+    if ((v = srv_param(rq, "format")) && ingest_format_parse(v, &job->fmt, err, sizeof err))
+        return srv_reply_error(rq, 400, "parameter 'format': %s", err);
+    if ((v = srv_param(rq, "rate")) && parse_rate(v, &p->rate))
+        return srv_reply_error(rq, 400, "parameter 'rate': '%s' is not a sampling frequency in Hz (a number above 0, at most 1e9)", v);
+    if (read_unit(rq, p, "unit")) return MHD_YES;
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, add_label_param, &w);
-    if (w.failed) {
-        res = srv_reply_error(rq, 400, "%s", w.err);
-        goto done;
-    }
-    res = store_profile_and_reply(rq, &p, fmt);
-done:
-    ingest_profile_free(&p);
-    return res;
+    if (w.failed) return srv_reply_error(rq, 400, "%s", w.err);
+    return submit_job(rq, job);
 }
 
 enum MHD_Result srv_handle_pyroscope(srv_request *rq)
 {
     char err[1024];
-    ingest_profile p;
-    ingest_profile_init(&p);
     enum MHD_Result res;
-    ingest_format fmt = INGEST_FORMAT_FOLDED;
+    if (resumed(rq, &res)) return res;
+    ingest_job *job = job_new(rq);
+    if (!job) return srv_reply_error(rq, 500, "out of memory");
+    ingest_profile *p = &job->p;
     const char *v;
-    if (read_window(rq, &p)) { res = MHD_YES; goto done; }
-    if (!(v = srv_param(rq, "name")) || !*v) {
-        res = srv_reply_error(rq, 400, "parameter 'name' is required: the application name, e.g. myapp.cpu{env=prod}");
-        goto done;
-    }
-    if (ingest_pyroscope_name(&p, v, err, sizeof err)) {
-        res = srv_reply_error(rq, 400, "parameter 'name': %s", err);
-        goto done;
-    }
+    if (read_window(rq, p)) return MHD_YES;
+    if (!(v = srv_param(rq, "name")) || !*v)
+        return srv_reply_error(rq, 400, "parameter 'name' is required: the application name, e.g. myapp.cpu{env=prod}");
+    if (ingest_pyroscope_name(p, v, err, sizeof err))
+        return srv_reply_error(rq, 400, "parameter 'name': %s", err);
     if ((v = srv_param(rq, "format"))) {
-        if (strcmp(v, "pprof") == 0) {
-            res = srv_reply_error(rq, 400, "parameter 'format': pprof is not supported yet (supported: folded, lines)");
-            goto done;
-        }
-        if (ingest_format_parse(v, &fmt, err, sizeof err)) {
-            res = srv_reply_error(rq, 400, "parameter 'format': %s", err);
-            goto done;
-        }
+        if (strcmp(v, "pprof") == 0)
+            return srv_reply_error(rq, 400, "parameter 'format': pprof is not supported yet (supported: folded, lines)");
+        if (ingest_format_parse(v, &job->fmt, err, sizeof err))
+            return srv_reply_error(rq, 400, "parameter 'format': %s", err);
     }
     /* Pyroscope clients send sampleRate=0 when they have none. */
-    if ((v = srv_param(rq, "sampleRate")) && strcmp(v, "0") != 0 && parse_rate(v, &p.rate)) {
-        res = srv_reply_error(rq, 400, "parameter 'sampleRate': '%s' is not a sampling frequency in Hz", v);
-        goto done;
-    }
-    if (read_unit(rq, &p, "units")) { res = MHD_YES; goto done; }
-    if ((v = srv_param(rq, "aggregationType")) && strcmp(v, "sum") && strcmp(v, "average")) {
-        res = srv_reply_error(rq, 400, "parameter 'aggregationType': '%s' (supported: sum, average)", v);
-        goto done;
-    }
-    if ((v = srv_param(rq, "spyName")) && *v && ingest_label_add(&p, "spy", v, err, sizeof err)) {
-        res = srv_reply_error(rq, 400, "parameter 'spyName': %s", err);
-        goto done;
-    }
-    res = store_profile_and_reply(rq, &p, fmt);
-done:
-    ingest_profile_free(&p);
-    return res;
+    if ((v = srv_param(rq, "sampleRate")) && strcmp(v, "0") != 0 && parse_rate(v, &p->rate))
+        return srv_reply_error(rq, 400, "parameter 'sampleRate': '%s' is not a sampling frequency in Hz", v);
+    if (read_unit(rq, p, "units")) return MHD_YES;
+    if ((v = srv_param(rq, "aggregationType")) && strcmp(v, "sum") && strcmp(v, "average"))
+        return srv_reply_error(rq, 400, "parameter 'aggregationType': '%s' (supported: sum, average)", v);
+    if ((v = srv_param(rq, "spyName")) && *v && ingest_label_add(p, "spy", v, err, sizeof err))
+        return srv_reply_error(rq, 400, "parameter 'spyName': %s", err);
+    return submit_job(rq, job);
 }

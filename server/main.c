@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../query/query.h"
 #include "srv.h"
@@ -142,8 +143,15 @@ static int serve(int argc, char **argv)
     srv_log("data in %s: %llu series, %llu call-tree nodes, %llu bytes; retention %lld s", f.data,
             (unsigned long long)stats.series, (unsigned long long)stats.nodes,
             (unsigned long long)stats.db_bytes, (long long)(f.retention_ms / 1000));
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (srv_workpool_start(&srv.pool, cores > 0 ? (unsigned)cores : 1)) {
+        srv_log("cannot start the parsing threads");
+        store_close(srv.st);
+        return 1;
+    }
     if (srv_start(&srv, f.listen, f.threads, err, sizeof err)) {
         srv_log("%s", err);
+        srv_workpool_stop(srv.pool);
         store_close(srv.st);
         return 1;
     }
@@ -151,6 +159,7 @@ static int serve(int argc, char **argv)
     sigwait(&sigs, &sig);
     srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     srv_stop(&srv);
+    srv_workpool_stop(srv.pool);
     store_close(srv.st);
     srv_log("stopped");
     return 0;

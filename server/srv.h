@@ -32,9 +32,13 @@ typedef struct {
     _Atomic uint64_t ingested_profiles;
 } srv_metrics;
 
+typedef struct srv_workpool srv_workpool;
+typedef void (*srv_work_fn)(void *arg);
+
 typedef struct {
     store *st;
     struct MHD_Daemon *daemon;
+    srv_workpool *pool;    /* parses request bodies off the MHD threads */
     size_t max_body;
     srv_metrics metrics;
     _Atomic int in_flight;
@@ -53,6 +57,8 @@ typedef struct {
     int body_too_big;
     int status;            /* the status answered, for metrics */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
+    void *job;             /* a handler's state across a suspension */
+    void (*job_free)(void *job);
 } srv_request;
 
 /* http.c */
@@ -88,6 +94,12 @@ enum MHD_Result srv_handle_series(srv_request *rq);
 enum MHD_Result srv_handle_healthz(srv_request *rq);
 enum MHD_Result srv_handle_metrics(srv_request *rq);
 enum MHD_Result srv_handle_web(srv_request *rq);
+
+/* workpool.c */
+int srv_workpool_start(srv_workpool **out, unsigned n_threads);
+int srv_workpool_submit(srv_workpool *wp, srv_work_fn fn, void *arg);
+/* Runs what is queued, joins the threads, frees the pool. */
+void srv_workpool_stop(srv_workpool *wp);
 
 /* metrics.c */
 void srv_metrics_count(srv_ctx *srv, srv_route route, int status);

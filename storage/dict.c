@@ -12,6 +12,11 @@
  * node, so a repeated stack costs one hash and one walk up the tree to
  * confirm, with no per-frame lookup.
  *
+ * store_resolve lets request threads look their stacks up in that cache
+ * before queueing a write: a hit on a committed leaf (entries below the
+ * committed count never change) spares the writer thread the hashing and
+ * verification, so repeated stacks cost the writer almost nothing.
+ *
  * All interning runs on the writer thread inside its write transaction.  If
  * that transaction fails, dict_rollback truncates the tables to a mark and
  * rebuilds the maps: a rare path that keeps the common one simple. */
@@ -131,7 +136,8 @@ static store_status intern_node(store *st, MDB_txn *txn, uint32_t parent, uint32
     return STORE_OK;
 }
 
-/* Confirms that leaf's path from the root spells exactly frames. */
+/* Confirms that leaf's path from the root spells exactly frames.  Only
+ * reads table entries below leaf, which were written before leaf was. */
 static int stack_matches(store *st, uint32_t leaf, const char *frames, uint32_t len)
 {
     uint32_t end = len, node = leaf;
@@ -152,12 +158,26 @@ static int stack_matches(store *st, uint32_t leaf, const char *frames, uint32_t 
     return leaf != 0;
 }
 
+/* The committed leaf spelling frames, found without the writer's maps. */
+static uint32_t stack_lookup(store *st, const char *frames, uint32_t len)
+{
+    uint64_t h = store_hash_bytes(frames, len, STACK_SEED);
+    stack_cache_slot *slot = &st->stack_cache[h & (STACK_CACHE_SLOTS - 1)];
+    uint32_t committed = atomic_load_explicit(&st->nodes->committed, memory_order_acquire);
+    uint64_t sh = atomic_load_explicit(&slot->hash, memory_order_relaxed);
+    uint32_t leaf = atomic_load_explicit(&slot->leaf, memory_order_relaxed);
+    if (sh != h || !leaf || leaf >= committed) return 0;
+    return stack_matches(st, leaf, frames, len) ? leaf : 0;
+}
+
 store_status dict_stack_leaf(store *st, MDB_txn *txn, const char *frames, uint32_t len, uint32_t *leaf)
 {
     uint64_t h = store_hash_bytes(frames, len, STACK_SEED);
     stack_cache_slot *slot = &st->stack_cache[h & (STACK_CACHE_SLOTS - 1)];
-    if (slot->hash == h && slot->leaf && stack_matches(st, slot->leaf, frames, len)) {
-        *leaf = slot->leaf;
+    uint32_t cached = atomic_load_explicit(&slot->leaf, memory_order_relaxed);
+    if (atomic_load_explicit(&slot->hash, memory_order_relaxed) == h && cached &&
+        stack_matches(st, cached, frames, len)) {
+        *leaf = cached;
         return STORE_OK;
     }
     uint32_t node = 0, pos = 0;
@@ -171,8 +191,9 @@ store_status dict_stack_leaf(store *st, MDB_txn *txn, const char *frames, uint32
         if (ss) return ss;
         pos += flen + 1;
     }
-    slot->hash = h;
-    slot->leaf = node;
+    atomic_store_explicit(&slot->leaf, 0, memory_order_relaxed);
+    atomic_store_explicit(&slot->hash, h, memory_order_relaxed);
+    atomic_store_explicit(&slot->leaf, node, memory_order_relaxed);
     *leaf = node;
     return STORE_OK;
 }
@@ -181,7 +202,10 @@ int dict_rebuild_maps(store *st)
 {
     idmap_clear(&st->string_map);
     idmap_clear(&st->node_map);
-    memset(st->stack_cache, 0, STACK_CACHE_SLOTS * sizeof *st->stack_cache);
+    for (uint32_t i = 0; i < STACK_CACHE_SLOTS; i++) {
+        atomic_store_explicit(&st->stack_cache[i].leaf, 0, memory_order_relaxed);
+        atomic_store_explicit(&st->stack_cache[i].hash, 0, memory_order_relaxed);
+    }
     for (uint32_t i = 1; i < st->strings->len; i++) {
         const str_entry *e = table_at(st->strings, i);
         if (idmap_put(&st->string_map, store_hash_bytes(e->ptr, e->len, STRING_SEED), i)) return -1;
@@ -206,4 +230,9 @@ void dict_rollback(store *st, dict_mark m)
          * is in LMDB and a restart reloads the maps from it. */
         abort();
     }
+}
+
+void store_resolve(store *st, const store_stack *stacks, size_t n, uint32_t *leaves)
+{
+    for (size_t i = 0; i < n; i++) leaves[i] = stack_lookup(st, stacks[i].frames, stacks[i].len);
 }

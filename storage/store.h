@@ -55,6 +55,7 @@ typedef struct {
     const char *unit;
     const store_stack *stacks;
     size_t n_stacks;
+    const uint32_t *leaves;     /* optional: store_resolve's answer for stacks */
 } store_profile;
 
 typedef struct {
@@ -70,10 +71,27 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
 /* Finishes queued writes, stops the writer thread, closes LMDB. */
 void store_close(store *st);
 
+/* Optional, on the caller's thread before a write: finds the call-tree
+ * node of every stack the store has already committed (leaves[i], or 0 when
+ * unknown), so that, passed as profile.leaves, the writer thread only has to
+ * intern the new ones.  Lock-free; safe from any number of threads while
+ * the writer runs. */
+void store_resolve(store *st, const store_stack *stacks, size_t n, uint32_t *leaves);
+
 /* Stores one profile durably.  Thread-safe; blocks until committed.
  * *series_id receives the profile's series (may be NULL). */
 store_status store_write(store *st, const store_profile *p, uint32_t *series_id,
                          char *err, size_t errlen);
+
+/* Called on the writer thread once the profile is durable (STORE_OK), or
+ * failed and left no trace.  err is valid only during the call; keep the
+ * callback short (it delays the next group commit). */
+typedef void (*store_write_done)(void *ctx, store_status ss, uint32_t series_id, const char *err);
+
+/* Queues one profile and returns at once; done runs exactly once, unless
+ * this returns an error (then it never runs).  p and everything it points
+ * to must stay valid until done has run. */
+store_status store_write_async(store *st, const store_profile *p, store_write_done done, void *ctx);
 
 /* Runs retention now (also done in the background); answers the number of
  * profiles deleted.  Thread-safe. */

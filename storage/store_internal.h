@@ -77,8 +77,10 @@ typedef struct { const uint32_t *pairs; uint32_t n; } series_entry; /* pairs: na
 typedef struct { uint32_t *ids; uint32_t n, cap; } postings_list;
 
 /* A direct-mapped cache from a stack's frames to its leaf node: the
- * repeated stacks of a fleet cost one hash and one verification walk. */
-typedef struct { uint64_t hash; uint32_t leaf; } stack_cache_slot;
+ * repeated stacks of a fleet cost one hash and one verification walk.  The
+ * writer fills it; store_resolve reads it from other threads, so the fields
+ * are atomics (relaxed: a torn slot only fails verification). */
+typedef struct { _Atomic uint64_t hash; _Atomic uint32_t leaf; } stack_cache_slot;
 #define STACK_CACHE_SLOTS (1u << 20)
 
 typedef enum { REQ_WRITE, REQ_RETENTION } req_kind;
@@ -93,6 +95,9 @@ typedef struct write_req {
     char *err;
     size_t errlen;
     int done;
+    store_write_done cb;     /* async: called after the commit, then freed */
+    void *cb_ctx;
+    char own_err[256];       /* async requests' error text */
     struct write_req *next;
 } write_req;
 

@@ -49,7 +49,7 @@ static store_status write_stacks(store *st, const store_label *labels, int n_lab
         stacks[i].len = (uint32_t)strlen(frames[i]);
         stacks[i].count = counts[i];
     }
-    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n };
+    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL };
     char err[256];
     return store_write(st, &p, NULL, err, sizeof err);
 }
@@ -168,7 +168,7 @@ static void test_lossless_roundtrip_and_reopen(void **state)
     uint32_t sid;
     store_stack stacks[5];
     for (int i = 0; i < 5; i++) stacks[i] = (store_stack){ frames[i], (uint32_t)strlen(frames[i]), counts[i] };
-    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5 };
+    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
     const char *expect = "main;a 5\nmain;a;b 7\nmain;x y z;c 9007199254740991\nother 1\n";
@@ -364,7 +364,7 @@ static void test_invalid_profiles_refused(void **state)
     (void)state;
     store *st = open_store(0, 0);
     store_stack s = { "a", 1, 0 };
-    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1 };
+    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* zero count */
     s.count = 1;
@@ -373,6 +373,65 @@ static void test_invalid_profiles_refused(void **state)
     store_stats stats;
     store_get_stats(st, &stats);
     assert_int_equal(stats.series, 0);
+    store_close(st);
+}
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int calls;
+    store_status ss;
+    uint32_t series;
+} async_result;
+
+static void async_done(void *ctx, store_status ss, uint32_t series, const char *err)
+{
+    (void)err;
+    async_result *a = ctx;
+    pthread_mutex_lock(&a->lock);
+    a->calls++;
+    a->ss = ss;
+    a->series = series;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* store_resolve finds committed stacks only; a write that passes its
+ * answer stores exactly what a plain write stores; async writes call back
+ * once, after the commit. */
+static void test_resolve_and_async_write(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const char *f[] = { "main;a;b", "main;c" };
+    uint64_t counts[] = { 1, 2 };
+    assert_int_equal(write_stacks(st, api_labels, 3, 0, f, counts, 2, 0), STORE_OK);
+
+    store_stack stacks[3] = { { "main;c", 6, 5 }, { "main;new;leaf", 13, 7 }, { "main;a;b", 8, 11 } };
+    uint32_t leaves[3];
+    store_resolve(st, stacks, 3, leaves);
+    assert_int_not_equal(leaves[0], 0);
+    assert_int_equal(leaves[1], 0); /* never stored */
+    assert_int_not_equal(leaves[2], 0);
+    assert_int_not_equal(leaves[0], leaves[2]);
+    store_stack wrong = { "main;a", 6, 1 }; /* a prefix is a different stack */
+    uint32_t wl;
+    store_resolve(st, &wrong, 1, &wl);
+    assert_int_not_equal(wl, leaves[2]);
+
+    async_result a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, STORE_EIO, 0 };
+    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves };
+    assert_int_equal(store_write_async(st, &p, async_done, &a), STORE_OK);
+    pthread_mutex_lock(&a.lock);
+    while (!a.calls) pthread_cond_wait(&a.cond, &a.lock);
+    pthread_mutex_unlock(&a.lock);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.ss, STORE_OK);
+    assert_int_equal(a.series, 1);
+
+    dump_ctx c;
+    dump_series(st, 1, &c);
+    assert_string_equal(c.out, "main;a;b 1\nmain;c 2\nmain;a;b 11\nmain;c 5\nmain;new;leaf 7\n");
     store_close(st);
 }
 
@@ -388,6 +447,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_writers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_retention_deletes_old_profiles, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_invalid_profiles_refused, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_resolve_and_async_write, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
