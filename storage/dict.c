@@ -5,8 +5,9 @@
  * is (parent node, function id); node 0 is the root, nodes are created
  * parent-first so a parent's id is always smaller than its children's.
  *
- * Both live on disk (LMDB databases "strings" and "nodes", appended in id
- * order) and in memory: tables indexed by id for everyone, plus hash maps
+ * Both live on disk (LMDB databases "strings" and "nodes", in chunks of
+ * consecutive ids written once per batch: dict_disk.c) and in memory:
+ * tables indexed by id for everyone, plus hash maps
  * from content to id that only the writer thread uses.  In front of the tree
  * sits a direct-mapped cache from a stack's whole frames text to its leaf
  * node, so a repeated stack costs one hash and one walk up the tree to
@@ -17,8 +18,9 @@
  * committed count never change) spares the writer thread the hashing and
  * verification, so repeated stacks cost the writer almost nothing.
  *
- * All interning runs on the writer thread inside its write transaction.  If
- * that transaction fails, dict_rollback truncates the tables to a mark and
+ * All interning runs on the writer thread, in memory; the batch's
+ * transaction writes the new entries before it commits.  If a request or
+ * the commit fails, dict_rollback truncates the tables to a mark and
  * rebuilds the maps: a rare path that keeps the common one simple. */
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,8 @@ static inline uint64_t node_key(uint32_t parent, uint32_t func)
 
 dict_mark dict_mark_now(store *st)
 {
-    dict_mark m = { st->strings->len, st->nodes->len, st->series->len, st->n_postings };
+    dict_mark m = { st->strings->len, st->nodes->len, st->series->len, st->n_postings,
+                    st->strings_open, st->nodes_open };
     return m;
 }
 
@@ -83,7 +86,7 @@ store_status dict_add_loaded_string(store *st, uint32_t id, const void *p, uint3
     return add_string_mem(st, id, p, len, store_hash_bytes(p, len, STRING_SEED));
 }
 
-store_status dict_intern_string(store *st, MDB_txn *txn, const char *s, uint32_t len, uint32_t *id)
+store_status dict_intern_string(store *st, const char *s, uint32_t len, uint32_t *id)
 {
     uint64_t h = store_hash_bytes(s, len, STRING_SEED);
     str_probe pr = { st, s, len };
@@ -93,9 +96,6 @@ store_status dict_intern_string(store *st, MDB_txn *txn, const char *s, uint32_t
         return STORE_OK;
     }
     uint32_t nid = st->strings->len;
-    MDB_val k = { sizeof nid, &nid }, v = { len, (void *)s };
-    int rc = mdb_put(txn, st->db_strings, &k, &v, MDB_APPEND);
-    if (rc) return store_status_of(rc);
     store_status ss = add_string_mem(st, nid, s, len, h);
     if (ss) return ss;
     *id = nid;
@@ -118,7 +118,7 @@ store_status dict_add_loaded_node(store *st, uint32_t id, uint32_t parent, uint3
     return add_node_mem(st, id, parent, func);
 }
 
-static store_status intern_node(store *st, MDB_txn *txn, uint32_t parent, uint32_t func, uint32_t *id)
+static store_status intern_node(store *st, uint32_t parent, uint32_t func, uint32_t *id)
 {
     uint32_t found = idmap_find(&st->node_map, node_key(parent, func), NULL, NULL);
     if (found) {
@@ -126,10 +126,6 @@ static store_status intern_node(store *st, MDB_txn *txn, uint32_t parent, uint32
         return STORE_OK;
     }
     uint32_t nid = st->nodes->len;
-    node_entry ne = { parent, func };
-    MDB_val k = { sizeof nid, &nid }, v = { sizeof ne, &ne };
-    int rc = mdb_put(txn, st->db_nodes, &k, &v, MDB_APPEND);
-    if (rc) return store_status_of(rc);
     store_status ss = add_node_mem(st, nid, parent, func);
     if (ss) return ss;
     *id = nid;
@@ -170,7 +166,7 @@ static uint32_t stack_lookup(store *st, const char *frames, uint32_t len)
     return stack_matches(st, leaf, frames, len) ? leaf : 0;
 }
 
-store_status dict_stack_leaf(store *st, MDB_txn *txn, const char *frames, uint32_t len, uint32_t *leaf)
+store_status dict_stack_leaf(store *st, const char *frames, uint32_t len, uint32_t *leaf)
 {
     uint64_t h = store_hash_bytes(frames, len, STACK_SEED);
     stack_cache_slot *slot = &st->stack_cache[h & (STACK_CACHE_SLOTS - 1)];
@@ -185,9 +181,9 @@ store_status dict_stack_leaf(store *st, MDB_txn *txn, const char *frames, uint32
         const char *semi = memchr(frames + pos, ';', len - pos);
         uint32_t flen = semi ? (uint32_t)(semi - (frames + pos)) : len - pos;
         uint32_t func;
-        store_status ss = dict_intern_string(st, txn, frames + pos, flen, &func);
+        store_status ss = dict_intern_string(st, frames + pos, flen, &func);
         if (ss) return ss;
-        ss = intern_node(st, txn, node, func, &node);
+        ss = intern_node(st, node, func, &node);
         if (ss) return ss;
         pos += flen + 1;
     }
@@ -221,6 +217,8 @@ void dict_rollback(store *st, dict_mark m)
 {
     st->strings->len = m.strings;
     st->nodes->len = m.nodes;
+    st->strings_open = m.strings_open;
+    st->nodes_open = m.nodes_open;
     series_rollback_index(st, m.series);
     st->series->len = m.series;
     dict_publish_pending(st);

@@ -139,8 +139,8 @@ store_status series_intern(store *st, MDB_txn *txn, const store_profile *p, uint
     uint32_t pairs[2 * 64];
     if (p->n_labels <= 0 || p->n_labels > 64) return STORE_EINVAL;
     for (int i = 0; i < p->n_labels; i++) {
-        store_status ss = dict_intern_string(st, txn, p->labels[i].name, (uint32_t)strlen(p->labels[i].name), &pairs[2 * i]);
-        if (!ss) ss = dict_intern_string(st, txn, p->labels[i].value, (uint32_t)strlen(p->labels[i].value), &pairs[2 * i + 1]);
+        store_status ss = dict_intern_string(st, p->labels[i].name, (uint32_t)strlen(p->labels[i].name), &pairs[2 * i]);
+        if (!ss) ss = dict_intern_string(st, p->labels[i].value, (uint32_t)strlen(p->labels[i].value), &pairs[2 * i + 1]);
         if (ss) return ss;
     }
     uint32_t n = (uint32_t)p->n_labels;

@@ -2,9 +2,9 @@
  * databases, loading the dictionaries into memory, and statistics.
  *
  * Databases in one environment (one data.mdb file in the data directory):
- *   meta     "format" -> "flamedb-1"
- *   strings  u32 id -> bytes               (interned strings)
- *   nodes    u32 id -> {u32 parent, u32 func} (the call tree)
+ *   meta     "format" -> "flamedb-2"
+ *   strings  u32 first id -> chunk of strings       (dict_disk.c)
+ *   nodes    u32 first id -> chunk of tree nodes    (dict_disk.c)
  *   series   u32 id -> {u32 name, u32 value}[] (sorted labels)
  *   blocks   (series, start, seq) -> encoded pairs (block.c)
  * LMDB commits with fsync by default, so a committed transaction survives
@@ -19,7 +19,7 @@
 
 #include "store_internal.h"
 
-#define STORE_FORMAT "flamedb-1"
+#define STORE_FORMAT "flamedb-2"
 
 const double store_commit_bucket_le[STORE_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
@@ -78,7 +78,7 @@ static int check_format(store *st, MDB_txn *txn, char *err, size_t errlen)
     return rc ? -1 : 0;
 }
 
-/* Loads one integer-keyed dictionary database, checking its ids are dense. */
+/* Loads the series database, checking its ids are dense. */
 static int load_db(store *st, MDB_txn *txn, MDB_dbi dbi, const char *what,
                    int (*add)(store *, uint32_t, MDB_val *), char *err, size_t errlen)
 {
@@ -107,20 +107,6 @@ static int load_db(store *st, MDB_txn *txn, MDB_dbi dbi, const char *what,
 fail:
     store_set_err(err, errlen, "%s: reading %s: %s", st->path, what, mdb_strerror(rc));
     return -1;
-}
-
-static int add_string(store *st, uint32_t id, MDB_val *v)
-{
-    return dict_add_loaded_string(st, id, v->mv_data, (uint32_t)v->mv_size) ? -1 : 0;
-}
-
-static int add_node(store *st, uint32_t id, MDB_val *v)
-{
-    node_entry e;
-    if (v->mv_size != sizeof e) return -1;
-    memcpy(&e, v->mv_data, sizeof e);
-    if (e.parent >= id || e.func == 0 || e.func >= st->strings->len) return -1;
-    return dict_add_loaded_node(st, id, e.parent, e.func) ? -1 : 0;
 }
 
 static int add_series(store *st, uint32_t id, MDB_val *v)
@@ -153,8 +139,7 @@ static int open_dbs(store *st, char *err, size_t errlen)
         return -1;
     }
     if (check_format(st, txn, err, errlen) ||
-        load_db(st, txn, st->db_strings, "string", add_string, err, errlen) ||
-        load_db(st, txn, st->db_nodes, "node", add_node, err, errlen) ||
+        dict_load(st, txn, 0, err, errlen) || dict_load(st, txn, 1, err, errlen) ||
         load_db(st, txn, st->db_series, "series", add_series, err, errlen)) {
         mdb_txn_abort(txn);
         return -1;

@@ -109,6 +109,7 @@ struct store {
 
     /* dictionaries: tables readable by all, maps owned by the writer */
     table *strings, *nodes, *series;
+    uint32_t strings_open, nodes_open;   /* first id of the open chunk on disk */
     idmap string_map, node_map, series_map;
     stack_cache_slot *stack_cache;
     arena bytes;
@@ -134,15 +135,18 @@ struct store {
 };
 
 /* A point to roll the dictionaries back to when a transaction fails. */
-typedef struct { uint32_t strings, nodes, series, postings; } dict_mark;
+typedef struct { uint32_t strings, nodes, series, postings, strings_open, nodes_open; } dict_mark;
 
-/* dict.c: interning on the writer thread (LMDB writes go to txn). */
+/* dict.c: interning on the writer thread, in memory; dict_disk.c writes
+ * what a batch added with dict_flush before the batch commits. */
 dict_mark dict_mark_now(store *st);
 void dict_rollback(store *st, dict_mark m);
 void dict_publish_pending(store *st);
 void dict_publish_committed(store *st);
-store_status dict_intern_string(store *st, MDB_txn *txn, const char *s, uint32_t len, uint32_t *id);
-store_status dict_stack_leaf(store *st, MDB_txn *txn, const char *frames, uint32_t len, uint32_t *leaf);
+store_status dict_intern_string(store *st, const char *s, uint32_t len, uint32_t *id);
+store_status dict_stack_leaf(store *st, const char *frames, uint32_t len, uint32_t *leaf);
+store_status dict_flush(store *st, MDB_txn *txn);
+int dict_load(store *st, MDB_txn *txn, int nodes, char *err, size_t errlen);
 store_status dict_add_loaded_string(store *st, uint32_t id, const void *p, uint32_t len);
 store_status dict_add_loaded_node(store *st, uint32_t id, uint32_t parent, uint32_t func);
 int dict_rebuild_maps(store *st);

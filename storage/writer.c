@@ -8,6 +8,7 @@
  * commit syncs, the next batch queues up.  Retention runs on the same
  * thread between batches, in bounded steps, so LMDB only ever has one
  * writer and requests never wait long behind a retention pass. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -113,7 +114,7 @@ static store_status write_profile(store *st, MDB_txn *txn, writer_scratch *s, wr
     const store_profile *p = rq->profile;
     uint32_t sid, unit;
     store_status ss = series_intern(st, txn, p, &sid);
-    if (!ss) ss = dict_intern_string(st, txn, p->unit, (uint32_t)strlen(p->unit), &unit);
+    if (!ss) ss = dict_intern_string(st, p->unit, (uint32_t)strlen(p->unit), &unit);
     if (ss) return ss;
     if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
 
@@ -125,7 +126,7 @@ static store_status write_profile(store *st, MDB_txn *txn, writer_scratch *s, wr
         if (known && known < committed) { /* resolved by store_resolve */
             s->pairs[i].node = known;
         } else {
-            ss = dict_stack_leaf(st, txn, k->frames, k->len, &s->pairs[i].node);
+            ss = dict_stack_leaf(st, k->frames, k->len, &s->pairs[i].node);
             if (ss) return ss;
         }
         s->pairs[i].count = p->stacks[i].count;
@@ -200,9 +201,15 @@ static void process_writes(store *st, writer_scratch *s, write_req *batch)
         rq->status = ss;
     }
     if (rc) return;
-    dict_publish_pending(st);
+    store_status fs = dict_flush(st, txn);
+    if (fs) {
+        mdb_txn_abort(txn);
+        rc = fs == STORE_EFULL ? MDB_MAP_FULL : EIO;
+    } else {
+        dict_publish_pending(st);
+    }
     double t0 = mono_seconds();
-    rc = mdb_txn_commit(txn);
+    if (!rc) rc = mdb_txn_commit(txn);
     if (rc) {
         dict_rollback(st, batch_mark);
         for (write_req *rq = batch; rq; rq = rq->next) {

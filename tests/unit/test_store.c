@@ -376,6 +376,68 @@ static void test_invalid_profiles_refused(void **state)
     store_close(st);
 }
 
+/* Dictionaries are written in chunks that close at about 8 KB: many
+ * batches of new stacks (long frames, so chunks close often) must come
+ * back identical after a reopen, ids dense, tree intact. */
+static void test_dictionary_chunks_survive_reopen(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    enum { BATCHES = 12, STACKS = 40 };
+    static char frames[BATCHES][STACKS][200];
+    uint64_t counts[STACKS];
+    for (int b = 0; b < BATCHES; b++) {
+        const char *f[STACKS];
+        for (int i = 0; i < STACKS; i++) {
+            snprintf(frames[b][i], sizeof frames[b][i], "root;mid_%d_%0100d;leaf_%d_%d", i % 7, b, b, i);
+            f[i] = frames[b][i];
+            counts[i] = (uint64_t)(b * STACKS + i + 1);
+        }
+        assert_int_equal(write_stacks(st, api_labels, 3, b * 10000, f, counts, STACKS, 0), STORE_OK);
+    }
+    store_stats before;
+    store_get_stats(st, &before);
+    store_close(st);
+
+    st = open_store(0, 0);
+    store_stats after;
+    store_get_stats(st, &after);
+    assert_int_equal(after.nodes, before.nodes);
+    assert_int_equal(after.strings, before.strings);
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    for (uint32_t id = 1; id <= store_node_max(r); id++) assert_true(store_node_parent(r, id) < id);
+    store_reader_end(r);
+    /* The stacks are known after the reopen: writing them again creates
+     * no node, and then (the writer's cache warm) they resolve. */
+    for (int b = 0; b < BATCHES; b++) {
+        const char *f[STACKS];
+        for (int i = 0; i < STACKS; i++) f[i] = frames[b][i];
+        assert_int_equal(write_stacks(st, api_labels, 3, 500000 + b, f, counts, STACKS, 0), STORE_OK);
+    }
+    store_get_stats(st, &after);
+    assert_int_equal(after.nodes, before.nodes);
+    for (int b = 0; b < BATCHES; b++) {
+        store_stack k[STACKS];
+        uint32_t leaves[STACKS];
+        for (int i = 0; i < STACKS; i++) k[i] = (store_stack){ frames[b][i], (uint32_t)strlen(frames[b][i]), 1 };
+        store_resolve(st, k, STACKS, leaves);
+        for (int i = 0; i < STACKS; i++) assert_int_not_equal(leaves[i], 0);
+    }
+    /* New entries after the reopen extend the open chunk correctly. */
+    const char *more[] = { "root;after_reopen" };
+    uint64_t one = 1;
+    assert_int_equal(write_stacks(st, api_labels, 3, 999999, more, &one, 1, 0), STORE_OK);
+    store_close(st);
+    st = open_store(0, 0);
+    store_get_stats(st, &after);
+    assert_int_equal(after.nodes, before.nodes + 1);
+    assert_int_equal(write_stacks(st, api_labels, 3, 999999, more, &one, 1, 0), STORE_OK);
+    store_get_stats(st, &after);
+    assert_int_equal(after.nodes, before.nodes + 1); /* known after the second reopen too */
+    store_close(st);
+}
+
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -448,6 +510,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_deletes_old_profiles, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_invalid_profiles_refused, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_resolve_and_async_write, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_dictionary_chunks_survive_reopen, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
