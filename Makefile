@@ -13,7 +13,7 @@ BUILD   ?= build
 BIN     ?= bin
 PREFIX  ?= /usr/local
 SAN     ?=
-PKGS    := lmdb libmicrohttpd jansson liblz4 zlib
+PKGS    := lmdb libmicrohttpd jansson libzstd zlib
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g

@@ -73,21 +73,10 @@ static int add_block(const store_block *b, void *arg)
         c->want = t->unit;
     }
     if (strcmp(unit, c->want) != 0) return 0;
-    const uint32_t *nodes;
-    const uint64_t *counts;
-    uint32_t n;
-    if (store_block_pairs(c->r, b, &nodes, &counts, &n)) {
+    uint64_t sum;
+    if (store_block_accumulate(c->r, b, w, t->self, t->touched, &sum)) {
         c->failed = 1;
         return 1;
-    }
-    uint64_t *self = t->self, *touched = t->touched;
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t id = nodes[i];
-        uint64_t v = counts[i] * w;
-        self[id] += v;
-        sum += v;
-        touched[id >> 6] |= UINT64_C(1) << (id & 63);
     }
     t->grand_total += sum;
     t->samples += b->samples;

@@ -3,7 +3,7 @@
 # Runs `apt-get update` once, and only when something must be installed.
 set -euo pipefail
 pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
-      liblz4-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
+      liblz4-dev libzstd-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
       libprotobuf-c-dev protobuf-c-compiler pkg-config curl
       gcc make jq prometheus valgrind)
 missing=()

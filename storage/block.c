@@ -1,28 +1,34 @@
 /* block.c — the encoded form of one stored profile: its (node, count) pairs.
  *
  * Value layout (all integers LEB128 varints unless said):
- *   u8 version (1), u8 flags (1 = payload lz4-compressed, 2 = has rate),
- *   unit string id, n_pairs, n_profiles, raw payload length, duration in ms,
- *   [f64 rate, little-endian, when flag 2], samples (sum of counts),
- *   payload.
+ *   u8 version (1), u8 flags (4 = payload zstd-compressed, 2 = has rate),
+ *   unit string id, n_pairs, n_profiles, raw payload length, length of
+ *   the node column, duration in ms, [f64 rate, little-endian, when flag
+ *   2], samples (sum of counts), payload.
  * The raw payload is columnar: n_pairs node-id deltas (ids ascending, the
  * first delta from 0), then n_pairs counts.  Columns compress better than
  * interleaved pairs: the counts of a sampled profile are mostly tiny and
- * repeat.  The payload is lz4-compressed when that makes it smaller.
+ * repeat.  Knowing where the counts start lets a merge walk both columns
+ * in one pass (block_accumulate).
+ *
+ * The payload is zstd-compressed (level 1) when that makes it smaller.  zstd
+ * rather than lz4: its entropy coding takes blocks from 2.0 to 1.6 bytes a
+ * pair, and with a reused decompression context a merge still runs above
+ * 100 M pairs a second (bench/README.md).
  *
  * Keys are 16 bytes: series id (big-endian u32), window start in ms
  * (big-endian, sign bit flipped), and a sequence number that keeps two
  * profiles with the same start apart.  Big-endian makes LMDB's byte order
  * the order of (series, time), so a time range is one cursor walk. */
-#include <lz4.h>
+#include <zstd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
 
 #define BLOCK_VERSION 1
-#define FLAG_LZ4 1
 #define FLAG_RATE 2
+#define FLAG_ZSTD 4
 
 static unsigned char *put_varint(unsigned char *p, uint64_t v)
 {
@@ -88,10 +94,11 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
         p = put_varint(p, nodes[i] - prev);
         prev = nodes[i];
     }
+    size_t nodes_bytes = (size_t)(p - raw);
     for (uint32_t i = 0; i < h->n_pairs; i++) p = put_varint(p, counts[i]);
     size_t raw_len = (size_t)(p - raw);
 
-    size_t bound = (size_t)LZ4_compressBound((int)raw_len);
+    size_t bound = ZSTD_compressBound(raw_len);
     unsigned char *val = malloc(64 + (bound > raw_len ? bound : raw_len));
     if (!val) {
         free(raw);
@@ -102,6 +109,7 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
     q = put_varint(q, h->n_pairs);
     q = put_varint(q, h->n_profiles);
     q = put_varint(q, raw_len);
+    q = put_varint(q, nodes_bytes);
     q = put_varint(q, (uint64_t)h->duration_ms);
     unsigned char flags = 0;
     if (h->rate > 0) {
@@ -110,9 +118,9 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
         q += 8;
     }
     q = put_varint(q, h->samples);
-    int clen = raw_len >= 64 ? LZ4_compress_default((const char *)raw, (char *)q, (int)raw_len, (int)bound) : 0;
-    if (clen > 0 && (size_t)clen + 4 < raw_len) {
-        flags |= FLAG_LZ4;
+    size_t clen = raw_len >= 64 ? ZSTD_compress(q, bound, raw, raw_len, 1) : 0;
+    if (!ZSTD_isError(clen) && clen > 0 && clen + 4 < raw_len) {
+        flags |= FLAG_ZSTD;
         q += clen;
     } else {
         memcpy(q, raw, raw_len);
@@ -133,10 +141,10 @@ int block_parse_header(const void *val, size_t len, block_header *h,
     if (len < 2 || p[0] != BLOCK_VERSION) return -1;
     unsigned char flags = p[1];
     p += 2;
-    uint64_t unit, n_pairs, n_profiles, raw_len, duration, samples;
+    uint64_t unit, n_pairs, n_profiles, raw_len, nodes_bytes, duration, samples;
     if (get_varint(&p, end, &unit) || get_varint(&p, end, &n_pairs) ||
         get_varint(&p, end, &n_profiles) || get_varint(&p, end, &raw_len) ||
-        get_varint(&p, end, &duration))
+        get_varint(&p, end, &nodes_bytes) || get_varint(&p, end, &duration))
         return -1;
     h->rate = 0;
     if (flags & FLAG_RATE) {
@@ -145,31 +153,37 @@ int block_parse_header(const void *val, size_t len, block_header *h,
         p += 8;
     }
     if (get_varint(&p, end, &samples)) return -1;
-    if (n_pairs > UINT32_MAX || raw_len > UINT32_MAX || unit > UINT32_MAX) return -1;
+    if (n_pairs > UINT32_MAX || raw_len > UINT32_MAX || unit > UINT32_MAX || nodes_bytes > raw_len) return -1;
     h->unit = (uint32_t)unit;
     h->n_pairs = (uint32_t)n_pairs;
     h->n_profiles = (uint32_t)n_profiles;
     h->raw_len = (uint32_t)raw_len;
+    h->nodes_bytes = (uint32_t)nodes_bytes;
     h->duration_ms = (int64_t)duration;
     h->samples = samples;
     *payload = p;
     *payload_len = (size_t)(end - p);
-    *compressed = (flags & FLAG_LZ4) != 0;
+    *compressed = (flags & FLAG_ZSTD) != 0;
     return 0;
 }
 
-int block_decode(const block_header *h, const void *payload, size_t payload_len, int compressed,
-                 char *scratch, uint32_t *nodes, uint64_t *counts)
+/* Makes the raw payload available: in place, or decompressed into scratch
+ * (at least h->raw_len bytes).  Answers NULL when the payload is damaged. */
+static const unsigned char *raw_payload(const block_header *h, const void *payload, size_t payload_len,
+                                        int compressed, void *zctx, char *scratch)
 {
-    const unsigned char *p = payload, *end;
-    if (compressed) {
-        int n = LZ4_decompress_safe(payload, scratch, (int)payload_len, (int)h->raw_len);
-        if (n < 0 || (uint32_t)n != h->raw_len) return -1;
-        p = (const unsigned char *)scratch;
-        end = p + h->raw_len;
-    } else {
-        end = p + payload_len;
-    }
+    if (!compressed) return payload_len == h->raw_len ? payload : NULL;
+    size_t n = zctx ? ZSTD_decompressDCtx(zctx, scratch, h->raw_len, payload, payload_len)
+                    : ZSTD_decompress(scratch, h->raw_len, payload, payload_len);
+    return !ZSTD_isError(n) && n == h->raw_len ? (const unsigned char *)scratch : NULL;
+}
+
+int block_decode(const block_header *h, const void *payload, size_t payload_len, int compressed,
+                 void *zctx, char *scratch, uint32_t *nodes, uint64_t *counts)
+{
+    const unsigned char *p = raw_payload(h, payload, payload_len, compressed, zctx, scratch);
+    if (!p) return -1;
+    const unsigned char *end = p + h->raw_len;
     uint64_t node = 0, v;
     for (uint32_t i = 0; i < h->n_pairs; i++) {
         if (get_varint(&p, end, &v)) return -1;
@@ -181,5 +195,25 @@ int block_decode(const block_header *h, const void *payload, size_t payload_len,
         if (get_varint(&p, end, &v)) return -1;
         counts[i] = v;
     }
+    return 0;
+}
+
+int block_accumulate(const block_header *h, const void *payload, size_t payload_len, int compressed,
+                     void *zctx, char *scratch, uint32_t n_nodes, uint64_t weight,
+                     uint64_t *acc, uint64_t *touched, uint64_t *sum)
+{
+    const unsigned char *raw = raw_payload(h, payload, payload_len, compressed, zctx, scratch);
+    if (!raw) return -1;
+    const unsigned char *pn = raw, *nend = raw + h->nodes_bytes, *pc = nend, *end = raw + h->raw_len;
+    uint64_t node = 0, total = 0, d, c;
+    for (uint32_t i = 0; i < h->n_pairs; i++) {
+        if (get_varint(&pn, nend, &d) || get_varint(&pc, end, &c)) return -1;
+        node += d;
+        if (node >= n_nodes) return -1;
+        acc[node] += c * weight;
+        touched[node >> 6] |= UINT64_C(1) << (node & 63);
+        total += c;
+    }
+    *sum = total * weight;
     return 0;
 }

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "store_internal.h"
 
 struct store_reader {
@@ -17,7 +19,8 @@ struct store_reader {
     MDB_txn *txn;
     MDB_cursor *cur;
     uint32_t n_strings, n_nodes, n_series;
-    char *scratch;          /* lz4 output */
+    char *scratch;          /* decompressed payload */
+    ZSTD_DCtx *zctx;        /* reused across blocks */
     uint32_t *nodes;        /* decoded pairs */
     uint64_t *counts;
     size_t scratch_cap, pairs_cap;
@@ -47,6 +50,7 @@ void store_reader_end(store_reader *r)
     if (!r) return;
     mdb_cursor_close(r->cur);
     mdb_txn_abort(r->txn);
+    ZSTD_freeDCtx(r->zctx);
     free(r->scratch);
     free(r->nodes);
     free(r->counts);
@@ -159,6 +163,35 @@ int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int6
     return ksid == sid && kfrom < until_ms;
 }
 
+/* Parses a block's header and readies the decompression scratch. */
+static store_status prepare(store_reader *r, const store_block *b, block_header *h, const void **payload,
+                            size_t *plen, int *compressed)
+{
+    if (block_parse_header(b->data, b->data_len, h, payload, plen, compressed)) return STORE_EIO;
+    if (*compressed && h->raw_len > r->scratch_cap) {
+        char *s = realloc(r->scratch, h->raw_len);
+        if (!s) return STORE_ENOMEM;
+        r->scratch = s;
+        r->scratch_cap = h->raw_len;
+    }
+    if (*compressed && !r->zctx && !(r->zctx = ZSTD_createDCtx())) return STORE_ENOMEM;
+    return STORE_OK;
+}
+
+store_status store_block_accumulate(store_reader *r, const store_block *b, uint64_t weight,
+                                    uint64_t *acc, uint64_t *touched, uint64_t *sum)
+{
+    block_header h;
+    const void *payload;
+    size_t plen;
+    int compressed;
+    store_status ss = prepare(r, b, &h, &payload, &plen, &compressed);
+    if (ss) return ss;
+    if (block_accumulate(&h, payload, plen, compressed, r->zctx, r->scratch, r->n_nodes, weight, acc, touched, sum))
+        return STORE_EIO;
+    return STORE_OK;
+}
+
 store_status store_block_pairs(store_reader *r, const store_block *b, const uint32_t **nodes,
                                const uint64_t **counts, uint32_t *n)
 {
@@ -166,13 +199,8 @@ store_status store_block_pairs(store_reader *r, const store_block *b, const uint
     const void *payload;
     size_t plen;
     int compressed;
-    if (block_parse_header(b->data, b->data_len, &h, &payload, &plen, &compressed)) return STORE_EIO;
-    if (compressed && h.raw_len > r->scratch_cap) {
-        char *s = realloc(r->scratch, h.raw_len);
-        if (!s) return STORE_ENOMEM;
-        r->scratch = s;
-        r->scratch_cap = h.raw_len;
-    }
+    store_status ss = prepare(r, b, &h, &payload, &plen, &compressed);
+    if (ss) return ss;
     if (h.n_pairs > r->pairs_cap) {
         size_t cap = h.n_pairs;
         uint32_t *nd = realloc(r->nodes, cap * sizeof *nd);
@@ -182,7 +210,7 @@ store_status store_block_pairs(store_reader *r, const store_block *b, const uint
         if (!nd || !ct) return STORE_ENOMEM;
         r->pairs_cap = cap;
     }
-    if (block_decode(&h, payload, plen, compressed, r->scratch, r->nodes, r->counts)) return STORE_EIO;
+    if (block_decode(&h, payload, plen, compressed, r->zctx, r->scratch, r->nodes, r->counts)) return STORE_EIO;
     for (uint32_t i = 0; i < h.n_pairs; i++)
         if (r->nodes[i] >= r->n_nodes) return STORE_EIO;
     *nodes = r->nodes;

@@ -148,6 +148,13 @@ store_status store_block_pairs(store_reader *r, const store_block *b,
                                const uint32_t **nodes, const uint64_t **counts,
                                uint32_t *n);
 
+/* Adds the block's counts times weight into acc[node] (acc indexed by
+ * node id, at least store_node_max(r) + 1 entries) and sets each node's
+ * bit in the bitmap touched; *sum receives the block's total times weight.
+ * One pass, no intermediate arrays: the inner loop of a merge. */
+store_status store_block_accumulate(store_reader *r, const store_block *b, uint64_t weight,
+                                    uint64_t *acc, uint64_t *touched, uint64_t *sum);
+
 /* Call tree.  Node 0 is the root (no name); nodes are 1..store_node_max(r). */
 uint32_t store_node_max(const store_reader *r);
 uint32_t store_node_parent(const store_reader *r, uint32_t node);

@@ -162,7 +162,7 @@ int series_rebuild_map(store *st);
 /* block.c: the encoded form of a profile's pairs. */
 typedef struct {
     uint32_t unit;        /* string id */
-    uint32_t n_pairs, n_profiles, raw_len;
+    uint32_t n_pairs, n_profiles, raw_len, nodes_bytes;
     int64_t duration_ms;
     double rate;
     uint64_t samples;
@@ -174,9 +174,16 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
 int block_parse_header(const void *val, size_t len, block_header *h,
                        const void **payload, size_t *payload_len, int *compressed);
 /* Decodes payload into nodes/counts (capacity h->n_pairs); scratch holds
- * at least h->raw_len bytes when compressed. */
+ * at least h->raw_len bytes when compressed; zctx is a reusable
+ * ZSTD_DCtx (or NULL). */
 int block_decode(const block_header *h, const void *payload, size_t payload_len, int compressed,
-                 char *scratch, uint32_t *nodes, uint64_t *counts);
+                 void *zctx, char *scratch, uint32_t *nodes, uint64_t *counts);
+/* Adds count x weight of every pair into acc[node] and sets the node's bit
+ * in touched, in one pass; *sum receives the block's sum x weight.  Node
+ * ids must be below n_nodes. */
+int block_accumulate(const block_header *h, const void *payload, size_t payload_len, int compressed,
+                     void *zctx, char *scratch, uint32_t n_nodes, uint64_t weight,
+                     uint64_t *acc, uint64_t *touched, uint64_t *sum);
 
 /* Block keys: series (big-endian u32), window start (big-endian, sign bit
  * flipped so negatives sort first), sequence number for equal starts. */

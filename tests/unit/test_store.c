@@ -98,46 +98,70 @@ static void dump_series(store *st, uint32_t sid, dump_ctx *c)
     store_reader_end(c->r);
 }
 
+/* Encodes n pairs and checks decode and accumulate give them back. */
+static void block_case(const uint32_t *nodes, const uint64_t *counts, uint32_t n, int expect_compressed)
+{
+    block_header h = { .unit = 7, .n_pairs = n, .n_profiles = 3, .duration_ms = 10000, .rate = 99, .samples = 42 };
+    void *val;
+    size_t len;
+    assert_int_equal(block_encode(&h, nodes, counts, &val, &len), STORE_OK);
+    block_header g;
+    const void *payload;
+    size_t plen;
+    int compressed;
+    assert_int_equal(block_parse_header(val, len, &g, &payload, &plen, &compressed), 0);
+    assert_int_equal(g.unit, 7);
+    assert_int_equal(g.n_pairs, n);
+    assert_int_equal(g.n_profiles, 3);
+    assert_int_equal(g.duration_ms, 10000);
+    assert_true(g.rate == 99.0);
+    assert_int_equal(g.samples, 42);
+    assert_int_equal(compressed, expect_compressed);
+    uint32_t *dn = malloc(n * sizeof *dn);
+    uint64_t *dc = malloc(n * sizeof *dc);
+    char *scratch = malloc(g.raw_len + 1);
+    assert_int_equal(block_decode(&g, payload, plen, compressed, NULL, scratch, dn, dc), 0);
+    assert_memory_equal(dn, nodes, n * sizeof *dn);
+    assert_memory_equal(dc, counts, n * sizeof *dc);
+
+    /* One-pass accumulation: the same values, weighted, and the bits. */
+    uint32_t n_nodes = nodes[n - 1] + 1;
+    uint64_t *acc = calloc(n_nodes, sizeof *acc), *touched = calloc(n_nodes / 64 + 1, sizeof *touched), sum;
+    assert_int_equal(block_accumulate(&g, payload, plen, compressed, NULL, scratch, n_nodes, 3, acc, touched, &sum), 0);
+    uint64_t expect_sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        assert_int_equal(acc[nodes[i]], counts[i] * 3);
+        assert_true((touched[nodes[i] >> 6] >> (nodes[i] & 63)) & 1);
+        expect_sum += counts[i] * 3;
+    }
+    assert_int_equal(sum, expect_sum);
+    /* A node beyond the reader's tree is refused, not written out of bounds. */
+    assert_int_not_equal(block_accumulate(&g, payload, plen, compressed, NULL, scratch, n_nodes - 1, 1, acc, touched, &sum), 0);
+    /* Truncated values are refused, never read past their end. */
+    assert_int_not_equal(block_parse_header(val, 1, &g, &payload, &plen, &compressed), 0);
+    assert_int_not_equal(block_decode(&g, payload, plen / 2, compressed, NULL, scratch, dn, dc), 0);
+    free(acc);
+    free(touched);
+    free(dn);
+    free(dc);
+    free(scratch);
+    free(val);
+}
+
 static void test_block_roundtrip(void **state)
 {
     (void)state;
     enum { N = 5000 };
-    static uint32_t nodes[N], dn[N];
-    static uint64_t counts[N], dc[N];
-    for (int compressible = 0; compressible < 2; compressible++) {
-        uint32_t node = 0;
-        for (int i = 0; i < N; i++) {
-            node += compressible ? 1 : 1 + (uint32_t)(i * 7919 % 100000);
-            nodes[i] = node;
-            counts[i] = compressible ? 1 : (uint64_t)i * 1000003ULL + ((i % 7 == 0) ? (1ULL << 52) : 0);
-        }
-        block_header h = { .unit = 7, .n_pairs = N, .n_profiles = 3, .duration_ms = 10000, .rate = 99, .samples = 42 };
-        void *val;
-        size_t len;
-        assert_int_equal(block_encode(&h, nodes, counts, &val, &len), STORE_OK);
-        block_header g;
-        const void *payload;
-        size_t plen;
-        int compressed;
-        assert_int_equal(block_parse_header(val, len, &g, &payload, &plen, &compressed), 0);
-        assert_int_equal(g.unit, 7);
-        assert_int_equal(g.n_pairs, N);
-        assert_int_equal(g.n_profiles, 3);
-        assert_int_equal(g.duration_ms, 10000);
-        assert_true(g.rate == 99.0);
-        assert_int_equal(g.samples, 42);
-        assert_int_equal(compressed, compressible); /* 1,1,1... compresses; the other does not */
-        char *scratch = malloc(g.raw_len);
-        assert_int_equal(block_decode(&g, payload, plen, compressed, scratch, dn, dc), 0);
-        assert_memory_equal(dn, nodes, sizeof nodes);
-        assert_memory_equal(dc, counts, sizeof counts);
-        /* A truncated value must be refused, never read past its end. */
-        assert_int_not_equal(block_parse_header(val, 1, &g, &payload, &plen, &compressed), 0);
-        if (!compressed)
-            assert_int_not_equal(block_decode(&g, payload, plen / 2, 0, scratch, dn, dc), 0);
-        free(scratch);
-        free(val);
+    static uint32_t nodes[N];
+    static uint64_t counts[N];
+    uint32_t node = 0;
+    for (int i = 0; i < N; i++) {
+        node += 1 + (uint32_t)(i * 7919 % 1000);
+        nodes[i] = node;
+        counts[i] = (uint64_t)(i % 5 + 1) + ((i % 97 == 0) ? (1ULL << 52) : 0);
     }
+    block_case(nodes, counts, N, 1); /* a profile's worth: compressed */
+    block_case(nodes, counts, 3, 0); /* too small to be worth compressing */
 }
 
 static void test_block_keys_sort_by_series_then_time(void **state)
