@@ -105,6 +105,44 @@ int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
                 int64_t until_ms, query_tree *out, char *err, size_t errlen);
 void query_tree_free(query_tree *t);
 
+/* ---- group-by (groups.c) ---------------------------------------------- */
+
+#define QUERY_MAX_GROUP_KEYS 8
+
+typedef struct {
+    char *keys[QUERY_MAX_GROUP_KEYS];  /* owned label names */
+    size_t n_keys;
+} query_group_by;
+
+/* Parses "k1,k2" (label names, at most QUERY_MAX_GROUP_KEYS). */
+int query_group_by_parse(const char *s, query_group_by *out, char *err, size_t errlen);
+void query_group_by_free(query_group_by *g);
+
+typedef struct {
+    const char *values[QUERY_MAX_GROUP_KEYS]; /* per key; "" when the series lack it (store-owned) */
+    size_t n_values;
+    query_series_set set;                     /* owns set.series only */
+} query_group;
+
+/* Splits set by the values of by's labels; groups ordered by values. */
+int query_groups_split(store_reader *r, const query_series_set *set, const query_group_by *by,
+                       query_group **groups, size_t *n);
+void query_groups_free(query_group *groups, size_t n);
+
+/* ---- per-function figures (functions.c) ------------------------------ */
+
+/* self(f): values of stacks whose leaf frame is f; total(f): values of the
+ * stacks containing f at least once (recursion counts once). */
+typedef struct {
+    uint32_t *fn;        /* function string ids, ascending */
+    uint64_t *self, *total;
+    size_t n;
+} query_functions;
+
+int query_functions_build(store_reader *r, const query_tree *t, query_functions *out);
+void query_functions_sort_by_fn(query_functions *f);
+void query_functions_free(query_functions *f);
+
 /* ---- encoders (tree_view.c, encode_tree.c, encode_folded.c) ---------- */
 
 /* The tree as JSON: {"name","self","total","children"} nested, children by
@@ -113,9 +151,53 @@ void query_tree_free(query_tree *t);
 json_t *query_tree_json(store_reader *r, const query_tree *t, size_t max_nodes,
                         uint64_t *trunc_nodes, uint64_t *trunc_total);
 
+/* Trees as a speedscope file: one "sampled" profile per tree (named by
+ * names[i]), frames shared, weights in unit. */
+json_t *query_trees_speedscope(store_reader *r, const query_tree *const *trees, const char *const *names, size_t n,
+                               const char *unit, const char *name);
+
 /* The tree as folded text: one "a;b;c N" line per stack with self > 0,
  * sorted by stack.  Returns a malloc'd buffer and its length. */
 char *query_tree_folded(store_reader *r, const query_tree *t, size_t *len);
+
+/* ---- analyses (top.c, diff.c, timeline.c, ...) ---------------------- */
+
+/* {"total", "samples", "functions": [{"name", "self", "total", "self_share",
+ * "total_share", "self_ci95", "total_ci95"}]} ranked by self (or total),
+ * at most limit (0 = all). */
+json_t *query_top_json(store_reader *r, const query_tree *t, size_t limit, int by_total);
+
+/* The union of two trees: {"name", "left_self", "left_total", "right_self",
+ * "right_total", "children"}, children by left+right total descending. */
+json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tree *right);
+
+/* About 300 points, rounded up to a multiple of 10 s. */
+int64_t query_timeline_default_step(int64_t from_ms, int64_t until_ms);
+/* [[t, total], ...] one point per step from from_ms (empty steps 0), in the
+ * unit with the most profiles, written to unit_out. */
+json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                            int64_t step_ms, char *unit_out, size_t unit_len);
+
+/* Compare two merges: {"left", "right", "manhattan", "jsd", "functions":
+ * [{"name", "left_share", "right_share", "delta", "significant"}]}. */
+json_t *query_compare_json(store_reader *r, const query_tree *left, const query_tree *right, size_t k, size_t limit);
+
+/* Stability over windows of step_ms: {"step", "windows", "summary"}. */
+json_t *query_stability_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
+                                     int64_t until_ms, int64_t step_ms, size_t k, double max_m, double max_jsd);
+/* Stability of groups against the whole: {"groups", "summary"}. */
+json_t *query_stability_groups_json(store_reader *r, const query_group_by *by, const query_group *groups,
+                                    size_t n, const query_tree *whole, int64_t from_ms, int64_t until_ms,
+                                    size_t k, double max_m, double max_jsd);
+/* Number of windows of step_ms in [from, until). */
+size_t query_window_count(int64_t from_ms, int64_t until_ms, int64_t step_ms);
+/* Variance attribution over windows or groups: {"units", "mean", "variance", "functions"}. */
+json_t *query_variance_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
+                                    int64_t until_ms, int64_t step_ms, size_t k);
+json_t *query_variance_groups_json(store_reader *r, const query_group *groups, size_t n, int64_t from_ms,
+                                   int64_t until_ms, size_t k);
+/* The labels of a group as a JSON object. */
+json_t *query_group_labels_json(const query_group_by *by, const query_group *g);
 
 /* ---- listings (listings.c) -------------------------------------------- */
 

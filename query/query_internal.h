@@ -3,6 +3,7 @@
 #define FLAMEDB_QUERY_INTERNAL_H
 
 #include "query.h"
+#include "stats.h"
 
 /* Writes a formatted error message into err (always NUL-terminated). */
 void query_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -22,12 +23,38 @@ void query_view_free(query_view *v);
 /* The children of node p: edges[*first .. *first + answer). */
 uint32_t query_view_children(const query_view *v, uint32_t p, uint32_t *first);
 
-/* Calls fn(id, ctx) for every node with its bit set in a bitmap, ascending. */
-#define QUERY_FOR_EACH_BIT(bitmap, n_bits, id, body)                        \
+/* A merge reduced to its functions: self/total per function, the
+ * distribution of self shares, and the figures of the merge. */
+typedef struct {
+    query_functions f;
+    query_dist d;
+    uint64_t total, samples, profiles;
+} query_fprofile;
+
+int query_fprofile_build(store_reader *r, const query_tree *t, query_fprofile *out);
+void query_fprofile_free(query_fprofile *p);
+/* Distances of x to y over their top k (compare.c). */
+int query_distances(store_reader *r, const query_dist *x, const query_dist *y, size_t k, double *m, double *jsd);
+/* Units (units.c): merged windows or groups, reduced to functions. */
+int query_window_profiles(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                          int64_t step_ms, query_fprofile **out, size_t *n_out);
+int query_group_profiles(store_reader *r, const query_group *groups, size_t n, int64_t from_ms, int64_t until_ms,
+                         query_fprofile **out);
+void query_units_free(query_fprofile *u, size_t n);
+json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, size_t k);
+
+/* Names function ids for stats' callbacks (ctx is the store_reader). */
+const char *query_fn_name(void *ctx, uint32_t fn);
+/* A number, or JSON null when NaN. */
+json_t *query_real_or_null(double x);
+
+/* Runs the statements after id for every node whose bit is set in a
+ * bitmap, ids ascending.  Variadic, so the body may hold commas. */
+#define QUERY_FOR_EACH_BIT(bitmap, n_bits, id, ...)                         \
     for (size_t w_ = 0; w_ < ((size_t)(n_bits) + 63) / 64; w_++)              \
         for (uint64_t b_ = (bitmap)[w_]; b_; b_ &= b_ - 1) {                 \
             uint32_t id = (uint32_t)(w_ * 64 + (size_t)__builtin_ctzll(b_)); \
-            body                                                             \
+            __VA_ARGS__                                                      \
         }
 
 #endif

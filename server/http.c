@@ -21,7 +21,7 @@
 typedef struct {
     const char *path;
     srv_route route;
-    const char *methods;   /* allowed methods, as the Allow header says */
+    const char *methods;   /* allowed methods, as the Allow header lists them */
 } route_entry;
 
 static const route_entry routes[] = {
@@ -29,7 +29,13 @@ static const route_entry routes[] = {
     { "/ingest", ROUTE_PYROSCOPE, "POST" },
     { "/api/v1/query", ROUTE_QUERY, "GET" },
     { "/api/v1/labels", ROUTE_LABELS, "GET" },
-    { "/api/v1/series", ROUTE_SERIES, "GET" },
+    { "/api/v1/series", ROUTE_SERIES, "GET, DELETE" },
+    { "/api/v1/top", ROUTE_TOP, "GET" },
+    { "/api/v1/stability", ROUTE_STABILITY, "GET" },
+    { "/api/v1/compare", ROUTE_COMPARE, "GET" },
+    { "/api/v1/diff", ROUTE_DIFF, "GET" },
+    { "/api/v1/timeline", ROUTE_TIMELINE, "GET" },
+    { "/api/v1/variance", ROUTE_VARIANCE, "GET" },
     { "/healthz", ROUTE_HEALTHZ, "GET" },
     { "/metrics", ROUTE_METRICS, "GET" },
 };
@@ -58,10 +64,13 @@ static const char *route_of(const char *url, srv_route *route, const char **arg)
     return "GET";
 }
 
+/* allowed is a list like "GET, DELETE"; HEAD goes wherever GET does. */
 static int method_allowed(const char *allowed, const char *method)
 {
-    if (strcmp(method, allowed) == 0) return 1;
-    return strcmp(allowed, "GET") == 0 && strcmp(method, "HEAD") == 0;
+    size_t n = strlen(method);
+    for (const char *p = allowed; (p = strstr(p, method)); p += n)
+        if ((p == allowed || p[-1] == ' ') && (p[n] == '\0' || p[n] == ',')) return 1;
+    return strcmp(method, "HEAD") == 0 && method_allowed(allowed, "GET");
 }
 
 static enum MHD_Result dispatch(srv_request *rq)
@@ -72,7 +81,13 @@ static enum MHD_Result dispatch(srv_request *rq)
     case ROUTE_QUERY: return srv_handle_query(rq);
     case ROUTE_LABELS: return srv_handle_labels(rq);
     case ROUTE_LABEL_VALUES: return srv_handle_label_values(rq);
-    case ROUTE_SERIES: return srv_handle_series(rq);
+    case ROUTE_SERIES: return strcmp(rq->method, "DELETE") ? srv_handle_series(rq) : srv_handle_delete(rq);
+    case ROUTE_TOP: return srv_handle_top(rq);
+    case ROUTE_STABILITY: return srv_handle_stability(rq);
+    case ROUTE_COMPARE: return srv_handle_compare(rq);
+    case ROUTE_DIFF: return srv_handle_diff(rq);
+    case ROUTE_TIMELINE: return srv_handle_timeline(rq);
+    case ROUTE_VARIANCE: return srv_handle_variance(rq);
     case ROUTE_HEALTHZ: return srv_handle_healthz(rq);
     case ROUTE_METRICS: return srv_handle_metrics(rq);
     case ROUTE_WEB: return srv_handle_web(rq);
@@ -94,7 +109,13 @@ static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, 
     *con_cls = rq;
     atomic_fetch_add(&srv->in_flight, 1);
     const char *allowed = route_of(url, &rq->route, &rq->route_arg);
+    /* Counted in flight before looking: srv_stop sets the flag, then waits
+     * for in_flight to drain, so no request can start after the wait and
+     * suspend its connection under MHD_stop_daemon. */
+    if (atomic_load(&srv->stopping))
+        return srv_reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
     if (!allowed) return srv_reply_error(rq, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", url);
+    rq->allowed = allowed;
     if (!method_allowed(allowed, method)) {
         srv_reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (use %s)",
                         method, url, allowed);
@@ -216,12 +237,14 @@ int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err
     return 0;
 }
 
-/* Stops accepting, lets requests in flight finish (up to 30 s), stops. */
+/* Stops accepting, answers 503 to requests on open keep-alive connections,
+ * lets requests in flight finish (up to 30 s), stops. */
 void srv_stop(srv_ctx *srv)
 {
     if (!srv->daemon) return;
     MHD_socket s = MHD_quiesce_daemon(srv->daemon);
     if (s != MHD_INVALID_SOCKET) close(s);
+    atomic_store(&srv->stopping, 1);
     for (int i = 0; i < 3000 && atomic_load(&srv->in_flight) > 0; i++) usleep(10000);
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;

@@ -2,6 +2,7 @@
  * from/until time range every endpoint shares.  Parse failures answer 400
  * naming the parameter and what it should look like. */
 #include <errno.h>
+#include <string.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -57,5 +58,62 @@ int srv_param_uint(srv_request *rq, const char *name, uint64_t def, uint64_t max
         return -1;
     }
     *out = x;
+    return 0;
+}
+
+int srv_selector(srv_request *rq, const char *name, const char *def, query_selector *sel)
+{
+    char err[512];
+    const char *q = srv_param(rq, name);
+    if (!q && !def) {
+        srv_reply_error(rq, 400, "parameter '%s' is required: a selector like api{build=\"v2\"}", name);
+        return -1;
+    }
+    if (query_selector_parse(q ? q : def, sel, err, sizeof err)) {
+        srv_reply_error(rq, 400, "parameter '%s': %s", name, err);
+        return -1;
+    }
+    return 0;
+}
+
+int srv_param_double(srv_request *rq, const char *name, double def, double min, double max, double *out)
+{
+    const char *v = srv_param(rq, name);
+    *out = def;
+    if (!v) return 0;
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !(x >= min && x <= max)) {
+        srv_reply_error(rq, 400, "parameter '%s': '%s' is not a number from %g to %g", name, v, min, max);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_t *out_ms)
+{
+    char err[256] = "";
+    const char *v = srv_param(rq, name);
+    *out_ms = def_ms;
+    if (!v) return 0;
+    if (query_duration_parse(v, out_ms, err, sizeof err) || *out_ms <= 0) {
+        srv_reply_error(rq, 400, "parameter '%s': %s", name, *out_ms <= 0 && !err[0] ? "must be above 0" : err);
+        return -1;
+    }
+    return 0;
+}
+
+int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *present)
+{
+    char err[256];
+    const char *v = srv_param(rq, name);
+    *present = v != NULL;
+    memset(by, 0, sizeof *by);
+    if (!v) return 0;
+    if (query_group_by_parse(v, by, err, sizeof err)) {
+        srv_reply_error(rq, 400, "parameter '%s': %s", name, err);
+        return -1;
+    }
     return 0;
 }

@@ -10,19 +10,13 @@
 #include "../query/query.h"
 #include "srv.h"
 
-#define DEFAULT_RANGE_MS (3600 * 1000)
 #define DEFAULT_MAX_NODES 8192
 
 /* The selector and time range every read endpoint takes. */
 static int read_selector(srv_request *rq, query_selector *sel, int64_t *from, int64_t *until)
 {
-    char err[512];
-    const char *q = srv_param(rq, "query");
-    if (query_selector_parse(q ? q : "{}", sel, err, sizeof err)) {
-        srv_reply_error(rq, 400, "parameter 'query': %s", err);
-        return -1;
-    }
-    if (srv_time_range(rq, "from", "until", DEFAULT_RANGE_MS, from, until)) {
+    if (srv_selector(rq, "query", "{}", sel)) return -1;
+    if (srv_time_range(rq, "from", "until", SRV_DEFAULT_RANGE_MS, from, until)) {
         query_selector_free(sel);
         return -1;
     }
@@ -55,17 +49,118 @@ static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_
     return srv_reply_json(rq, 200, o);
 }
 
+/* One group of a group-by answer, merged. */
+typedef struct { query_tree tree; size_t i; } group_tree;
+
+static int group_cmp(const void *a, const void *b)
+{
+    const group_tree *x = a, *y = b;
+    if (x->tree.grand_total != y->tree.grand_total) return x->tree.grand_total > y->tree.grand_total ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* A group's name for speedscope: "k=v,k=v". */
+static void group_name(const query_group_by *by, const query_group *g, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < by->n_keys && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s=%s", i ? "," : "", by->keys[i], g->values[i]);
+}
+
+/* group_by: every group merged, sorted by total; JSON trees or speedscope. */
+static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const query_series_set *set,
+                                    const query_group_by *by, int64_t from, int64_t until, size_t max_nodes,
+                                    int speedscope)
+{
+    char err[256];
+    query_group *g;
+    size_t ng;
+    if (query_groups_split(r, set, by, &g, &ng)) return srv_reply_error(rq, 500, "out of memory");
+    group_tree *gt = calloc(ng ? ng : 1, sizeof *gt);
+    enum MHD_Result res;
+    size_t merged = 0;
+    if (!gt) {
+        res = srv_reply_error(rq, 500, "out of memory");
+        goto out;
+    }
+    for (; merged < ng; merged++) {
+        gt[merged].i = merged;
+        if (query_merge(r, &g[merged].set, from, until, &gt[merged].tree, err, sizeof err)) {
+            res = srv_reply_error(rq, 500, "%s", err);
+            goto out;
+        }
+    }
+    qsort(gt, ng, sizeof *gt, group_cmp);
+    if (speedscope) {
+        const query_tree **trees = malloc((ng ? ng : 1) * sizeof *trees);
+        const char **names = malloc((ng ? ng : 1) * sizeof *names);
+        char (*buf)[512] = malloc((ng ? ng : 1) * sizeof *buf);
+        json_t *o = NULL;
+        if (trees && names && buf) {
+            for (size_t i = 0; i < ng; i++) {
+                trees[i] = &gt[i].tree;
+                group_name(by, &g[gt[i].i], buf[i], sizeof buf[i]);
+                names[i] = buf[i];
+            }
+            o = query_trees_speedscope(r, trees, names, ng, ng ? gt[0].tree.unit : "samples", set->type);
+        }
+        free(trees);
+        free(names);
+        free(buf);
+        res = srv_reply_json(rq, 200, o);
+        goto out;
+    }
+    json_t *groups = json_array();
+    for (size_t i = 0; groups && i < ng; i++) {
+        uint64_t tn, tt;
+        const query_tree *t = &gt[i].tree;
+        json_t *e = json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:o}", "labels",
+                              query_group_labels_json(by, &g[gt[i].i]), "unit", t->unit, "total",
+                              (json_int_t)t->grand_total, "samples", (json_int_t)t->samples, "profiles",
+                              (json_int_t)t->profiles, "series", (json_int_t)t->series, "truncated", "nodes",
+                              (json_int_t)0, "total", (json_int_t)0, "tree", query_tree_json(r, t, max_nodes, &tn, &tt));
+        if (e) {
+            json_t *tr = json_object_get(e, "truncated");
+            json_object_set_new(tr, "nodes", json_integer((json_int_t)tn));
+            json_object_set_new(tr, "total", json_integer((json_int_t)tt));
+            json_array_append_new(groups, e);
+        }
+    }
+    json_t *o = json_pack("{s:s?,s:o,s:o,s:o,s:o}", "type", set->type[0] ? set->type : NULL, "from",
+                          query_time_json(from), "until", query_time_json(until), "other_types",
+                          string_array(set->other_types, set->n_other_types), "groups", groups);
+    res = srv_reply_json(rq, 200, o);
+out:
+    for (size_t i = 0; gt && i < merged; i++) query_tree_free(&gt[i].tree);
+    free(gt);
+    query_groups_free(g, ng);
+    return res;
+}
+
 enum MHD_Result srv_handle_query(srv_request *rq)
 {
     char err[512];
     query_selector sel;
+    query_group_by by;
+    int grouped;
     int64_t from, until;
     uint64_t max_nodes;
     const char *format = srv_param(rq, "format");
-    if (format && strcmp(format, "json") && strcmp(format, "folded"))
-        return srv_reply_error(rq, 400, "parameter 'format': unknown format '%s' (supported: json, folded)", format);
+    if (format && strcmp(format, "json") && strcmp(format, "folded") && strcmp(format, "speedscope"))
+        return srv_reply_error(rq, 400, "parameter 'format': unknown format '%s' (supported: json, folded, speedscope)",
+                               format);
+    int folded = format && !strcmp(format, "folded"), speedscope = format && !strcmp(format, "speedscope");
     if (srv_param_uint(rq, "max_nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes)) return MHD_YES;
-    if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
+    if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
+    if (grouped && folded) {
+        query_group_by_free(&by);
+        return srv_reply_error(rq, 400, "parameter 'group_by': format=folded has one stack list, not groups (use json or speedscope)");
+    }
+    if (read_selector(rq, &sel, &from, &until)) {
+        query_group_by_free(&by);
+        return MHD_YES;
+    }
 
     store_reader *r;
     query_series_set set;
@@ -73,21 +168,30 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     enum MHD_Result res;
     if (store_reader_begin(rq->srv->st, &r)) {
         query_selector_free(&sel);
+        query_group_by_free(&by);
         return srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
     }
     if (query_resolve(r, &sel, from, until, &set, err, sizeof err)) {
         res = srv_reply_error(rq, 500, "%s", err);
         goto out;
     }
+    if (grouped) {
+        res = reply_groups(rq, r, &set, &by, from, until, (size_t)max_nodes, speedscope);
+        goto out_set;
+    }
     if (query_merge(r, &set, from, until, &t, err, sizeof err)) {
         res = srv_reply_error(rq, 500, "%s", err);
         goto out_set;
     }
-    if (format && strcmp(format, "folded") == 0) {
+    if (folded) {
         size_t len = 0;
         char *text = query_tree_folded(r, &t, &len);
         res = text ? srv_reply_bytes(rq, 200, "text/plain; charset=utf-8", text, len, 1)
                    : srv_reply_error(rq, 500, "out of memory encoding folded stacks");
+    } else if (speedscope) {
+        const query_tree *trees[1] = { &t };
+        const char *names[1] = { set.type[0] ? set.type : "profile" };
+        res = srv_reply_json(rq, 200, query_trees_speedscope(r, trees, names, 1, t.unit, names[0]));
     } else {
         res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes);
     }
@@ -97,6 +201,7 @@ out_set:
 out:
     store_reader_end(r);
     query_selector_free(&sel);
+    query_group_by_free(&by);
     return res;
 }
 

@@ -18,9 +18,10 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (rq->srv && atomic_load(&rq->srv->stopping))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-                                rq->route == ROUTE_INGEST || rq->route == ROUTE_PYROSCOPE ? "POST" : "GET, HEAD");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allowed ? rq->allowed : "GET");
     }
     rq->status = status;
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)status, resp);

@@ -15,12 +15,16 @@
 
 #include <jansson.h>
 
+#include "../query/query.h"
 #include "../storage/store.h"
+
+#define SRV_DEFAULT_RANGE_MS (3600 * 1000)
 
 /* Routes, for dispatch and for metrics. */
 typedef enum {
     ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
-    ROUTE_SERIES, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
+    ROUTE_SERIES, ROUTE_TOP, ROUTE_STABILITY, ROUTE_COMPARE, ROUTE_DIFF, ROUTE_TIMELINE,
+    ROUTE_VARIANCE, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
 } srv_route;
 
 #define SRV_STATUS_SLOTS 12
@@ -41,7 +45,8 @@ typedef struct {
     srv_workpool *pool;    /* parses request bodies off the MHD threads */
     size_t max_body;
     srv_metrics metrics;
-    _Atomic int in_flight;
+    _Atomic int in_flight;   /* requests begun and not completed */
+    _Atomic int stopping;    /* set by srv_stop: new requests get 503 */
     int verbose;
 } srv_ctx;
 
@@ -57,6 +62,7 @@ typedef struct {
     int body_too_big;
     int status;            /* the status answered, for metrics */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
+    const char *allowed;   /* the route's methods, for the Allow header */
     void *job;             /* a handler's state across a suspension */
     void (*job_free)(void *job);
 } srv_request;
@@ -83,6 +89,14 @@ int srv_time_range(srv_request *rq, const char *from_name, const char *until_nam
 /* Parses an unsigned integer parameter with a default and a maximum. */
 int srv_param_uint(srv_request *rq, const char *name, uint64_t def, uint64_t max, uint64_t *out);
 int64_t srv_now_ms(void);
+/* A selector parameter (def when absent; NULL def: required). */
+int srv_selector(srv_request *rq, const char *name, const char *def, query_selector *sel);
+/* A number parameter in [min, max]. */
+int srv_param_double(srv_request *rq, const char *name, double def, double min, double max, double *out);
+/* A positive duration parameter ("60" is seconds; "1m", "1h", ...). */
+int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_t *out_ms);
+/* An optional group_by parameter; *present says whether it was given. */
+int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *present);
 
 /* Handlers. */
 enum MHD_Result srv_handle_ingest(srv_request *rq);
@@ -91,6 +105,13 @@ enum MHD_Result srv_handle_query(srv_request *rq);
 enum MHD_Result srv_handle_labels(srv_request *rq);
 enum MHD_Result srv_handle_label_values(srv_request *rq);
 enum MHD_Result srv_handle_series(srv_request *rq);
+enum MHD_Result srv_handle_delete(srv_request *rq);
+enum MHD_Result srv_handle_top(srv_request *rq);
+enum MHD_Result srv_handle_stability(srv_request *rq);
+enum MHD_Result srv_handle_compare(srv_request *rq);
+enum MHD_Result srv_handle_diff(srv_request *rq);
+enum MHD_Result srv_handle_timeline(srv_request *rq);
+enum MHD_Result srv_handle_variance(srv_request *rq);
 enum MHD_Result srv_handle_healthz(srv_request *rq);
 enum MHD_Result srv_handle_metrics(srv_request *rq);
 enum MHD_Result srv_handle_web(srv_request *rq);

@@ -59,6 +59,7 @@ void store_reader_end(store_reader *r)
 
 uint32_t store_series_max(const store_reader *r) { return r->n_series - 1; }
 uint32_t store_node_max(const store_reader *r) { return r->n_nodes - 1; }
+uint32_t store_string_max(const store_reader *r) { return r->n_strings - 1; }
 
 uint32_t store_node_parent(const store_reader *r, uint32_t node)
 {

@@ -1,5 +1,5 @@
-/* retention.c — deleting profiles whose window started before now minus the
- * retention period.
+/* retention.c — deleting profiles: those whose window started before now
+ * minus the retention period, and every profile of series being deleted.
  *
  * Blocks are keyed by (series, start), so each series' expired blocks are a
  * contiguous run at the front of its key range: one seek per series, then
@@ -61,5 +61,48 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
     st->retention_sid = sid;
     *deleted += n;
     if (sid >= max) *finished = 1;
+    return STORE_OK;
+}
+
+/* Deletes every block of the given series, in transactions of at most
+ * `budget` deletions each. */
+store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted)
+{
+    size_t i = 0;
+    while (i < n) {
+        MDB_txn *txn;
+        MDB_cursor *c;
+        int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+        if (rc) return store_status_of(rc);
+        if ((rc = mdb_cursor_open(txn, st->db_blocks, &c))) {
+            mdb_txn_abort(txn);
+            return store_status_of(rc);
+        }
+        uint64_t k = 0;
+        size_t start_i = i;
+        for (; i < n && k < 10000; i++) {
+            unsigned char key[BLOCK_KEY_LEN];
+            block_key(key, ids[i], INT64_MIN, 0);
+            MDB_val kv = { BLOCK_KEY_LEN, key }, v;
+            while (k < 10000 && (rc = mdb_cursor_get(c, &kv, &v, MDB_SET_RANGE)) == 0) {
+                uint32_t sid;
+                block_key_parse(kv.mv_data, &sid, NULL, NULL);
+                if (sid != ids[i]) break;
+                if ((rc = mdb_cursor_del(c, 0))) break;
+                k++;
+                kv.mv_size = BLOCK_KEY_LEN;
+                kv.mv_data = key;
+            }
+            if (rc && rc != MDB_NOTFOUND) break;
+            rc = 0;
+            if (k >= 10000) break; /* this series may have more: next transaction */
+        }
+        mdb_cursor_close(c);
+        if (rc || (rc = mdb_txn_commit(txn))) {
+            if (rc) i = start_i;
+            return store_status_of(rc);
+        }
+        *deleted += k;
+    }
     return STORE_OK;
 }

@@ -97,6 +97,11 @@ store_status store_write_async(store *st, const store_profile *p, store_write_do
  * profiles deleted.  Thread-safe. */
 store_status store_retention_run(store *st, int64_t now_ms, uint64_t *deleted);
 
+/* Deletes every profile of the given series (their label sets stay in the
+ * dictionary, like strings, and come back to life if pushed again);
+ * answers how many profiles went.  Thread-safe; returns once durable. */
+store_status store_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted);
+
 /* ---- reading --------------------------------------------------------- */
 
 store_status store_reader_begin(store *st, store_reader **out);
@@ -160,7 +165,9 @@ uint32_t store_node_max(const store_reader *r);
 uint32_t store_node_parent(const store_reader *r, uint32_t node);
 uint32_t store_node_func(const store_reader *r, uint32_t node);
 
-/* Interned strings: ids 1..; answers the bytes (NUL-terminated) and length. */
+/* Interned strings: ids 1..store_string_max(r); answers the bytes
+ * (NUL-terminated) and length. */
+uint32_t store_string_max(const store_reader *r);
 const char *store_string(const store_reader *r, uint32_t id, uint32_t *len);
 
 /* ---- statistics ------------------------------------------------------ */

@@ -83,13 +83,15 @@ typedef struct { uint32_t *ids; uint32_t n, cap; } postings_list;
 typedef struct { _Atomic uint64_t hash; _Atomic uint32_t leaf; } stack_cache_slot;
 #define STACK_CACHE_SLOTS (1u << 20)
 
-typedef enum { REQ_WRITE, REQ_RETENTION } req_kind;
+typedef enum { REQ_WRITE, REQ_RETENTION, REQ_DELETE } req_kind;
 
 typedef struct write_req {
     req_kind kind;
     const store_profile *profile;
     uint32_t series;
     int64_t now_ms;
+    const uint32_t *delete_ids;  /* REQ_DELETE: the series */
+    size_t n_delete;
     uint64_t deleted;
     store_status status;
     char *err;
@@ -194,6 +196,7 @@ void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, 
 /* writer.c / retention.c */
 void *writer_main(void *arg);
 store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished);
+store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted);
 
 void store_set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -281,8 +281,10 @@ void *writer_main(void *arg)
             st->queue_head = st->queue_tail = NULL;
             pthread_mutex_unlock(&st->lock);
             process_writes(st, &s, batch);
-            for (write_req *rq = batch; rq; rq = rq->next)
+            for (write_req *rq = batch; rq; rq = rq->next) {
                 if (rq->kind == REQ_RETENTION) run_retention_now(st, rq);
+                if (rq->kind == REQ_DELETE) rq->status = writer_delete_series(st, rq->delete_ids, rq->n_delete, &rq->deleted);
+            }
             finish_batch(st, batch);
             pthread_mutex_lock(&st->lock);
             continue;
@@ -382,5 +384,14 @@ store_status store_retention_run(store *st, int64_t now, uint64_t *deleted)
     pthread_mutex_lock(&st->lock);
     st->stats.retention_deleted += rq.deleted;
     pthread_mutex_unlock(&st->lock);
+    return ss;
+}
+
+store_status store_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted)
+{
+    char err[16];
+    write_req rq = { .kind = REQ_DELETE, .delete_ids = ids, .n_delete = n, .err = err, .errlen = sizeof err };
+    store_status ss = submit(st, &rq);
+    if (deleted) *deleted = rq.deleted;
     return ss;
 }

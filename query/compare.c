@@ -1,0 +1,81 @@
+/* compare.c — did the profile change?  Two merges (left and right; often
+ * one selector over two time ranges) compared function by function: the
+ * self shares, their difference, and whether it is significant (a
+ * two-proportion z-test at 95% on the raw sample counts: a share p from n
+ * samples stands for p x n samples); plus the Manhattan distance and the
+ * Jensen-Shannon divergence over the k functions that weigh most. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query_internal.h"
+
+typedef struct { uint32_t fn; double l, r, delta; } row;
+typedef struct { store_reader *r; } row_ctx;
+
+static int row_cmp(const void *a, const void *b, void *arg)
+{
+    const row *x = a, *y = b;
+    double dx = fabs(x->delta), dy = fabs(y->delta);
+    if (dx != dy) return dx > dy ? -1 : 1;
+    store_reader *r = ((row_ctx *)arg)->r;
+    return strcmp(store_string(r, x->fn, NULL), store_string(r, y->fn, NULL));
+}
+
+static json_t *side_json(const query_fprofile *p)
+{
+    return json_pack("{s:I,s:I,s:I,s:f}", "total", (json_int_t)p->total, "samples", (json_int_t)p->samples,
+                     "profiles", (json_int_t)p->profiles, "entropy", query_entropy(&p->d));
+}
+
+/* Adds the Manhattan distance and JSD of x against y over their top k. */
+int query_distances(store_reader *r, const query_dist *x, const query_dist *y, size_t k, double *m, double *jsd)
+{
+    uint32_t *K = malloc((k ? k : 1) * sizeof *K);
+    if (!K) return -1;
+    size_t nk = query_top_k(x, y, k, query_fn_name, r, K);
+    *m = query_manhattan(x, y, K, nk);
+    *jsd = query_jsd(x, y, K, nk);
+    free(K);
+    return 0;
+}
+
+json_t *query_compare_json(store_reader *r, const query_tree *left, const query_tree *right, size_t k, size_t limit)
+{
+    query_fprofile L, R;
+    if (query_fprofile_build(r, left, &L)) return NULL;
+    if (query_fprofile_build(r, right, &R)) {
+        query_fprofile_free(&L);
+        return NULL;
+    }
+    json_t *out = NULL, *arr = json_array();
+    row *rows = malloc((L.d.n + R.d.n + 1) * sizeof *rows);
+    double m, jsd;
+    if (!arr || !rows || query_distances(r, &L.d, &R.d, k, &m, &jsd)) goto done;
+    /* The union of both distributions, walked in function-id order. */
+    size_t n = 0, i = 0, j = 0;
+    while (i < L.d.n || j < R.d.n) {
+        uint32_t fn = j >= R.d.n || (i < L.d.n && L.d.fn[i] <= R.d.fn[j]) ? L.d.fn[i] : R.d.fn[j];
+        double l = i < L.d.n && L.d.fn[i] == fn ? L.d.p[i++] : 0;
+        double rr = j < R.d.n && R.d.fn[j] == fn ? R.d.p[j++] : 0;
+        rows[n++] = (row){ fn, l, rr, rr - l };
+    }
+    row_ctx rc = { r };
+    qsort_r(rows, n, sizeof *rows, row_cmp, &rc);
+    for (size_t q = 0; q < n && (!limit || q < limit); q++) {
+        uint64_t x1 = (uint64_t)llround(rows[q].l * (double)L.samples);
+        uint64_t x2 = (uint64_t)llround(rows[q].r * (double)R.samples);
+        json_t *e = json_pack("{s:s,s:f,s:f,s:f,s:b}", "name", store_string(r, rows[q].fn, NULL), "left_share",
+                              rows[q].l, "right_share", rows[q].r, "delta", rows[q].delta, "significant",
+                              query_significant(x1, L.samples, x2, R.samples));
+        if (!e || json_array_append_new(arr, e)) goto done;
+    }
+    out = json_pack("{s:o,s:o,s:f,s:f,s:O}", "left", side_json(&L), "right", side_json(&R), "manhattan", m,
+                    "jsd", jsd, "functions", arr);
+done:
+    json_decref(arr);
+    free(rows);
+    query_fprofile_free(&L);
+    query_fprofile_free(&R);
+    return out;
+}

@@ -1,0 +1,127 @@
+/* groups.c — group-by: splitting a set of series by the values of some
+ * labels, as Google-Wide Profiling groups by any k of its m dimensions.
+ *
+ * A series without one of the labels falls in the group whose value for it
+ * is "".  Groups come out in order of their label values; the caller sorts
+ * them by whatever it merged (usually total, descending). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdio.h>
+
+#include "query.h"
+
+int query_group_by_parse(const char *s, query_group_by *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!s || !*s) {
+        snprintf(err, errlen, "expected label names separated by commas, like service,build");
+        return -1;
+    }
+    char *copy = strdup(s);
+    if (!copy) return -1;
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+        while (*tok == ' ') tok++;
+        size_t n = strlen(tok);
+        while (n && tok[n - 1] == ' ') tok[--n] = '\0';
+        int ok = n > 0 && n <= 128 && (tok[0] == '_' || ((tok[0] | 32) >= 'a' && (tok[0] | 32) <= 'z'));
+        for (size_t i = 1; ok && i < n; i++)
+            ok = tok[i] == '_' || tok[i] == '.' || (tok[i] >= '0' && tok[i] <= '9') ||
+                 ((tok[i] | 32) >= 'a' && (tok[i] | 32) <= 'z');
+        if (!ok || out->n_keys == QUERY_MAX_GROUP_KEYS) {
+            if (ok) snprintf(err, errlen, "at most %d labels", QUERY_MAX_GROUP_KEYS);
+            else snprintf(err, errlen, "'%.64s' is not a label name", tok);
+            free(copy);
+            query_group_by_free(out);
+            return -1;
+        }
+        out->keys[out->n_keys++] = strdup(tok);
+    }
+    free(copy);
+    if (!out->n_keys) {
+        snprintf(err, errlen, "expected label names separated by commas, like service,build");
+        return -1;
+    }
+    return 0;
+}
+
+void query_group_by_free(query_group_by *g)
+{
+    for (size_t i = 0; i < g->n_keys; i++) free(g->keys[i]);
+    memset(g, 0, sizeof *g);
+}
+
+typedef struct { uint32_t sid; const char *values[QUERY_MAX_GROUP_KEYS]; } keyed;
+typedef struct { size_t n; } cmp_ctx;
+
+static int keyed_cmp(const void *a, const void *b, void *arg)
+{
+    const keyed *x = a, *y = b;
+    size_t n = ((const cmp_ctx *)arg)->n;
+    for (size_t i = 0; i < n; i++) {
+        int c = strcmp(x->values[i], y->values[i]);
+        if (c) return c;
+    }
+    return (x->sid > y->sid) - (x->sid < y->sid);
+}
+
+static int same_values(const keyed *a, const keyed *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a->values[i], b->values[i])) return 0;
+    return 1;
+}
+
+static int sid_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int query_groups_split(store_reader *r, const query_series_set *set, const query_group_by *by,
+                       query_group **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    keyed *k = malloc((set->n_series ? set->n_series : 1) * sizeof *k);
+    query_group *groups = calloc(set->n_series ? set->n_series : 1, sizeof *groups);
+    if (!k || !groups) goto oom;
+    for (size_t i = 0; i < set->n_series; i++) {
+        k[i].sid = set->series[i];
+        for (size_t j = 0; j < by->n_keys; j++) {
+            const char *v = store_series_label(r, set->series[i], by->keys[j]);
+            k[i].values[j] = v ? v : "";
+        }
+    }
+    cmp_ctx cc = { by->n_keys };
+    qsort_r(k, set->n_series, sizeof *k, keyed_cmp, &cc);
+    size_t ng = 0;
+    for (size_t i = 0; i < set->n_series;) {
+        size_t j = i + 1;
+        while (j < set->n_series && same_values(&k[i], &k[j], by->n_keys)) j++;
+        query_group *g = &groups[ng++];
+        g->n_values = by->n_keys;
+        for (size_t v = 0; v < by->n_keys; v++) g->values[v] = k[i].values[v];
+        snprintf(g->set.type, sizeof g->set.type, "%s", set->type);
+        g->set.series = malloc((j - i) * sizeof *g->set.series);
+        if (!g->set.series) goto oom;
+        for (size_t s = i; s < j; s++) g->set.series[g->set.n_series++] = k[s].sid;
+        qsort(g->set.series, g->set.n_series, sizeof *g->set.series, sid_cmp);
+        i = j;
+    }
+    free(k);
+    *out = groups;
+    *n_out = ng;
+    return 0;
+oom:
+    free(k);
+    query_groups_free(groups, set->n_series);
+    return -1;
+}
+
+void query_groups_free(query_group *groups, size_t n)
+{
+    if (!groups) return;
+    for (size_t i = 0; i < n; i++) free(groups[i].set.series);
+    free(groups);
+}

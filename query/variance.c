@@ -1,0 +1,110 @@
+/* variance.c — what makes the total swing?  VProfiler's question asked of
+ * sampled profiles: over units u (windows, or groups), with T_u the unit's
+ * total and s_f,u the self value of function f in it,
+ *   contribution(f) = Cov(s_f, T) / Var(T)     (population moments)
+ * which sums to 1 over all functions, since the s_f add up to T.  The k
+ * largest contributions are answered; they are null when Var(T) = 0. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query_internal.h"
+
+typedef struct { double c, mean; uint32_t fn; size_t i; store_reader *r; } fn_var;
+
+static int by_contribution(const void *a, const void *b)
+{
+    const fn_var *x = a, *y = b;
+    int xn = x->c != x->c, yn = y->c != y->c;
+    if (xn != yn) return xn - yn;
+    if (!xn && x->c != y->c) return x->c > y->c ? -1 : 1;
+    if (x->mean != y->mean) return x->mean > y->mean ? -1 : 1;
+    return strcmp(store_string(x->r, x->fn, NULL), store_string(y->r, y->fn, NULL));
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, size_t k)
+{
+    /* The union of the units' functions. */
+    size_t nf = 0, cap = 0;
+    for (size_t i = 0; i < n; i++) cap += u[i].f.n;
+    uint32_t *fns = malloc((cap ? cap : 1) * sizeof *fns);
+    double *T = malloc((n ? n : 1) * sizeof *T), *s = NULL;
+    fn_var *vars = NULL;
+    json_t *arr = json_array(), *out = NULL;
+    if (!fns || !T || !arr) goto done;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(fns + nf, u[i].f.fn, u[i].f.n * sizeof *fns);
+        nf += u[i].f.n;
+        T[i] = (double)u[i].total;
+    }
+    qsort(fns, nf, sizeof *fns, u32_cmp);
+    size_t uniq = 0;
+    for (size_t i = 0; i < nf; i++)
+        if (!uniq || fns[uniq - 1] != fns[i]) fns[uniq++] = fns[i];
+    nf = uniq;
+    s = malloc((n ? n : 1) * sizeof *s);
+    vars = malloc((nf ? nf : 1) * sizeof *vars);
+    if (!s || !vars) goto done;
+    for (size_t f = 0; f < nf; f++) {
+        for (size_t i = 0; i < n; i++) {
+            const query_functions *qf = &u[i].f;
+            size_t lo = 0, hi = qf->n;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (qf->fn[mid] < fns[f]) lo = mid + 1;
+                else hi = mid;
+            }
+            s[i] = lo < qf->n && qf->fn[lo] == fns[f] ? (double)qf->self[lo] : 0;
+        }
+        vars[f] = (fn_var){ query_contribution(s, T, n), query_mean(s, n), fns[f], f, r };
+    }
+    qsort(vars, nf, sizeof *vars, by_contribution);
+    for (size_t q = 0; q < nf && q < k; q++) {
+        /* The function's own variance needs its series again. */
+        for (size_t i = 0; i < n; i++) {
+            const query_functions *qf = &u[i].f;
+            s[i] = 0;
+            for (size_t j = 0; j < qf->n; j++)
+                if (qf->fn[j] == vars[q].fn) s[i] = (double)qf->self[j];
+        }
+        json_t *e = json_pack("{s:s,s:o,s:f,s:f}", "name", store_string(r, vars[q].fn, NULL), "contribution",
+                              query_real_or_null(vars[q].c), "mean", query_mean(s, n), "variance", query_var(s, n));
+        if (!e || json_array_append_new(arr, e)) goto done;
+    }
+    out = json_pack("{s:I,s:o,s:o,s:O}", "units", (json_int_t)n, "mean", query_real_or_null(query_mean(T, n)),
+                    "variance", query_real_or_null(query_var(T, n)), "functions", arr);
+done:
+    json_decref(arr);
+    free(fns);
+    free(T);
+    free(s);
+    free(vars);
+    return out;
+}
+
+json_t *query_variance_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
+                                    int64_t until_ms, int64_t step_ms, size_t k)
+{
+    query_fprofile *u;
+    size_t n;
+    if (query_window_profiles(r, set, from_ms, until_ms, step_ms, &u, &n)) return NULL;
+    json_t *out = query_variance_json(r, u, n, k);
+    query_units_free(u, n);
+    return out;
+}
+
+json_t *query_variance_groups_json(store_reader *r, const query_group *groups, size_t n, int64_t from_ms,
+                                   int64_t until_ms, size_t k)
+{
+    query_fprofile *u;
+    if (query_group_profiles(r, groups, n, from_ms, until_ms, &u)) return NULL;
+    json_t *out = query_variance_json(r, u, n, k);
+    query_units_free(u, n);
+    return out;
+}

@@ -1,0 +1,411 @@
+/* analysis_handlers.c — the query engine's questions over HTTP:
+ * /api/v1/top, /stability, /compare, /diff, /timeline, /variance, and
+ * DELETE /api/v1/series.
+ *
+ * Each handler reads and checks its parameters (400 naming the one at
+ * fault), opens one read snapshot, asks query/ for the answer and encodes
+ * it.  A "side" is a selector over a time range, resolved and merged; compare
+ * and diff have two (left and right, each with optional left_from,
+ * left_until, right_from, right_until over the shared from and until). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+#define MAX_WINDOWS 10000
+
+typedef struct {
+    query_selector sel;
+    int64_t from, until;
+    query_series_set set;
+    query_tree tree;
+    int have_sel, have_set, have_tree;
+} side;
+
+static void side_free(side *s)
+{
+    if (s->have_tree) query_tree_free(&s->tree);
+    if (s->have_set) query_series_set_free(&s->set);
+    if (s->have_sel) query_selector_free(&s->sel);
+    memset(s, 0, sizeof *s);
+}
+
+/* Reads a side: selector parameter qname (def when absent, NULL:
+ * required) and its range, from prefix_from/prefix_until when given, else
+ * from/until.  Replies itself on error. */
+static int side_read(srv_request *rq, const char *qname, const char *def, const char *prefix, side *s)
+{
+    memset(s, 0, sizeof *s);
+    if (srv_selector(rq, qname, def, &s->sel)) return -1;
+    s->have_sel = 1;
+    if (srv_time_range(rq, "from", "until", SRV_DEFAULT_RANGE_MS, &s->from, &s->until)) return -1;
+    if (prefix) {
+        char fn[32], un[32];
+        snprintf(fn, sizeof fn, "%s_from", prefix);
+        snprintf(un, sizeof un, "%s_until", prefix);
+        if (srv_param(rq, fn) || srv_param(rq, un)) {
+            int64_t span = s->until - s->from;
+            if (srv_time_range(rq, fn, un, span, &s->from, &s->until)) return -1;
+        }
+    }
+    return 0;
+}
+
+static int side_resolve(srv_request *rq, store_reader *r, side *s)
+{
+    char err[256];
+    if (query_resolve(r, &s->sel, s->from, s->until, &s->set, err, sizeof err)) {
+        srv_reply_error(rq, 500, "%s", err);
+        return -1;
+    }
+    s->have_set = 1;
+    return 0;
+}
+
+static int side_merge(srv_request *rq, store_reader *r, side *s)
+{
+    char err[256];
+    if (side_resolve(rq, r, s)) return -1;
+    if (query_merge(r, &s->set, s->from, s->until, &s->tree, err, sizeof err)) {
+        srv_reply_error(rq, 500, "%s", err);
+        return -1;
+    }
+    s->have_tree = 1;
+    return 0;
+}
+
+static store_reader *begin(srv_request *rq)
+{
+    store_reader *r;
+    if (store_reader_begin(rq->srv->st, &r)) {
+        srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
+        return NULL;
+    }
+    return r;
+}
+
+/* Adds the common head of an answer: type, unit, from, until, other_types. */
+static json_t *with_head(json_t *o, const side *s, const char *unit)
+{
+    if (!o) return NULL;
+    json_t *others = json_array();
+    for (size_t i = 0; others && i < s->set.n_other_types; i++) json_array_append_new(others, json_string(s->set.other_types[i]));
+    json_object_set_new(o, "type", s->set.type[0] ? json_string(s->set.type) : json_null());
+    if (unit) json_object_set_new(o, "unit", json_string(unit));
+    json_object_set_new(o, "from", query_time_json(s->from));
+    json_object_set_new(o, "until", query_time_json(s->until));
+    json_object_set_new(o, "other_types", others);
+    return o;
+}
+
+/* Merges each group; order[] gets them by total descending. */
+typedef struct { query_tree tree; size_t i; } merged_group;
+
+static int by_total_desc(const void *a, const void *b)
+{
+    const merged_group *x = a, *y = b;
+    if (x->tree.grand_total != y->tree.grand_total) return x->tree.grand_total > y->tree.grand_total ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static merged_group *merge_groups(srv_request *rq, store_reader *r, const query_group *g, size_t n,
+                                  int64_t from, int64_t until)
+{
+    char err[256];
+    merged_group *m = calloc(n ? n : 1, sizeof *m);
+    if (!m) {
+        srv_reply_error(rq, 500, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        m[i].i = i;
+        if (query_merge(r, &g[i].set, from, until, &m[i].tree, err, sizeof err)) {
+            for (size_t j = 0; j < i; j++) query_tree_free(&m[j].tree);
+            free(m);
+            srv_reply_error(rq, 500, "%s", err);
+            return NULL;
+        }
+    }
+    qsort(m, n, sizeof *m, by_total_desc);
+    return m;
+}
+
+static void free_merged(merged_group *m, size_t n)
+{
+    for (size_t i = 0; m && i < n; i++) query_tree_free(&m[i].tree);
+    free(m);
+}
+
+/* ---- /api/v1/top ------------------------------------------------------ */
+
+enum MHD_Result srv_handle_top(srv_request *rq)
+{
+    uint64_t limit;
+    const char *order = srv_param(rq, "order");
+    if (order && strcmp(order, "self") && strcmp(order, "total"))
+        return srv_reply_error(rq, 400, "parameter 'order': '%s' (supported: self, total)", order);
+    int by_total = order && !strcmp(order, "total");
+    if (srv_param_uint(rq, "limit", 20, 1000000, &limit)) return MHD_YES;
+    query_group_by by;
+    int grouped;
+    side s;
+    if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
+    if (side_read(rq, "query", "{}", NULL, &s)) {
+        query_group_by_free(&by);
+        return MHD_YES;
+    }
+    store_reader *r = begin(rq);
+    enum MHD_Result res = MHD_YES;
+    if (!r) goto out;
+    if (!grouped) {
+        if (side_merge(rq, r, &s)) goto out;
+        json_t *o = with_head(query_top_json(r, &s.tree, (size_t)limit, by_total), &s, s.tree.unit);
+        res = srv_reply_json(rq, 200, o);
+        goto out;
+    }
+    if (side_resolve(rq, r, &s)) goto out;
+    query_group *g;
+    size_t ng;
+    if (query_groups_split(r, &s.set, &by, &g, &ng)) {
+        res = srv_reply_error(rq, 500, "out of memory");
+        goto out;
+    }
+    merged_group *m = merge_groups(rq, r, g, ng, s.from, s.until);
+    if (m) {
+        json_t *groups = json_array();
+        for (size_t i = 0; groups && i < ng; i++) {
+            json_t *e = query_top_json(r, &m[i].tree, (size_t)limit, by_total);
+            if (!e) continue;
+            json_object_set_new(e, "labels", query_group_labels_json(&by, &g[m[i].i]));
+            json_object_set_new(e, "unit", json_string(m[i].tree.unit));
+            json_array_append_new(groups, e);
+        }
+        json_t *o = with_head(json_object(), &s, NULL);
+        if (o) json_object_set_new(o, "groups", groups);
+        res = srv_reply_json(rq, 200, o);
+        free_merged(m, ng);
+    }
+    query_groups_free(g, ng);
+out:
+    if (r) store_reader_end(r);
+    side_free(&s);
+    query_group_by_free(&by);
+    return res;
+}
+
+/* ---- /api/v1/stability ------------------------------------------------ */
+
+enum MHD_Result srv_handle_stability(srv_request *rq)
+{
+    int64_t step;
+    uint64_t k;
+    double max_m, max_jsd;
+    if (srv_param_duration(rq, "step", 60000, &step) || srv_param_uint(rq, "k", 10, 10000, &k) ||
+        srv_param_double(rq, "max_manhattan", 0.2, 0, 2, &max_m) || srv_param_double(rq, "max_jsd", 0.05, 0, 1, &max_jsd))
+        return MHD_YES;
+    if (k == 0) return srv_reply_error(rq, 400, "parameter 'k': must be at least 1");
+    query_group_by by;
+    int grouped;
+    side s;
+    if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
+    if (side_read(rq, "query", "{}", NULL, &s)) {
+        query_group_by_free(&by);
+        return MHD_YES;
+    }
+    enum MHD_Result res = MHD_YES;
+    store_reader *r = NULL;
+    if (!grouped && query_window_count(s.from, s.until, step) > MAX_WINDOWS) {
+        res = srv_reply_error(rq, 400, "parameter 'step': %zu windows, at most %d (use a larger step)",
+                              query_window_count(s.from, s.until, step), MAX_WINDOWS);
+        goto out;
+    }
+    if (!(r = begin(rq))) goto out;
+    json_t *o = NULL;
+    if (!grouped) {
+        if (side_resolve(rq, r, &s)) goto out;
+        o = query_stability_windows_json(r, &s.set, s.from, s.until, step, (size_t)k, max_m, max_jsd);
+    } else {
+        if (side_merge(rq, r, &s)) goto out;
+        query_group *g;
+        size_t ng;
+        if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
+            o = query_stability_groups_json(r, &by, g, ng, &s.tree, s.from, s.until, (size_t)k, max_m, max_jsd);
+            query_groups_free(g, ng);
+        }
+    }
+    res = srv_reply_json(rq, 200, with_head(o, &s, NULL));
+out:
+    if (r) store_reader_end(r);
+    side_free(&s);
+    query_group_by_free(&by);
+    return res;
+}
+
+/* ---- /api/v1/compare and /api/v1/diff --------------------------------- */
+
+static enum MHD_Result two_sides(srv_request *rq, int diff)
+{
+    uint64_t k = 10, limit = 50;
+    if (!diff && (srv_param_uint(rq, "k", 10, 10000, &k) || srv_param_uint(rq, "limit", 50, 1000000, &limit)))
+        return MHD_YES;
+    if (!diff && k == 0) return srv_reply_error(rq, 400, "parameter 'k': must be at least 1");
+    side L, R;
+    memset(&R, 0, sizeof R);
+    if (side_read(rq, "left", NULL, "left", &L)) {
+        side_free(&L);
+        return MHD_YES;
+    }
+    enum MHD_Result res = MHD_YES;
+    store_reader *r = NULL;
+    if (side_read(rq, "right", NULL, "right", &R) || !(r = begin(rq))) goto out;
+    if (side_merge(rq, r, &L) || side_merge(rq, r, &R)) goto out;
+    json_t *o;
+    if (diff) {
+        o = json_pack("{s:I,s:I,s:s,s:s,s:o}", "left_total", (json_int_t)L.tree.grand_total, "right_total",
+                      (json_int_t)R.tree.grand_total, "left_unit", L.tree.unit, "right_unit", R.tree.unit, "tree",
+                      query_diff_json(r, &L.tree, &R.tree));
+    } else {
+        o = query_compare_json(r, &L.tree, &R.tree, (size_t)k, (size_t)limit);
+        if (o) {
+            json_object_set_new(json_object_get(o, "left"), "unit", json_string(L.tree.unit));
+            json_object_set_new(json_object_get(o, "right"), "unit", json_string(R.tree.unit));
+        }
+    }
+    if (o) {
+        json_object_set_new(o, "left_type", L.set.type[0] ? json_string(L.set.type) : json_null());
+        json_object_set_new(o, "right_type", R.set.type[0] ? json_string(R.set.type) : json_null());
+    }
+    res = srv_reply_json(rq, 200, o);
+out:
+    if (r) store_reader_end(r);
+    side_free(&L);
+    side_free(&R);
+    return res;
+}
+
+enum MHD_Result srv_handle_compare(srv_request *rq) { return two_sides(rq, 0); }
+enum MHD_Result srv_handle_diff(srv_request *rq) { return two_sides(rq, 1); }
+
+/* ---- /api/v1/timeline ------------------------------------------------- */
+
+enum MHD_Result srv_handle_timeline(srv_request *rq)
+{
+    query_group_by by;
+    int grouped;
+    side s;
+    if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
+    if (side_read(rq, "query", "{}", NULL, &s)) {
+        query_group_by_free(&by);
+        return MHD_YES;
+    }
+    enum MHD_Result res = MHD_YES;
+    store_reader *r = NULL;
+    int64_t step;
+    if (srv_param_duration(rq, "step", query_timeline_default_step(s.from, s.until), &step)) goto out;
+    if (query_window_count(s.from, s.until, step) > 100000) {
+        res = srv_reply_error(rq, 400, "parameter 'step': more than 100000 points (use a larger step)");
+        goto out;
+    }
+    if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
+    char unit[64];
+    json_t *o = json_pack("{s:I}", "step", (json_int_t)(step / 1000));
+    if (!grouped) {
+        json_object_set_new(o, "points", query_timeline_json(r, &s.set, s.from, s.until, step, unit, sizeof unit));
+        json_object_set_new(o, "unit", json_string(unit));
+    } else {
+        query_group *g;
+        size_t ng;
+        json_t *groups = json_array();
+        if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
+            for (size_t i = 0; i < ng; i++) {
+                json_t *pts = query_timeline_json(r, &g[i].set, s.from, s.until, step, unit, sizeof unit);
+                json_array_append_new(groups, json_pack("{s:o,s:s,s:o}", "labels", query_group_labels_json(&by, &g[i]),
+                                                        "unit", unit, "points", pts));
+            }
+            query_groups_free(g, ng);
+        }
+        json_object_set_new(o, "groups", groups);
+    }
+    res = srv_reply_json(rq, 200, with_head(o, &s, NULL));
+out:
+    if (r) store_reader_end(r);
+    side_free(&s);
+    query_group_by_free(&by);
+    return res;
+}
+
+/* ---- /api/v1/variance ------------------------------------------------- */
+
+enum MHD_Result srv_handle_variance(srv_request *rq)
+{
+    int64_t step;
+    uint64_t k;
+    if (srv_param_duration(rq, "step", 60000, &step) || srv_param_uint(rq, "k", 10, 10000, &k)) return MHD_YES;
+    if (srv_param(rq, "step") && srv_param(rq, "by"))
+        return srv_reply_error(rq, 400, "parameters 'step' and 'by' exclude each other: units are windows or groups");
+    query_group_by by;
+    int grouped;
+    side s;
+    if (srv_group_by(rq, "by", &by, &grouped)) return MHD_YES;
+    if (side_read(rq, "query", "{}", NULL, &s)) {
+        query_group_by_free(&by);
+        return MHD_YES;
+    }
+    enum MHD_Result res = MHD_YES;
+    store_reader *r = NULL;
+    if (!grouped && query_window_count(s.from, s.until, step) > MAX_WINDOWS) {
+        res = srv_reply_error(rq, 400, "parameter 'step': more than %d windows (use a larger step)", MAX_WINDOWS);
+        goto out;
+    }
+    if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
+    json_t *o = NULL;
+    if (!grouped) {
+        o = query_variance_windows_json(r, &s.set, s.from, s.until, step, (size_t)k);
+        if (o) json_object_set_new(o, "step", json_integer(step / 1000));
+    } else {
+        query_group *g;
+        size_t ng;
+        if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
+            o = query_variance_groups_json(r, g, ng, s.from, s.until, (size_t)k);
+            query_groups_free(g, ng);
+        }
+    }
+    res = srv_reply_json(rq, 200, with_head(o, &s, NULL));
+out:
+    if (r) store_reader_end(r);
+    side_free(&s);
+    query_group_by_free(&by);
+    return res;
+}
+
+/* ---- DELETE /api/v1/series -------------------------------------------- */
+
+enum MHD_Result srv_handle_delete(srv_request *rq)
+{
+    query_selector sel;
+    if (srv_selector(rq, "query", NULL, &sel)) return MHD_YES;
+    const char *all = srv_param(rq, "all");
+    if (sel.n_matchers == 0 && !(all && !strcmp(all, "true"))) {
+        query_selector_free(&sel);
+        return srv_reply_error(rq, 400, "parameter 'query': {} would delete every series; add all=true to mean it");
+    }
+    store_reader *r = begin(rq);
+    if (!r) {
+        query_selector_free(&sel);
+        return MHD_YES;
+    }
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    int rc = query_match(r, &sel, INT64_MIN, INT64_MAX, &ids, &n);
+    store_reader_end(r);
+    query_selector_free(&sel);
+    if (rc) return srv_reply_error(rq, 500, "out of memory");
+    uint64_t deleted = 0;
+    store_status ss = store_delete_series(rq->srv->st, ids, n, &deleted);
+    free(ids);
+    if (ss) return srv_reply_error(rq, srv_status_of_store(ss), "deletion failed after %llu profiles",
+                                   (unsigned long long)deleted);
+    srv_log("deleted %zu series, %llu profiles", n, (unsigned long long)deleted);
+    return srv_reply_json(rq, 200, json_pack("{s:I,s:I}", "deleted_series", (json_int_t)n, "deleted_profiles",
+                                             (json_int_t)deleted));
+}
