@@ -192,7 +192,7 @@ static json_t *profiles_json(ss_frames *f, const query_ss_profile *profiles, siz
 {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
-        if (json_array_append_new(a, profile_json(f, &profiles[i], unit))) {
+        if (json_array_append_new(a, profile_json(f, &profiles[i], profiles[i].unit ? ss_unit(profiles[i].unit) : unit))) {
             json_decref(a);
             return NULL;
         }
@@ -270,7 +270,7 @@ static const char *fn_name(void *ctx, uint32_t fn)
 }
 
 json_t *query_trees_speedscope(store_reader *r, const query_tree *const *trees, const char *const *names, size_t n,
-                               const char *unit, const char *name)
+                               const char *name)
 {
     tree_stacks *ts = calloc(n ? n : 1, sizeof *ts);
     query_ss_profile *profiles = calloc(n ? n : 1, sizeof *profiles);
@@ -278,9 +278,9 @@ json_t *query_trees_speedscope(store_reader *r, const query_tree *const *trees, 
     if (!ts || !profiles) goto done;
     for (size_t i = 0; i < n; i++) {
         if (collect_stacks(r, trees[i], &ts[i])) goto done;
-        profiles[i] = (query_ss_profile){ names[i], ts[i].stacks, ts[i].n };
+        profiles[i] = (query_ss_profile){ names[i], ts[i].stacks, ts[i].n, trees[i]->unit };
     }
-    out = query_speedscope_json(profiles, n, unit, name, fn_name, r);
+    out = query_speedscope_json(profiles, n, n ? trees[0]->unit : "none", name, fn_name, r);
 done:
     for (size_t i = 0; ts && i < n; i++) {
         free(ts[i].stacks);

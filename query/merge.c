@@ -38,26 +38,21 @@ typedef struct {
 
 const char *query_block_unit(const store_block *b, uint64_t *weight)
 {
-    if (b->rate > 0 && strcmp(b->unit, "samples") == 0) {
-        double w = llround(1e9 / b->rate);
-        *weight = w < 1 ? 1 : (uint64_t)w;
-        return "nanoseconds";
-    }
-    *weight = 1;
-    return b->unit;
+    return store_value_unit(b->unit, b->rate, weight);
 }
 
-static void count_unit(merge_ctx *c, const char *unit)
+/* Counts a block's profiles (a rollup block holds many) for its unit. */
+static void count_unit(merge_ctx *c, const char *unit, uint64_t profiles)
 {
     for (int i = 0; i < c->n_units; i++) {
         if (strcmp(c->units[i].name, unit) == 0) {
-            c->units[i].profiles++;
+            c->units[i].profiles += profiles;
             return;
         }
     }
     if (c->n_units < 16) {
         snprintf(c->units[c->n_units].name, sizeof c->units[0].name, "%s", unit);
-        c->units[c->n_units++].profiles = 1;
+        c->units[c->n_units++].profiles = profiles;
     }
 }
 
@@ -67,7 +62,7 @@ static int add_block(const store_block *b, void *arg)
     query_tree *t = c->t;
     uint64_t w;
     const char *unit = query_block_unit(b, &w);
-    count_unit(c, unit);
+    count_unit(c, unit, b->n_profiles);
     if (!c->want) {
         snprintf(t->unit, sizeof t->unit, "%s", unit);
         c->want = t->unit;
@@ -119,7 +114,7 @@ static int merge_pass(store_reader *r, const query_series_set *set, int64_t from
 {
     for (size_t i = 0; i < set->n_series; i++) {
         uint64_t before = t->profiles;
-        store_blocks_scan(r, set->series[i], from_ms, until_ms, add_block, c);
+        store_blocks_scan_merged(r, set->series[i], from_ms, until_ms, add_block, c);
         if (c->failed) return -1;
         if (t->profiles > before) t->series++;
     }

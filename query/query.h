@@ -152,9 +152,9 @@ json_t *query_tree_json(store_reader *r, const query_tree *t, size_t max_nodes,
                         uint64_t *trunc_nodes, uint64_t *trunc_total);
 
 /* Trees as a speedscope file: one "sampled" profile per tree (named by
- * names[i]), frames shared, weights in unit. */
+ * names[i], in the tree's own unit), frames shared. */
 json_t *query_trees_speedscope(store_reader *r, const query_tree *const *trees, const char *const *names, size_t n,
-                               const char *unit, const char *name);
+                               const char *name);
 
 /* The tree as folded text: one "a;b;c N" line per stack with self > 0,
  * sorted by stack.  Returns a malloc'd buffer and its length. */

@@ -94,6 +94,7 @@ typedef struct {
     const char *name;
     const query_ss_stack *stacks;
     size_t n_stacks;
+    const char *unit;               /* this profile's unit, or NULL: the file's */
 } query_ss_profile;
 
 /* A speedscope file (https://www.speedscope.app/file-format-schema.json)

@@ -103,7 +103,7 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
                 group_name(by, &g[gt[i].i], buf[i], sizeof buf[i]);
                 names[i] = buf[i];
             }
-            o = query_trees_speedscope(r, trees, names, ng, ng ? gt[0].tree.unit : "samples", set->type);
+            o = query_trees_speedscope(r, trees, names, ng, set->type);
         }
         free(trees);
         free(names);
@@ -191,7 +191,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     } else if (speedscope) {
         const query_tree *trees[1] = { &t };
         const char *names[1] = { set.type[0] ? set.type : "profile" };
-        res = srv_reply_json(rq, 200, query_trees_speedscope(r, trees, names, 1, t.unit, names[0]));
+        res = srv_reply_json(rq, 200, query_trees_speedscope(r, trees, names, 1, names[0]));
     } else {
         res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes);
     }

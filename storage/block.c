@@ -20,6 +20,7 @@
  * (big-endian, sign bit flipped), and a sequence number that keeps two
  * profiles with the same start apart.  Big-endian makes LMDB's byte order
  * the order of (series, time), so a time range is one cursor walk. */
+#include <math.h>
 #include <zstd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,17 @@ static inline int get_varint(const unsigned char **p, const unsigned char *end, 
         }
     }
     return -1;
+}
+
+const char *store_value_unit(const char *unit, double rate, uint64_t *weight)
+{
+    if (rate > 0 && strcmp(unit, "samples") == 0) {
+        double w = llround(1e9 / rate);
+        *weight = w < 1 ? 1 : (uint64_t)w;
+        return "nanoseconds";
+    }
+    *weight = 1;
+    return unit;
 }
 
 void block_key(unsigned char key[BLOCK_KEY_LEN], uint32_t sid, int64_t from_ms, uint32_t seq)

@@ -9,6 +9,7 @@
  * scratch is per reader, so readers never share mutable state. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <zstd.h>
 
@@ -17,7 +18,9 @@
 struct store_reader {
     store *st;
     MDB_txn *txn;
-    MDB_cursor *cur;
+    MDB_cursor *cur, *rcur;           /* blocks, rollups */
+    int use_rollups;
+    int64_t rollup_from[ROLLUP_LEVELS]; /* first bucket retention has not touched */
     uint32_t n_strings, n_nodes, n_series;
     char *scratch;          /* decompressed payload */
     ZSTD_DCtx *zctx;        /* reused across blocks */
@@ -33,7 +36,9 @@ store_status store_reader_begin(store *st, store_reader **out)
     r->st = st;
     int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &r->txn);
     if (!rc) rc = mdb_cursor_open(r->txn, st->db_blocks, &r->cur);
+    if (!rc) rc = mdb_cursor_open(r->txn, st->db_rollups, &r->rcur);
     if (rc) {
+        if (r->cur) mdb_cursor_close(r->cur);
         if (r->txn) mdb_txn_abort(r->txn);
         free(r);
         return store_status_of(rc);
@@ -41,6 +46,12 @@ store_status store_reader_begin(store *st, store_reader **out)
     r->n_strings = atomic_load_explicit(&st->strings->pending, memory_order_acquire);
     r->n_nodes = atomic_load_explicit(&st->nodes->pending, memory_order_acquire);
     r->n_series = atomic_load_explicit(&st->series->committed, memory_order_acquire);
+    r->use_rollups = 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t cutoff = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - st->opt.retention_ms;
+    for (int l = 0; l < ROLLUP_LEVELS; l++)
+        r->rollup_from[l] = st->opt.retention_ms > 0 ? -rollup_floor(-cutoff, rollup_size_ms[l]) : INT64_MIN;
     *out = r;
     return STORE_OK;
 }
@@ -49,6 +60,7 @@ void store_reader_end(store_reader *r)
 {
     if (!r) return;
     mdb_cursor_close(r->cur);
+    mdb_cursor_close(r->rcur);
     mdb_txn_abort(r->txn);
     ZSTD_freeDCtx(r->zctx);
     free(r->scratch);
@@ -109,16 +121,15 @@ store_status store_postings(const store_reader *r, const char *name, const char 
     return series_postings_copy(r->st, name, value, r->n_strings, r->n_series, ids, n);
 }
 
-static int parse_block(const MDB_val *k, const MDB_val *v, const store_reader *r, store_block *b)
+/* Fills b from a block value (the caller sets series and times). */
+static int parse_value(const MDB_val *v, const store_reader *r, store_block *b)
 {
     block_header h;
     const void *payload;
     size_t plen;
     int compressed;
-    if (k->mv_size != BLOCK_KEY_LEN || block_parse_header(v->mv_data, v->mv_size, &h, &payload, &plen, &compressed))
-        return -1;
-    block_key_parse(k->mv_data, &b->series, &b->from_ms, NULL);
-    b->until_ms = b->from_ms + h.duration_ms;
+    if (block_parse_header(v->mv_data, v->mv_size, &h, &payload, &plen, &compressed)) return -1;
+    b->until_ms = h.duration_ms; /* the caller adds the start */
     b->rate = h.rate;
     b->unit = store_string(r, h.unit, NULL);
     b->samples = h.samples;
@@ -127,6 +138,15 @@ static int parse_block(const MDB_val *k, const MDB_val *v, const store_reader *r
     b->data = v->mv_data;  /* the whole value: store_block_pairs re-parses */
     b->data_len = v->mv_size;
     b->raw_len = h.raw_len;
+    return 0;
+}
+
+static int parse_block(const MDB_val *k, const MDB_val *v, const store_reader *r, store_block *b)
+{
+    if (k->mv_size != BLOCK_KEY_LEN || parse_value(v, r, b)) return -1;
+    int64_t duration = b->until_ms;
+    block_key_parse(k->mv_data, &b->series, &b->from_ms, NULL);
+    b->until_ms = b->from_ms + duration;
     return 0;
 }
 
@@ -150,6 +170,57 @@ int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t un
         rc = mdb_cursor_get(r->cur, &k, &v, MDB_NEXT);
     }
     return 0;
+}
+
+void store_reader_use_rollups(store_reader *r, int on) { r->use_rollups = on; }
+
+/* Calls fn for the rollup blocks of one level with buckets in [a, b). */
+static int scan_rollups(store_reader *r, int level, uint32_t sid, int64_t a, int64_t b, store_block_fn fn, void *ctx)
+{
+    unsigned char key[ROLLUP_KEY_LEN];
+    rollup_key(key, level, sid, a, 0);
+    MDB_val k = { ROLLUP_KEY_LEN, key }, v;
+    int rc = mdb_cursor_get(r->rcur, &k, &v, MDB_SET_RANGE);
+    for (; rc == 0; rc = mdb_cursor_get(r->rcur, &k, &v, MDB_NEXT)) {
+        int kl;
+        uint32_t ksid;
+        int64_t bucket;
+        if (k.mv_size != ROLLUP_KEY_LEN) break;
+        rollup_key_parse(k.mv_data, &kl, &ksid, &bucket, NULL);
+        if (kl != level || ksid != sid || bucket >= b) break;
+        store_block blk;
+        if (parse_value(&v, r, &blk)) continue;
+        blk.series = sid;
+        blk.from_ms = bucket;
+        blk.until_ms = bucket + rollup_size_ms[level];
+        int stop = fn(&blk, ctx);
+        if (stop) return stop;
+    }
+    return 0;
+}
+
+/* Covers [from, until) with whole buckets of this level where it can, and
+ * finer levels (at last raw blocks) at the edges. */
+static int plan(store_reader *r, uint32_t sid, int64_t from, int64_t until, int level, store_block_fn fn, void *ctx)
+{
+    if (from >= until) return 0;
+    const int64_t lim = INT64_C(1) << 60; /* far beyond any real time: raw */
+    if (level >= ROLLUP_LEVELS || !r->use_rollups || from < -lim || until > lim)
+        return store_blocks_scan(r, sid, from, until, fn, ctx);
+    int64_t size = rollup_size_ms[level];
+    int64_t a = -rollup_floor(-from, size), b = rollup_floor(until, size);
+    if (a < r->rollup_from[level]) a = r->rollup_from[level];
+    if (a >= b) return plan(r, sid, from, until, level + 1, fn, ctx);
+    int rc = plan(r, sid, from, a, level + 1, fn, ctx);
+    if (!rc) rc = scan_rollups(r, level, sid, a, b, fn, ctx);
+    if (!rc) rc = plan(r, sid, b, until, level + 1, fn, ctx);
+    return rc;
+}
+
+int store_blocks_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn,
+                             void *ctx)
+{
+    return plan(r, sid, from_ms, until_ms, 0, fn, ctx);
 }
 
 int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms)

@@ -8,6 +8,8 @@
  * thread can serve ingest between steps.  LMDB reuses the pages freed here,
  * so in steady state the data file stops growing.  Series and dictionary
  * entries are kept: they are small, and the same services come back. */
+#include <errno.h>
+
 #include "store_internal.h"
 
 store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished)
@@ -20,16 +22,21 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
     int64_t cutoff = now_ms - st->opt.retention_ms;
     uint32_t max = st->series->len;
     MDB_txn *txn;
-    MDB_cursor *c;
+    MDB_cursor *c, *rc_cur;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
     if (rc) return store_status_of(rc);
-    if ((rc = mdb_cursor_open(txn, st->db_blocks, &c))) {
+    if ((rc = mdb_cursor_open(txn, st->db_blocks, &c)) || (rc = mdb_cursor_open(txn, st->db_rollups, &rc_cur))) {
         mdb_txn_abort(txn);
         return store_status_of(rc);
     }
-    uint64_t n = 0;
+    uint64_t n = 0, rollup_budget = budget;
     uint32_t sid = st->retention_sid ? st->retention_sid : 1;
     for (; sid < max && n < budget; sid++) {
+        store_status rs = rollup_delete(rc_cur, sid, cutoff, &rollup_budget);
+        if (rs || !rollup_budget) {
+            rc = rs ? EIO : 0;
+            break; /* resume this series in the next step */
+        }
         unsigned char key[BLOCK_KEY_LEN];
         block_key(key, sid, INT64_MIN, 0);
         MDB_val k = { BLOCK_KEY_LEN, key }, v;
@@ -53,6 +60,7 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
         if (n >= budget) break; /* this series may have more: resume here */
     }
     mdb_cursor_close(c);
+    mdb_cursor_close(rc_cur);
     if (rc) {
         mdb_txn_abort(txn);
         return store_status_of(rc);
@@ -71,16 +79,21 @@ store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint
     size_t i = 0;
     while (i < n) {
         MDB_txn *txn;
-        MDB_cursor *c;
+        MDB_cursor *c, *rcur;
         int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
         if (rc) return store_status_of(rc);
-        if ((rc = mdb_cursor_open(txn, st->db_blocks, &c))) {
+        if ((rc = mdb_cursor_open(txn, st->db_blocks, &c)) || (rc = mdb_cursor_open(txn, st->db_rollups, &rcur))) {
             mdb_txn_abort(txn);
             return store_status_of(rc);
         }
-        uint64_t k = 0;
+        uint64_t k = 0, rollup_budget = 10000;
         size_t start_i = i;
         for (; i < n && k < 10000; i++) {
+            store_status rs = rollup_delete(rcur, ids[i], INT64_MAX, &rollup_budget);
+            if (rs || !rollup_budget) {
+                rc = rs ? EIO : 0;
+                break;
+            }
             unsigned char key[BLOCK_KEY_LEN];
             block_key(key, ids[i], INT64_MIN, 0);
             MDB_val kv = { BLOCK_KEY_LEN, key }, v;
@@ -98,6 +111,7 @@ store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint
             if (k >= 10000) break; /* this series may have more: next transaction */
         }
         mdb_cursor_close(c);
+        mdb_cursor_close(rcur);
         if (rc || (rc = mdb_txn_commit(txn))) {
             if (rc) i = start_i;
             return store_status_of(rc);

@@ -7,6 +7,7 @@
  *   nodes    u32 first id -> chunk of tree nodes    (dict_disk.c)
  *   series   u32 id -> {u32 name, u32 value}[] (sorted labels)
  *   blocks   (series, start, seq) -> encoded pairs (block.c)
+ *   rollups  (level, series, bucket, unit) -> pre-merged pairs (rollup.c)
  * LMDB commits with fsync by default, so a committed transaction survives
  * kill -9 and power loss, and the file is always openable (copy-on-write
  * B-trees, no recovery step). */
@@ -133,7 +134,8 @@ static int open_dbs(store *st, char *err, size_t errlen)
         (rc = mdb_dbi_open(txn, "strings", MDB_CREATE | MDB_INTEGERKEY, &st->db_strings)) ||
         (rc = mdb_dbi_open(txn, "nodes", MDB_CREATE | MDB_INTEGERKEY, &st->db_nodes)) ||
         (rc = mdb_dbi_open(txn, "series", MDB_CREATE | MDB_INTEGERKEY, &st->db_series)) ||
-        (rc = mdb_dbi_open(txn, "blocks", MDB_CREATE, &st->db_blocks))) {
+        (rc = mdb_dbi_open(txn, "blocks", MDB_CREATE, &st->db_blocks)) ||
+        (rc = mdb_dbi_open(txn, "rollups", MDB_CREATE, &st->db_rollups))) {
         store_set_err(err, errlen, "%s: opening databases: %s", st->path, mdb_strerror(rc));
         mdb_txn_abort(txn);
         return -1;

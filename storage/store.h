@@ -137,12 +137,29 @@ typedef struct {
     uint32_t raw_len;       /* decoded size of data */
 } store_block;
 
+/* The unit a profile's values are answered in, and the weight of one
+ * count: a `samples` profile with a sampling rate is answered in CPU time,
+ * each count weighing round(1e9 / rate) nanoseconds, so profiles taken at
+ * different frequencies add up.  Other profiles weigh 1 in their own unit. */
+const char *store_value_unit(const char *unit, double rate, uint64_t *weight);
+
 /* Calls fn for every block of series sid whose window starts in
  * [from_ms, until_ms), in time order.  fn answers 0 to go on, non-zero to
  * stop (that value is returned). */
 typedef int (*store_block_fn)(const store_block *b, void *ctx);
 int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms,
                       store_block_fn fn, void *ctx);
+
+/* Like store_blocks_scan, but where whole rollup buckets (1 h, 1 min) lie
+ * inside the range, calls fn once per pre-merged bucket instead of once per
+ * profile: values already weighted (rate 0, unit as store_value_unit
+ * says), n_profiles > 1, from/until the bucket's.  The blocks together hold
+ * exactly the profiles starting in [from_ms, until_ms).  For merges; not
+ * for answers that need each profile's own time. */
+int store_blocks_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms,
+                             store_block_fn fn, void *ctx);
+/* Rollups on (default) or off for this reader: off, scans are raw. */
+void store_reader_use_rollups(store_reader *r, int on);
 
 /* Answers 1 when series sid has a block starting in [from_ms, until_ms). */
 int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms);

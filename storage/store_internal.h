@@ -105,7 +105,7 @@ typedef struct write_req {
 
 struct store {
     MDB_env *env;
-    MDB_dbi db_meta, db_strings, db_nodes, db_series, db_blocks;
+    MDB_dbi db_meta, db_strings, db_nodes, db_series, db_blocks, db_rollups;
     char *path;
     store_options opt;
 
@@ -192,6 +192,20 @@ int block_accumulate(const block_header *h, const void *payload, size_t payload_
 #define BLOCK_KEY_LEN 16
 void block_key(unsigned char key[BLOCK_KEY_LEN], uint32_t sid, int64_t from_ms, uint32_t seq);
 void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, uint32_t *seq);
+
+/* rollup.c: pre-merged blocks per (level, series, bucket, unit). */
+#define ROLLUP_LEVELS 2
+#define ROLLUP_KEY_LEN 17
+extern const int64_t rollup_size_ms[ROLLUP_LEVELS];   /* coarsest first */
+int64_t rollup_floor(int64_t t, int64_t size);
+void rollup_key(unsigned char key[ROLLUP_KEY_LEN], int level, uint32_t sid, int64_t bucket, uint32_t unit);
+void rollup_key_parse(const unsigned char *key, int *level, uint32_t *sid, int64_t *bucket, uint32_t *unit);
+/* Adds a profile's pairs (sorted, unweighted) into its buckets. */
+store_status rollup_add(store *st, MDB_txn *txn, uint32_t sid, int64_t from_ms, const char *unit, double rate,
+                        const uint32_t *nodes, const uint64_t *counts, uint32_t n, uint64_t samples);
+/* Deletes sid's rollup buckets wholly older than cutoff_ms (INT64_MAX:
+ * all), at most *budget of them (decremented). */
+store_status rollup_delete(MDB_cursor *c, uint32_t sid, int64_t cutoff_ms, uint64_t *budget);
 
 /* writer.c / retention.c */
 void *writer_main(void *arg);

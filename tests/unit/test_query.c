@@ -86,6 +86,13 @@ static void done(answer *a)
     store_reader_end(a->r);
 }
 
+static int count_block(const store_block *b, void *ctx)
+{
+    (void)b;
+    (*(int *)ctx)++;
+    return 0;
+}
+
 static void test_rate_weighting_merges_in_nanoseconds(void **state)
 {
     (void)state;
@@ -251,6 +258,95 @@ static void test_listings(void **state)
     store_reader_end(r);
 }
 
+/* Rollups change how a merge reads, never what it answers: random profiles
+ * over three hours (three rates, two units, three series), merged over
+ * random ranges and over exact bucket edges, with rollups and without. */
+static void test_rollups_answer_like_raw(void **state)
+{
+    (void)state;
+    const int64_t base = 1795200000000LL; /* a whole hour */
+    const double rates[] = { 0, 99, 49 };
+    const char *stacks[] = { "r;a 1\n", "r;a;b 2\nr;c 1\n", "r;d;e;f 5\nr;a 3\n", "q;x 7\n" };
+    unsigned seed = 12345;
+    for (int i = 0; i < 600; i++) {
+        seed = seed * 1103515245 + 12345;
+        int64_t at = base + (int64_t)(seed % (3 * 3600)) * 1000 + (seed >> 20) % 1000;
+        char inst[8];
+        snprintf(inst, sizeof inst, "r%u", (seed >> 8) % 3);
+        put("rolled", (seed >> 12) % 5 ? "cpu" : "alloc", inst, at, rates[(seed >> 4) % 3],
+            (seed >> 16) % 7 ? "samples" : "bytes", stacks[(seed >> 24) % 4]);
+    }
+    int64_t ranges[40][2] = {
+        { base, base + 3 * 3600000 }, { base + 1, base + 3 * 3600000 - 1 }, { base + 60000, base + 7200000 },
+        { base - 3600000, base + 4 * 3600000 }, { base + 3599999, base + 3600001 }, { base + 30000, base + 90000 },
+    };
+    for (int i = 6; i < 40; i++) {
+        seed = seed * 1103515245 + 12345;
+        int64_t a = base + (int64_t)(seed % (3 * 3600)) * 1000 - 600000;
+        seed = seed * 1103515245 + 12345;
+        ranges[i][0] = a;
+        ranges[i][1] = a + 1 + (int64_t)(seed % (2 * 3600)) * 1000;
+    }
+    const char *sels[] = { "rolled{}", "rolled{type=\"alloc\"}", "rolled{instance=\"r1\"}" };
+    for (int q = 0; q < 40; q++) {
+        for (int k = 0; k < 3; k++) {
+            answer on, off;
+            ask(&on, sels[k], ranges[q][0], ranges[q][1]);
+            store_reader *r;
+            query_selector sel;
+            query_series_set set;
+            char err[128];
+            assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+            store_reader_use_rollups(r, 0);
+            assert_int_equal(query_selector_parse(sels[k], &sel, err, sizeof err), 0);
+            assert_int_equal(query_resolve(r, &sel, ranges[q][0], ranges[q][1], &set, err, sizeof err), 0);
+            assert_int_equal(query_merge(r, &set, ranges[q][0], ranges[q][1], &off.t, err, sizeof err), 0);
+            assert_string_equal(on.t.unit, off.t.unit);
+            assert_int_equal(on.t.grand_total, off.t.grand_total);
+            assert_int_equal(on.t.samples, off.t.samples);
+            assert_int_equal(on.t.profiles, off.t.profiles);
+            assert_int_equal(on.t.skipped_profiles, off.t.skipped_profiles);
+            assert_int_equal(on.t.series, off.t.series);
+            uint32_t n = on.t.n_nodes < off.t.n_nodes ? on.t.n_nodes : off.t.n_nodes;
+            assert_memory_equal(on.t.self, off.t.self, n * sizeof *on.t.self);
+            assert_memory_equal(on.t.total, off.t.total, n * sizeof *on.t.total);
+            query_tree_free(&off.t);
+            query_series_set_free(&set);
+            query_selector_free(&sel);
+            store_reader_end(r);
+            done(&on);
+        }
+    }
+}
+
+/* Deleting a series takes its rollups with it. */
+static void test_delete_takes_rollups(void **state)
+{
+    (void)state;
+    const int64_t base = 1795200000000LL;
+    for (int i = 0; i < 30; i++) put("doomed", "cpu", "d-1", base + i * 10000, 0, "samples", "k 2\n");
+    answer a;
+    ask(&a, "doomed{}", base, base + 3600000);
+    assert_int_equal(a.t.grand_total, 60);
+    uint32_t sid = a.set.series[0];
+    done(&a);
+    uint64_t deleted = 0;
+    assert_int_equal(store_delete_series(st, &sid, 1, &deleted), STORE_OK);
+    assert_int_equal(deleted, 30);
+    ask(&a, "doomed{}", base, base + 3600000);
+    assert_int_equal(a.t.grand_total, 0);
+    assert_int_equal(a.t.profiles, 0);
+    done(&a);
+    /* Merged scans, rollup by rollup, find nothing either. */
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    int calls = 0;
+    store_blocks_scan_merged(r, sid, INT64_MIN / 4, INT64_MAX / 4, count_block, &calls);
+    store_blocks_scan_merged(r, sid, base, base + 3600000, count_block, &calls);
+    assert_int_equal(calls, 0);
+    store_reader_end(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +357,8 @@ int main(void)
         cmocka_unit_test(test_tree_json_order_and_truncation),
         cmocka_unit_test(test_equal_totals_sort_by_name),
         cmocka_unit_test(test_listings),
+        cmocka_unit_test(test_rollups_answer_like_raw),
+        cmocka_unit_test(test_delete_takes_rollups),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -356,7 +356,7 @@ static void test_speedscope(void **state)
     const uint32_t main_foo[] = {10, 11}, main_bar[] = {10, 12}, main_baz[] = {10, 13}, bad[] = {14};
     const query_ss_stack a[] = {{main_foo, 2, 3}, {main_bar, 2, 2}};
     const query_ss_stack b[] = {{main_baz, 2, 5}, {main_foo, 2, 1}, {bad, 1, 4}};
-    const query_ss_profile ps[] = {{"cpu a", a, 2}, {"cpu b", b, 3}};
+    const query_ss_profile ps[] = {{"cpu a", a, 2, NULL}, {"cpu b", b, 3, NULL}};
     json_t *o = query_speedscope_json(ps, 2, "samples", "my query", name_of, (void *)ss_names);
     assert_non_null(o);
 
@@ -411,7 +411,7 @@ static void test_speedscope_units(void **state)
     };
     const uint32_t f[] = {1};
     const query_ss_stack st[] = {{f, 1, 7}};
-    const query_ss_profile p = {"x", st, 1};
+    const query_ss_profile p = {"x", st, 1, NULL};
     for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
         json_t *o = query_speedscope_json(&p, 1, units[i].in, "n", name_of, (void *)names);
         assert_non_null(o);
@@ -419,12 +419,19 @@ static void test_speedscope_units(void **state)
         assert_string_equal(json_string_value(json_object_get(p0, "unit")), units[i].out);
         json_decref(o);
     }
+    /* A profile's own unit wins over the file's, mapped the same way. */
+    const query_ss_profile two[] = {{"own", st, 1, "samples"}, {"file's", st, 1, NULL}};
+    json_t *o = query_speedscope_json(two, 2, "nanoseconds", "n", name_of, (void *)names);
+    json_t *ps = json_object_get(o, "profiles");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ps, 0), "unit")), "none");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ps, 1), "unit")), "nanoseconds");
+    json_decref(o);
 }
 
 static void test_speedscope_empty(void **state)
 {
     (void)state;
-    const query_ss_profile p = {"empty", NULL, 0};
+    const query_ss_profile p = {"empty", NULL, 0, NULL};
     json_t *o = query_speedscope_json(&p, 1, "bytes", "n", name_of, (void *)names);
     assert_non_null(o);
     assert_int_equal(json_array_size(json_object_get(json_object_get(o, "shared"), "frames")), 0);
@@ -461,7 +468,7 @@ static void test_speedscope_many_frames(void **state)
         ids[2 * i + 1] = 7919u * ((i + 1) % N) % 100003u;
         st[i] = (query_ss_stack){&ids[2 * i], 2, 1};
     }
-    const query_ss_profile p = {"many", st, N};
+    const query_ss_profile p = {"many", st, N, NULL};
     char buf[32];
     json_t *o = query_speedscope_json(&p, 1, "nanoseconds", "n", num_name, buf);
     assert_non_null(o);
