@@ -40,12 +40,23 @@ static int side_read(srv_request *rq, const char *qname, const char *def, const 
     s->have_sel = 1;
     if (srv_time_range(rq, "from", "until", SRV_DEFAULT_RANGE_MS, &s->from, &s->until)) return -1;
     if (prefix) {
-        char fn[32], un[32];
+        /* Each override replaces only its own bound. */
+        char fn[32], un[32], err[256];
         snprintf(fn, sizeof fn, "%s_from", prefix);
         snprintf(un, sizeof un, "%s_until", prefix);
-        if (srv_param(rq, fn) || srv_param(rq, un)) {
-            int64_t span = s->until - s->from;
-            if (srv_time_range(rq, fn, un, span, &s->from, &s->until)) return -1;
+        const char *f = srv_param(rq, fn), *u = srv_param(rq, un);
+        int64_t now = srv_now_ms();
+        if (f && query_time_parse(f, now, &s->from, err, sizeof err)) {
+            srv_reply_error(rq, 400, "parameter '%s': %s", fn, err);
+            return -1;
+        }
+        if (u && query_time_parse(u, now, &s->until, err, sizeof err)) {
+            srv_reply_error(rq, 400, "parameter '%s': %s", un, err);
+            return -1;
+        }
+        if ((f || u) && s->from >= s->until) {
+            srv_reply_error(rq, 400, "parameters '%s' and '%s': the %s range must start before it ends", fn, un, prefix);
+            return -1;
         }
     }
     return 0;
