@@ -105,7 +105,7 @@ static int stat_block(const store_block *b, void *arg)
     if (!s->profiles || b->from_ms > s->last) s->last = b->from_ms;
     s->profiles += b->n_profiles;
     s->samples += b->samples;
-    s->total += b->samples * w;
+    s->total += b->counts * w;
     return 0;
 }
 

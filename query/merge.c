@@ -129,9 +129,19 @@ static int unit_cmp(const void *a, const void *b)
 int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
                 query_tree *out, char *err, size_t errlen)
 {
+    return query_merge_in_unit(r, set, from_ms, until_ms, NULL, out, err, errlen);
+}
+
+int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                        const char *unit, query_tree *out, char *err, size_t errlen)
+{
     uint32_t n_nodes = store_node_max(r) + 1;
     if (alloc_tree(out, n_nodes)) goto oom;
     merge_ctx c = { .r = r, .t = out };
+    if (unit) {
+        snprintf(out->unit, sizeof out->unit, "%s", unit);
+        c.want = out->unit;
+    }
     if (merge_pass(r, set, from_ms, until_ms, out, &c)) goto corrupt;
 
     /* The unit with the most profiles wins; merge again if it was not the
@@ -141,7 +151,11 @@ int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms, i
         if (best < 0 || c.units[i].profiles > c.units[best].profiles ||
             (c.units[i].profiles == c.units[best].profiles && strcmp(c.units[i].name, c.units[best].name) < 0))
             best = i;
-    if (best >= 0 && strcmp(c.units[best].name, out->unit) != 0) {
+    if (unit) {
+        /* The caller chose the unit: everything else is left out. */
+        for (best = 0; best < c.n_units && strcmp(c.units[best].name, unit); best++)
+            ;
+    } else if (best >= 0 && strcmp(c.units[best].name, out->unit) != 0) {
         char want[64];
         snprintf(want, sizeof want, "%s", c.units[best].name);
         query_tree_free(out);

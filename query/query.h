@@ -103,6 +103,10 @@ typedef struct {
 /* Merges every profile of the set whose window starts in [from, until). */
 int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
                 int64_t until_ms, query_tree *out, char *err, size_t errlen);
+/* The same in a given unit (profiles in other units left out and listed):
+ * windows and groups of one answer share the answer's unit. */
+int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                        const char *unit, query_tree *out, char *err, size_t errlen);
 void query_tree_free(query_tree *t);
 
 /* ---- group-by (groups.c) ---------------------------------------------- */
@@ -194,8 +198,8 @@ size_t query_window_count(int64_t from_ms, int64_t until_ms, int64_t step_ms);
 /* Variance attribution over windows or groups: {"units", "mean", "variance", "functions"}. */
 json_t *query_variance_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
                                     int64_t until_ms, int64_t step_ms, size_t k);
-json_t *query_variance_groups_json(store_reader *r, const query_group *groups, size_t n, int64_t from_ms,
-                                   int64_t until_ms, size_t k);
+json_t *query_variance_groups_json(store_reader *r, const query_series_set *whole, const query_group *groups,
+                                   size_t n, int64_t from_ms, int64_t until_ms, size_t k);
 /* The labels of a group as a JSON object. */
 json_t *query_group_labels_json(const query_group_by *by, const query_group *g);
 

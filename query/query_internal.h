@@ -39,7 +39,7 @@ int query_distances(store_reader *r, const query_dist *x, const query_dist *y, s
 int query_window_profiles(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
                           int64_t step_ms, query_fprofile **out, size_t *n_out);
 int query_group_profiles(store_reader *r, const query_group *groups, size_t n, int64_t from_ms, int64_t until_ms,
-                         query_fprofile **out);
+                         const char *unit, query_fprofile **out);
 void query_units_free(query_fprofile *u, size_t n);
 json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, size_t k);
 

@@ -52,7 +52,7 @@ json_t *query_stability_windows_json(store_reader *r, const query_series_set *se
                               query_real_or_null(jsd[w]));
         if (!e || json_array_append_new(windows, e)) goto done;
     }
-    out = json_pack("{s:I,s:O,s:o}", "step", (json_int_t)(step_ms / 1000), "windows", windows, "summary",
+    out = json_pack("{s:o,s:O,s:o}", "step", query_time_json(step_ms), "windows", windows, "summary",
                     summary_json(ent, man, jsd, n, max_m, max_jsd));
 done:
     json_decref(windows);
@@ -81,7 +81,7 @@ json_t *query_stability_groups_json(store_reader *r, const query_group_by *by, c
     double *ent = malloc((n ? n : 1) * 3 * sizeof *ent), *man = ent + n, *jsd = man + n;
     by_m *order = malloc((n ? n : 1) * sizeof *order);
     json_t *arr = json_array(), *out = NULL;
-    if (!ent || !order || !arr || query_group_profiles(r, groups, n, from_ms, until_ms, &u)) goto done;
+    if (!ent || !order || !arr || query_group_profiles(r, groups, n, from_ms, until_ms, whole->unit, &u)) goto done;
     for (size_t g = 0; g < n; g++) {
         ent[g] = man[g] = jsd[g] = NAN;
         if (u[g].total > 0) {

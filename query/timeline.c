@@ -1,7 +1,9 @@
 /* timeline.c — totals over time, from the block headers alone (no block is
  * decoded): each profile's value (samples x weight) goes to the step its
  * window starts in.  Steps are aligned to `from`; empty steps are 0.  Like a
- * merge, one unit per answer: the unit with the most profiles. */
+ * merge, one unit per answer: the unit with the most profiles.  A block's
+ * value is its stored counts times its weight (rollups store weighted
+ * counts and weigh 1). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,13 +16,17 @@ int64_t query_timeline_default_step(int64_t from_ms, int64_t until_ms)
     return step > 0 ? step : 10000;
 }
 
+/* One pass: values per (unit, step); the unit with the most profiles is
+ * answered.  Each step is read with store_blocks_scan_merged, so whole
+ * rollup buckets inside a step count once: a day reads hundreds of blocks
+ * a series, not thousands. */
+#define TL_UNITS 16
+
 typedef struct {
-    const char *unit;        /* count only this unit; NULL: tally units */
-    int64_t from, step;
-    size_t n;
-    uint64_t *values;
-    char units[16][64];
-    uint64_t unit_profiles[16];
+    size_t n, step_index;
+    uint64_t *values;                 /* [TL_UNITS][n] */
+    char units[TL_UNITS][64];
+    uint64_t unit_profiles[TL_UNITS];
     int n_units;
 } tl_ctx;
 
@@ -29,41 +35,44 @@ static int tl_block(const store_block *b, void *arg)
     tl_ctx *c = arg;
     uint64_t w;
     const char *u = query_block_unit(b, &w);
-    if (!c->unit) {
-        int i = 0;
-        while (i < c->n_units && strcmp(c->units[i], u)) i++;
-        if (i == c->n_units && c->n_units < 16) snprintf(c->units[c->n_units++], 64, "%s", u);
-        if (i < 16) c->unit_profiles[i] += b->n_profiles;
-        return 0;
+    int i = 0;
+    while (i < c->n_units && strcmp(c->units[i], u)) i++;
+    if (i == c->n_units) {
+        if (c->n_units == TL_UNITS) return 0; /* more units than anyone pushes: ignored */
+        snprintf(c->units[c->n_units++], 64, "%s", u);
     }
-    if (strcmp(u, c->unit)) return 0;
-    size_t k = (size_t)((b->from_ms - c->from) / c->step);
-    if (k < c->n) c->values[k] += b->samples * w;
+    c->unit_profiles[i] += b->n_profiles;
+    c->values[(size_t)i * c->n + c->step_index] += b->counts * w;
     return 0;
 }
 
 json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
                             int64_t step_ms, char *unit_out, size_t unit_len)
 {
-    tl_ctx c = { .from = from_ms, .step = step_ms };
+    tl_ctx c = { 0 };
     c.n = (size_t)((until_ms - from_ms + step_ms - 1) / step_ms);
-    /* First pass: which unit wins. */
-    for (size_t i = 0; i < set->n_series; i++) store_blocks_scan(r, set->series[i], from_ms, until_ms, tl_block, &c);
+    c.values = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.values);
+    json_t *points = json_array();
+    if (!c.values || !points) goto fail;
+    for (size_t i = 0; i < set->n_series; i++) {
+        for (c.step_index = 0; c.step_index < c.n; c.step_index++) {
+            int64_t ws = from_ms + (int64_t)c.step_index * step_ms;
+            int64_t we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
+            store_blocks_scan_merged(r, set->series[i], ws, we, tl_block, &c);
+        }
+    }
     int best = -1;
     for (int i = 0; i < c.n_units; i++)
         if (best < 0 || c.unit_profiles[i] > c.unit_profiles[best] ||
             (c.unit_profiles[i] == c.unit_profiles[best] && strcmp(c.units[i], c.units[best]) < 0))
             best = i;
     snprintf(unit_out, unit_len, "%s", best >= 0 ? c.units[best] : "samples");
-    c.unit = unit_out;
-    c.values = calloc(c.n ? c.n : 1, sizeof *c.values);
-    json_t *points = json_array();
-    if (!c.values || !points) goto fail;
-    for (size_t i = 0; i < set->n_series; i++) store_blocks_scan(r, set->series[i], from_ms, until_ms, tl_block, &c);
-    for (size_t k = 0; k < c.n; k++)
+    for (size_t k = 0; k < c.n; k++) {
+        uint64_t v = best >= 0 ? c.values[(size_t)best * c.n + k] : 0;
         if (json_array_append_new(points, json_pack("[o,I]", query_time_json(from_ms + (int64_t)k * step_ms),
-                                                    (json_int_t)c.values[k])))
+                                                    (json_int_t)v)))
             goto fail;
+    }
     free(c.values);
     return points;
 fail:

@@ -99,11 +99,16 @@ json_t *query_variance_windows_json(store_reader *r, const query_series_set *set
     return out;
 }
 
-json_t *query_variance_groups_json(store_reader *r, const query_group *groups, size_t n, int64_t from_ms,
-                                   int64_t until_ms, size_t k)
+json_t *query_variance_groups_json(store_reader *r, const query_series_set *whole, const query_group *groups,
+                                   size_t n, int64_t from_ms, int64_t until_ms, size_t k)
 {
     query_fprofile *u;
-    if (query_group_profiles(r, groups, n, from_ms, until_ms, &u)) return NULL;
+    query_tree t;
+    char err[128], unit[64];
+    if (query_merge(r, whole, from_ms, until_ms, &t, err, sizeof err)) return NULL;
+    snprintf(unit, sizeof unit, "%s", t.unit);
+    query_tree_free(&t);
+    if (query_group_profiles(r, groups, n, from_ms, until_ms, unit, &u)) return NULL;
     json_t *out = query_variance_json(r, u, n, k);
     query_units_free(u, n);
     return out;

@@ -319,7 +319,7 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
     }
     if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
     char unit[64];
-    json_t *o = json_pack("{s:I}", "step", (json_int_t)(step / 1000));
+    json_t *o = json_pack("{s:o}", "step", query_time_json(step));
     if (!grouped) {
         json_object_set_new(o, "points", query_timeline_json(r, &s.set, s.from, s.until, step, unit, sizeof unit));
         json_object_set_new(o, "unit", json_string(unit));
@@ -352,6 +352,7 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
     int64_t step;
     uint64_t k;
     if (srv_param_duration(rq, "step", 60000, &step) || srv_param_uint(rq, "k", 10, 10000, &k)) return MHD_YES;
+    if (k == 0) return srv_reply_error(rq, 400, "parameter 'k': must be at least 1");
     if (srv_param(rq, "step") && srv_param(rq, "by"))
         return srv_reply_error(rq, 400, "parameters 'step' and 'by' exclude each other: units are windows or groups");
     query_group_by by;
@@ -372,12 +373,12 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
     json_t *o = NULL;
     if (!grouped) {
         o = query_variance_windows_json(r, &s.set, s.from, s.until, step, (size_t)k);
-        if (o) json_object_set_new(o, "step", json_integer(step / 1000));
+        if (o) json_object_set_new(o, "step", query_time_json(step));
     } else {
         query_group *g;
         size_t ng;
         if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
-            o = query_variance_groups_json(r, g, ng, s.from, s.until, (size_t)k);
+            o = query_variance_groups_json(r, &s.set, g, ng, s.from, s.until, (size_t)k);
             query_groups_free(g, ng);
         }
     }

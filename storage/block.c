@@ -4,7 +4,9 @@
  *   u8 version (1), u8 flags (4 = payload zstd-compressed, 2 = has rate),
  *   unit string id, n_pairs, n_profiles, raw payload length, length of
  *   the node column, duration in ms, [f64 rate, little-endian, when flag
- *   2], samples (sum of counts), payload.
+ *   2], samples (raw samples behind the block), sum of the counts as
+ *   stored (equal to samples in a raw block; weighted values in a rollup),
+ *   payload.
  * The raw payload is columnar: n_pairs node-id deltas (ids ascending, the
  * first delta from 0), then n_pairs counts.  Columns compress better than
  * interleaved pairs: the counts of a sampled profile are mostly tiny and
@@ -95,7 +97,7 @@ void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, 
 }
 
 store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
-                          void **out, size_t *out_len)
+                          void *zcctx, void **out, size_t *out_len)
 {
     size_t raw_cap = (size_t)h->n_pairs * 15 + 1;
     unsigned char *raw = malloc(raw_cap);
@@ -130,7 +132,12 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
         q += 8;
     }
     q = put_varint(q, h->samples);
-    size_t clen = raw_len >= 64 ? ZSTD_compress(q, bound, raw, raw_len, 1) : 0;
+    uint64_t count_sum = 0;
+    for (uint32_t i = 0; i < h->n_pairs; i++) count_sum += counts[i];
+    q = put_varint(q, count_sum);
+    size_t clen = raw_len < 64 ? 0
+                  : zcctx ? ZSTD_compressCCtx(zcctx, q, bound, raw, raw_len, 1)
+                          : ZSTD_compress(q, bound, raw, raw_len, 1);
     if (!ZSTD_isError(clen) && clen > 0 && clen + 4 < raw_len) {
         flags |= FLAG_ZSTD;
         q += clen;
@@ -164,7 +171,8 @@ int block_parse_header(const void *val, size_t len, block_header *h,
         memcpy(&h->rate, p, 8);
         p += 8;
     }
-    if (get_varint(&p, end, &samples)) return -1;
+    uint64_t count_sum;
+    if (get_varint(&p, end, &samples) || get_varint(&p, end, &count_sum)) return -1;
     if (n_pairs > UINT32_MAX || raw_len > UINT32_MAX || unit > UINT32_MAX || nodes_bytes > raw_len) return -1;
     h->unit = (uint32_t)unit;
     h->n_pairs = (uint32_t)n_pairs;
@@ -173,6 +181,7 @@ int block_parse_header(const void *val, size_t len, block_header *h,
     h->nodes_bytes = (uint32_t)nodes_bytes;
     h->duration_ms = (int64_t)duration;
     h->samples = samples;
+    h->count_sum = count_sum;
     *payload = p;
     *payload_len = (size_t)(end - p);
     *compressed = (flags & FLAG_ZSTD) != 0;

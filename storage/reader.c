@@ -133,6 +133,7 @@ static int parse_value(const MDB_val *v, const store_reader *r, store_block *b)
     b->rate = h.rate;
     b->unit = store_string(r, h.unit, NULL);
     b->samples = h.samples;
+    b->counts = h.count_sum;
     b->n_pairs = h.n_pairs;
     b->n_profiles = h.n_profiles;
     b->data = v->mv_data;  /* the whole value: store_block_pairs re-parses */

@@ -104,7 +104,7 @@ static store_status add_level(store *st, MDB_txn *txn, int level, uint32_t sid, 
     h.samples += old.samples;
     void *val;
     size_t len;
-    if ((ss = block_encode(&h, on, oc, &val, &len))) goto out;
+    if ((ss = block_encode(&h, on, oc, st->zcctx, &val, &len))) goto out;
     MDB_val nv = { len, val };
     k.mv_size = ROLLUP_KEY_LEN;
     k.mv_data = key;

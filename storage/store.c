@@ -2,7 +2,7 @@
  * databases, loading the dictionaries into memory, and statistics.
  *
  * Databases in one environment (one data.mdb file in the data directory):
- *   meta     "format" -> "flamedb-2"
+ *   meta     "format" -> "flamedb-3"
  *   strings  u32 first id -> chunk of strings       (dict_disk.c)
  *   nodes    u32 first id -> chunk of tree nodes    (dict_disk.c)
  *   series   u32 id -> {u32 name, u32 value}[] (sorted labels)
@@ -18,9 +18,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <zstd.h>
+
 #include "store_internal.h"
 
-#define STORE_FORMAT "flamedb-2"
+#define STORE_FORMAT "flamedb-3"
 
 const double store_commit_bucket_le[STORE_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
@@ -166,7 +168,8 @@ static store *store_alloc(const store_options *opt)
     st->nodes = table_new(sizeof(node_entry));
     st->series = table_new(sizeof(series_entry));
     st->stack_cache = calloc(STACK_CACHE_SLOTS, sizeof *st->stack_cache);
-    if (!st->path || !st->strings || !st->nodes || !st->series || !st->stack_cache ||
+    st->zcctx = ZSTD_createCCtx();
+    if (!st->path || !st->zcctx || !st->strings || !st->nodes || !st->series || !st->stack_cache ||
         idmap_init(&st->string_map, 1024) || idmap_init(&st->node_map, 1024) ||
         idmap_init(&st->series_map, 64) || idmap_init(&st->postings_map, 64) || idmap_init(&st->label_strings, 64) ||
         !table_slot(st->strings, 0) || !table_slot(st->nodes, 0) || !table_slot(st->series, 0)) {
@@ -194,6 +197,7 @@ static void store_release(store *st)
     table_free(st->nodes);
     table_free(st->series);
     free(st->stack_cache);
+    ZSTD_freeCCtx(st->zcctx);
     arena_free(&st->bytes);
     free(st->path);
     free(st);

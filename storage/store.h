@@ -129,7 +129,9 @@ typedef struct {
     int64_t from_ms, until_ms;
     double rate;            /* Hz, 0 = none */
     const char *unit;
-    uint64_t samples;       /* sum of counts */
+    uint64_t samples;       /* raw samples behind the block */
+    uint64_t counts;        /* sum of its counts as stored: times the weight
+                               of store_value_unit, the block's value */
     uint32_t n_pairs;       /* distinct stacks */
     uint32_t n_profiles;    /* profiles merged into this block */
     const void *data;       /* the encoded pairs */

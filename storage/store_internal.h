@@ -114,6 +114,7 @@ struct store {
     uint32_t strings_open, nodes_open;   /* first id of the open chunk on disk */
     idmap string_map, node_map, series_map;
     stack_cache_slot *stack_cache;
+    void *zcctx;                         /* the writer's ZSTD_CCtx, reused */
     arena bytes;
 
     /* label index: (name id, value id) -> postings list, under index_lock */
@@ -167,11 +168,13 @@ typedef struct {
     uint32_t n_pairs, n_profiles, raw_len, nodes_bytes;
     int64_t duration_ms;
     double rate;
-    uint64_t samples;
+    uint64_t samples;     /* raw samples behind the block */
+    uint64_t count_sum;   /* sum of the counts as stored (weighted, in rollups) */
 } block_header;
-/* Encodes pairs (nodes ascending, unique) into a malloc'd value. */
+/* Encodes pairs (nodes ascending, unique) into a malloc'd value; zcctx is
+ * a reusable ZSTD_CCtx (or NULL). */
 store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
-                          void **out, size_t *out_len);
+                          void *zcctx, void **out, size_t *out_len);
 /* Parses a value's header; *payload points at the encoded pairs. */
 int block_parse_header(const void *val, size_t len, block_header *h,
                        const void **payload, size_t *payload_len, int *compressed);

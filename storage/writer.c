@@ -149,7 +149,7 @@ static store_status write_profile(store *st, MDB_txn *txn, writer_scratch *s, wr
     };
     void *val;
     size_t len;
-    if ((ss = block_encode(&h, s->nodes, s->counts, &val, &len))) return ss;
+    if ((ss = block_encode(&h, s->nodes, s->counts, st->zcctx, &val, &len))) return ss;
     ss = put_block(st, txn, sid, p->from_ms, val, len);
     free(val);
     if (!ss) ss = rollup_add(st, txn, sid, p->from_ms, p->unit, p->rate, s->nodes, s->counts, n, samples);

@@ -310,6 +310,17 @@ static void test_rollups_answer_like_raw(void **state)
             uint32_t n = on.t.n_nodes < off.t.n_nodes ? on.t.n_nodes : off.t.n_nodes;
             assert_memory_equal(on.t.self, off.t.self, n * sizeof *on.t.self);
             assert_memory_equal(on.t.total, off.t.total, n * sizeof *on.t.total);
+            /* The timeline too, at steps finer and coarser than buckets. */
+            const int64_t steps[] = { 7000, 90000, 3600000 };
+            for (int si = 0; si < 3; si++) {
+                char u_on[64], u_off[64];
+                json_t *p_on = query_timeline_json(on.r, &on.set, ranges[q][0], ranges[q][1], steps[si], u_on, sizeof u_on);
+                json_t *p_off = query_timeline_json(r, &set, ranges[q][0], ranges[q][1], steps[si], u_off, sizeof u_off);
+                assert_string_equal(u_on, u_off);
+                assert_true(json_equal(p_on, p_off));
+                json_decref(p_on);
+                json_decref(p_off);
+            }
             query_tree_free(&off.t);
             query_series_set_free(&set);
             query_selector_free(&sel);

@@ -104,7 +104,7 @@ static void block_case(const uint32_t *nodes, const uint64_t *counts, uint32_t n
     block_header h = { .unit = 7, .n_pairs = n, .n_profiles = 3, .duration_ms = 10000, .rate = 99, .samples = 42 };
     void *val;
     size_t len;
-    assert_int_equal(block_encode(&h, nodes, counts, &val, &len), STORE_OK);
+    assert_int_equal(block_encode(&h, nodes, counts, NULL, &val, &len), STORE_OK);
     block_header g;
     const void *payload;
     size_t plen;
