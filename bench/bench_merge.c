@@ -120,6 +120,7 @@ static double split_pass(store *st, int mode, uint64_t *pairs)
 {
     store_reader *r;
     if (store_reader_begin(st, &r)) return -1;
+    store_reader_use_rollups(r, 0); /* every raw pair: rollups are bench_rollup's */
     uint32_t n_nodes = store_node_max(r) + 1;
     split_ctx c = { .r = r, .mode = mode };
     double t0 = gen_now();
@@ -147,6 +148,7 @@ static int run_query(store *st, const query_selector *sel, query_times *qt)
     store_reader *r;
     char err[512];
     if (store_reader_begin(st, &r)) return -1;
+    store_reader_use_rollups(r, 0); /* every raw pair: rollups are bench_rollup's */
     query_series_set set;
     query_tree t;
     int64_t from = BASE_MS, until = BASE_MS + (int64_t)N_WINDOWS * WINDOW_MS;
