@@ -13,27 +13,39 @@ BUILD   ?= build
 BIN     ?= bin
 PREFIX  ?= /usr/local
 SAN     ?=
-PKGS    := lmdb libmicrohttpd jansson libzstd zlib
+PKGS    := lmdb libmicrohttpd jansson libzstd zlib libprotobuf-c libcurl
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(SAN)
 LDFLAGS += -pthread $(SAN)
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -I$(BUILD)/gen
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c)
 SRV_SRC := $(wildcard server/*.c)
 WEB     := $(sort $(wildcard web/*))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# pprof's profile.proto, compiled by protoc-c at build time (issue 6).
+PROTO   := $(wildcard proto/*.proto)
+PROTO_C := $(PROTO:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
+PROTO_H := $(PROTO_C:.c=.h)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o)
 SRV_OBJ := $(SRV_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/web_assets.o
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
-.PHONY: all deps run test unit integration test-san bench install clean
+.PHONY: all deps run test unit integration browser test-san bench install clean
 
 all: deps
-	@$(MAKE) --no-print-directory $(BIN)/flamedb
+	@$(MAKE) --no-print-directory $(BIN)/flamedb $(NODE_STAMP)
+
+# playwright-core (the browser tests' driver; the browser is Debian's
+# chromium) comes from npm, installed by make, never a downloaded browser.
+NODE_STAMP := $(if $(wildcard package.json),node_modules/.installed)
+node_modules/.installed: package.json $(wildcard package-lock.json)
+	@if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; \
+	 else npm install --no-audit --no-fund --loglevel=error; fi
+	@touch $@
 
 deps:
 	@bash scripts/deps.sh
@@ -42,9 +54,16 @@ $(BIN)/flamedb: $(SRV_OBJ) $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/%.o: %.c $(wildcard */*.h)
+$(BUILD)/%.o: %.c $(wildcard */*.h) $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --proto_path=proto --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
+	$(CC) $(filter-out -Wextra,$(CFLAGS)) $(PKG_CFLAGS) -c -o $@ $<
 
 # The viewer's files are compiled into the binary: no files to ship beside it.
 $(BUILD)/gen/embed: scripts/embed.c
@@ -63,7 +82,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ) tests/unit/testutil.h
 
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS) -lcurl
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
 
 run: all
 	@mkdir -p data
@@ -76,8 +95,13 @@ unit: $(TESTS)
 integration: $(BIN)/flamedb
 	@bash tests/integration/run.sh $(abspath $(BIN)/flamedb)
 
+# Browser tests: the viewer in Debian's chromium, driven by playwright-core.
+browser: $(BIN)/flamedb $(NODE_STAMP)
+	@if [ -f tests/browser/run.mjs ]; then node tests/browser/run.mjs $(abspath $(BIN)/flamedb); \
+	 else echo "browser: no browser tests yet"; fi
+
 test: deps
-	@$(MAKE) --no-print-directory unit integration
+	@$(MAKE) --no-print-directory unit integration browser
 	@$(MAKE) --no-print-directory test-san
 
 # The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -5,7 +5,10 @@ set -euo pipefail
 pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
       liblz4-dev libzstd-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
       libprotobuf-c-dev protobuf-c-compiler pkg-config curl
-      gcc make jq prometheus valgrind)
+      gcc make jq prometheus valgrind chromium golang-go)
+# Node.js and npm (for the browser tests' playwright-core) may come from
+# another package source; install Debian's only when there is no npm at all.
+command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
