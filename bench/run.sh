@@ -63,6 +63,12 @@ for n in "${order[@]}"; do
   [ "$rc" -ne 0 ] && failed+=("$n")
 done
 
+# the viewer in headless chromium, when make has installed playwright-core
+if [ -d "$here/../node_modules/playwright-core" ] && [ -z "${BENCH_ONLY:-}" ]; then
+  echo | tee -a "$out"; echo "=== bench_viewer" | tee -a "$out"
+  node "$here/bench_viewer.mjs" "$flamedb" 2>&1 | tee -a "$out"
+fi
+
 {
   echo
   echo "=== summary (full output in $out)"

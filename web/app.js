@@ -1,0 +1,835 @@
+// app.js — flamedb's viewer: query bar, timeline, flamegraph, top table,
+// groups, diff, stability and exports over the public HTTP API only.
+//
+// All state lives in the URL, with the API's own parameter names (query,
+// from, until, group_by, left, right, left_from, ...), plus a few of the
+// viewer's own (view, search, layout, focus, tab). Every change pushes a
+// history entry; popstate re-reads the URL, and data is fetched again only
+// when a data parameter changed.
+import { FlameGraph, wilson } from './flame.js';
+
+const $ = (s) => document.querySelector(s);
+const DATA_KEYS = ['query', 'from', 'until', 'group_by', 'max_nodes', 'view', 'left', 'right',
+  'left_from', 'left_until', 'right_from', 'right_until'];
+const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups'];
+
+let state = {};
+let loadedKey = null;
+let current = null;        // the answer behind the main graph
+let topRows = [], topSort = { key: null, desc: true };   // null: the API's order
+let exactSearch = false;
+let groupAnswers = null, groupStab = null, groupsShown = null;
+const miniGraphs = [];
+let loads = 0;
+
+// ---------- URL state ----------
+function readURL() {
+  const p = new URLSearchParams(location.search);
+  const s = {};
+  for (const k of [...DATA_KEYS, ...UI_KEYS]) if (p.get(k) !== null && p.get(k) !== '') s[k] = p.get(k);
+  s.view = s.view === 'diff' ? 'diff' : 'flame';
+  return s;
+}
+function urlOf(s) {
+  const p = new URLSearchParams();
+  for (const k of [...DATA_KEYS, ...UI_KEYS]) {
+    if (s[k] === undefined || s[k] === '' || s[k] === null) continue;
+    if (k === 'view' && s[k] === 'flame') continue;
+    p.set(k, s[k]);
+  }
+  const q = p.toString();
+  return '/' + (q ? '?' + q : '');
+}
+function commit(changes, { replace = false } = {}) {
+  state = { ...state, ...changes };
+  for (const k of Object.keys(state)) if (state[k] === undefined || state[k] === '') delete state[k];
+  const url = urlOf(state);
+  if (url !== location.pathname + location.search) history[replace ? 'replaceState' : 'pushState'](null, '', url);
+  render();
+}
+const dataKey = (s) => JSON.stringify(DATA_KEYS.map((k) => s[k] ?? null));
+
+// ---------- API ----------
+async function api(path, params = {}) {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') p.set(k, v);
+  const r = await fetch(path + '?' + p.toString());
+  let body;
+  try { body = await r.json(); } catch { throw new Error(`${path}: HTTP ${r.status} (not JSON)`); }
+  if (!r.ok) throw new Error(body && body.error ? body.error : `${path}: HTTP ${r.status}`);
+  return body;
+}
+function showError(e) {
+  const el = $('#error');
+  if (!e) { el.hidden = true; el.textContent = ''; return; }
+  el.hidden = false;
+  el.textContent = String(e.message || e);
+}
+
+// ---------- formatting ----------
+export function fmtValue(v, unit) {
+  if (v === null || v === undefined || Number.isNaN(v)) return '–';
+  if (unit === 'nanoseconds') {
+    const a = Math.abs(v);
+    if (a < 1e3) return v.toFixed(0) + ' ns';
+    if (a < 1e6) return (v / 1e3).toFixed(a < 1e4 ? 2 : 1) + ' µs';
+    if (a < 1e9) return (v / 1e6).toFixed(a < 1e7 ? 2 : 1) + ' ms';
+    if (a < 60e9) return (v / 1e9).toFixed(2) + ' s';
+    if (a < 3600e9) return (v / 60e9).toFixed(1) + ' min';
+    return (v / 3600e9).toFixed(1) + ' h';
+  }
+  if (unit === 'bytes') {
+    const a = Math.abs(v);
+    if (a < 1024) return v + ' B';
+    if (a < 1048576) return (v / 1024).toFixed(1) + ' KiB';
+    if (a < 1073741824) return (v / 1048576).toFixed(1) + ' MiB';
+    return (v / 1073741824).toFixed(2) + ' GiB';
+  }
+  return Number.isInteger(v) ? v.toLocaleString('en-US') : v.toPrecision(4);
+}
+const pct = (p, d = 2) => (p * 100).toFixed(d) + '%';
+const ci = (c) => `${(c[0] * 100).toFixed(2)}–${(c[1] * 100).toFixed(2)}%`;
+const num = (x, d = 3) => (x === null || x === undefined ? '–' : Number(x).toFixed(d));
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+const labelsText = (l) => Object.entries(l).map(([k, v]) => `${k}=${v === '' ? '""' : v}`).join(', ');
+function fmtTime(t) {
+  const d = new Date(t * 1000);
+  return d.toISOString().replace('T', ' ').replace(/\.000Z$/, 'Z').replace(/:00Z$/, 'Z');
+}
+function quote(v) { return '"' + v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"'; }
+
+// ---------- selectors ----------
+// Normalise the `svc{...}` shorthand to {service="svc",...}.
+function normSel(sel) {
+  sel = (sel || '').trim();
+  const m = /^([^{}\s"]+)\s*(\{(.*)\})?$/.exec(sel);
+  if (m) {
+    const inner = (m[3] || '').trim();
+    return `{service=${quote(m[1])}${inner ? ', ' + inner : ''}}`;
+  }
+  return sel || '{}';
+}
+const MATCHER = (name) => new RegExp(`\\s*${name}\\s*(=~|!~|!=|=)\\s*"(?:[^"\\\\]|\\\\.)*"\\s*,?`, 'g');
+function matcherValue(sel, name) {
+  const m = new RegExp(`(?:^|[{,\\s])${name}\\s*=\\s*"((?:[^"\\\\]|\\\\.)*)"`).exec(normSel(sel));
+  return m ? m[1].replace(/\\(.)/g, '$1') : '';
+}
+function setMatcher(sel, name, value) {
+  let s = normSel(sel);
+  s = s.replace(MATCHER(name), '').replace(/,\s*}/, '}').replace(/{\s*,/, '{');
+  if (value === '') return s;
+  const inner = s.slice(1, -1).trim();
+  return `{${name}=${quote(value)}${inner ? ', ' + inner : ''}}`;
+}
+function selectorOfLabels(base, labels) {
+  let s = base;
+  for (const [k, v] of Object.entries(labels)) s = setMatcher(s, k, v === '' ? '\u0000' : v).replace(quote('\u0000'), '""');
+  return s;
+}
+
+// ---------- time ----------
+function parseTime(s, now = Date.now() / 1000) {
+  if (!s || s === 'now') return now;
+  const m = /^now-(\d+(?:\.\d+)?)(ms|s|m|h|d|w)$/.exec(s);
+  if (m) return now - Number(m[1]) * { ms: 1e-3, s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[m[2]];
+  if (/^\d+(\.\d+)?$/.test(s)) return Number(s);
+  const t = Date.parse(s);
+  return Number.isNaN(t) ? now : t / 1000;
+}
+function autoStep(from, until, windows) {
+  const span = Math.max(1, parseTime(until) - parseTime(from));
+  for (const st of [10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800]) {
+    if (span / st <= windows) return st;
+  }
+  return Math.ceil(span / windows);
+}
+
+// ---------- main graph ----------
+const tooltip = $('#tooltip');
+const graph = new FlameGraph($('#flame'), {
+  onZoom: (path) => {
+    const names = path.slice(1).map((i) => graph.nodes[i].name);
+    renderCrumbs();
+    commit({ focus: names.length ? names.join(';') : undefined });
+  },
+  onHover: (n, e) => showTooltip(n, e, graph),
+  onDraw: () => { window.__flamedb.draws++; },
+});
+
+function showTooltip(n, e, g) {
+  if (!n || !e) { tooltip.hidden = true; return; }
+  const m = g.meta;
+  let html;
+  const ds = tooltip.dataset;
+  for (const k of Object.keys(ds)) delete ds[k];
+  ds.name = n.name;
+  if (m.diff) {
+    const s = n.src, L = m.leftTotal, R = m.rightTotal;
+    const lp = L ? s.left_total / L : 0, rp = R ? s.right_total / R : 0;
+    const d = rp - lp;
+    ds.leftShare = lp; ds.rightShare = rp; ds.delta = d;
+    html = `<div class="tt-name">${esc(n.name)}</div>
+      <table><tr><th></th><th>total</th><th>share</th><th>self share</th></tr>
+      <tr><td>left</td><td>${fmtValue(s.left_total, m.leftUnit)}</td><td>${pct(lp)}</td><td>${pct(L ? s.left_self / L : 0)}</td></tr>
+      <tr><td>right</td><td>${fmtValue(s.right_total, m.rightUnit)}</td><td>${pct(rp)}</td><td>${pct(R ? s.right_self / R : 0)}</td></tr></table>
+      <div class="${d > 0 ? 'grew' : d < 0 ? 'shrank' : ''}">change of share: ${d >= 0 ? '+' : ''}${(d * 100).toFixed(2)} pp ${d > 0 ? '(grew)' : d < 0 ? '(shrank)' : ''}</div>`;
+  } else if (n.other) {
+    const sh = n.total / m.total;
+    ds.total = n.total; ds.totalShare = sh;
+    html = `<div class="tt-name">other: left out by max_nodes</div>
+      <div>${fmtValue(n.total, m.unit)} (${pct(sh)} of all) in nodes smaller than the ones shown.
+      Raise max_nodes (now ${m.maxNodes}) to see them.</div>`;
+  } else {
+    const N = m.samples, T = m.total;
+    const ss = T ? n.self / T : 0, ts = T ? n.total / T : 0;
+    const pt = g.nodes[n.parent];
+    const ps = pt && pt.total ? n.total / pt.total : 1;
+    const sci = wilson(ss, N), tci = wilson(ts, N);
+    Object.assign(ds, { self: n.self, total: n.total, selfShare: ss, totalShare: ts, selfCi: sci.join(','), totalCi: tci.join(',') });
+    html = `<div class="tt-name">${esc(n.name)}</div>
+      <table>
+      <tr><td>total</td><td class="num">${fmtValue(n.total, m.unit)}</td><td class="num">${pct(ts)}</td><td class="ci">95% ${ci(tci)}</td></tr>
+      <tr><td>self</td><td class="num">${fmtValue(n.self, m.unit)}</td><td class="num">${pct(ss)}</td><td class="ci">95% ${ci(sci)}</td></tr>
+      </table>
+      <div class="muted">${pct(ps, 1)} of parent · shares of ${fmtValue(T, m.unit)} from ${N.toLocaleString('en-US')} samples</div>`;
+  }
+  tooltip.innerHTML = html;
+  tooltip.hidden = false;
+  const w = tooltip.offsetWidth, h = tooltip.offsetHeight;
+  let x = e.clientX + 14, y = e.clientY + 16;
+  if (x + w > innerWidth - 8) x = e.clientX - w - 14;
+  if (y + h > innerHeight - 8) y = e.clientY - h - 12;
+  tooltip.style.left = Math.max(4, x) + 'px';
+  tooltip.style.top = Math.max(4, y) + 'px';
+}
+
+function renderCrumbs() {
+  const nav = $('#crumbs');
+  nav.textContent = '';
+  if (!graph.nodes || !graph.nodes.length) return;
+  const path = graph.path();
+  path.forEach((i, k) => {
+    const b = document.createElement('button');
+    b.textContent = k === 0 ? 'all' : graph.nodes[i].name;
+    b.title = graph.nodes[i].name;
+    if (k === path.length - 1) b.className = 'cur';
+    b.onclick = () => graph.zoom(i);
+    nav.append(b);
+    if (k < path.length - 1) nav.append(Object.assign(document.createElement('span'), { textContent: '›', className: 'sep' }));
+  });
+  nav.dataset.root = graph.nodes[graph.focus].name;
+}
+
+function renderSearchResult() {
+  const el = $('#search-result');
+  const r = graph.searchResult;
+  if (!r) { el.textContent = ''; delete el.dataset.share; return; }
+  el.dataset.share = r.share;
+  el.dataset.count = r.count;
+  el.textContent = r.count ? `${r.count} frame${r.count > 1 ? 's' : ''} · ${pct(r.share)} of total` : 'no match';
+}
+
+// ---------- timeline ----------
+let tl = null;
+function drawTimeline(ans) {
+  tl = ans;
+  const c = $('#timeline');
+  const w = c.parentElement.clientWidth - 16, h = 56;
+  const dpr = devicePixelRatio || 1;
+  c.width = w * dpr; c.height = h * dpr; c.style.width = w + 'px'; c.style.height = h + 'px';
+  const ctx = c.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  const pts = ans.points || [];
+  const max = Math.max(1, ...pts.map((p) => p[1]));
+  const span = ans.until - ans.from;
+  const cs = getComputedStyle(document.body);
+  ctx.fillStyle = cs.getPropertyValue('--accent');
+  for (const [t, v] of pts) {
+    const x = ((t - ans.from) / span) * w;
+    const bw = Math.max(1, (ans.step / span) * w - 1);
+    const bh = (v / max) * (h - 14);
+    ctx.fillRect(x, h - 12 - bh, bw, bh);
+  }
+  ctx.fillStyle = cs.getPropertyValue('--muted');
+  ctx.font = '10px system-ui, sans-serif';
+  ctx.textBaseline = 'bottom';
+  for (let k = 0; k <= 4; k++) {
+    const t = ans.from + (span * k) / 4;
+    const s = new Date(t * 1000).toISOString().slice(span > 2 * 86400 ? 5 : 11, 16).replace('T', ' ');
+    ctx.textAlign = k === 0 ? 'left' : k === 4 ? 'right' : 'center';
+    ctx.fillText(s, (w * k) / 4, h);
+  }
+  const total = pts.reduce((a, p) => a + p[1], 0);
+  $('#timeline-label').textContent = `${fmtTime(ans.from)} → ${fmtTime(ans.until)} · step ${ans.step}s · ${fmtValue(total, ans.unit)} · drag to zoom in`;
+}
+(function timelineDrag() {
+  const c = $('#timeline');
+  const sel = document.createElement('div');
+  sel.className = 'tl-sel'; sel.hidden = true;
+  c.parentElement.append(sel);
+  let x0 = null;
+  const xOf = (e) => Math.max(0, Math.min(c.clientWidth, e.clientX - c.getBoundingClientRect().left));
+  c.addEventListener('mousedown', (e) => { x0 = xOf(e); sel.hidden = false; sel.style.left = c.offsetLeft + x0 + 'px'; sel.style.width = '0px'; e.preventDefault(); });
+  addEventListener('mousemove', (e) => {
+    if (x0 === null) return;
+    const x = xOf(e);
+    sel.style.left = c.offsetLeft + Math.min(x0, x) + 'px';
+    sel.style.width = Math.abs(x - x0) + 'px';
+  });
+  addEventListener('mouseup', (e) => {
+    if (x0 === null) return;
+    const x = xOf(e), a = Math.min(x0, x), b = Math.max(x0, x);
+    x0 = null; sel.hidden = true;
+    if (!tl || b - a < 3) return;
+    const span = tl.until - tl.from, w = c.clientWidth;
+    const f = Math.floor(tl.from + (a / w) * span), u = Math.ceil(tl.from + (b / w) * span);
+    if (u > f) commit({ from: String(f), until: String(u), focus: undefined });
+  });
+})();
+
+// ---------- top table ----------
+function renderTop(ans) {
+  topRows = ans ? ans.functions.map((f) => ({ ...f })) : topRows;
+  const tb = $('#top tbody');
+  const { key, desc } = topSort;
+  const rows = key === null ? topRows : [...topRows].sort((a, b) => {
+    const x = a[key], y = b[key];
+    const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
+    return (desc ? -c : c) || a.name.localeCompare(b.name);
+  });
+  const unit = current ? current.unit : 'samples';
+  tb.innerHTML = rows.map((f) => `<tr data-name="${esc(f.name)}" class="${exactSearch && state.search === f.name ? 'sel' : ''}">
+    <td class="fn" title="${esc(f.name)}">${esc(f.name)}</td>
+    <td class="num" data-v="${f.self}">${fmtValue(f.self, unit)}</td>
+    <td class="num share" data-v="${f.self_share}" title="95% interval ${ci(f.self_ci95)}">${pct(f.self_share)}<small>${ci(f.self_ci95)}</small></td>
+    <td class="num" data-v="${f.total}">${fmtValue(f.total, unit)}</td>
+    <td class="num share" data-v="${f.total_share}" title="95% interval ${ci(f.total_ci95)}"><span class="bar" style="width:${(f.total_share * 100).toFixed(1)}%"></span>${pct(f.total_share)}<small>${ci(f.total_ci95)}</small></td>
+  </tr>`).join('');
+  for (const th of document.querySelectorAll('#top th')) {
+    th.classList.toggle('sorted', th.dataset.key === key);
+    th.dataset.dir = th.dataset.key === key ? (desc ? 'desc' : 'asc') : '';
+  }
+}
+$('#top thead').addEventListener('click', (e) => {
+  const th = e.target.closest('th');
+  if (!th) return;
+  const key = th.dataset.key;
+  topSort = { key, desc: topSort.key === key ? !topSort.desc : key !== 'name' };
+  renderTop();
+});
+$('#top tbody').addEventListener('click', (e) => {
+  const tr = e.target.closest('tr');
+  if (!tr) return;
+  const name = tr.dataset.name;
+  if (exactSearch && state.search === name) { exactSearch = false; commit({ search: undefined }); return; }
+  exactSearch = true;
+  commit({ search: name });
+});
+
+// ---------- groups ----------
+function renderGroups(stab, answers) {
+  const tb = $('#groups tbody');
+  const has = !!stab;
+  $('#groups').hidden = !has;
+  $('#groups-note').innerHTML = has
+    ? `Each group against the merge of the whole query, outliers (largest Manhattan distance) first. Tick groups to see their flamegraphs.`
+    : 'Pick a <b>group by</b> label to compare its groups against the whole.';
+  $('#groups-graphs').textContent = '';
+  miniGraphs.length = 0;
+  groupStab = stab;
+  groupsShown = state.groups || '';
+  if (!has) { tb.textContent = ''; return; }
+  const keyOf = (l) => JSON.stringify(l);
+  let selected = state.groups ? state.groups.split('|') : stab.groups.slice(0, 2).map((g) => labelsText(g.labels));
+  const byKey = new Map((answers ? answers.groups : []).map((g) => [keyOf(g.labels), g]));
+  tb.innerHTML = stab.groups.map((g) => {
+    const name = labelsText(g.labels);
+    return `<tr data-group="${esc(name)}"><td><input type="checkbox" ${selected.includes(name) ? 'checked' : ''}></td>
+      <td class="fn" title="${esc(name)}">${esc(name)}</td><td class="num">${fmtValue(g.total, current ? current.unit : '')}</td>
+      <td class="num">${num(g.entropy, 2)}</td><td class="num" data-v="${g.manhattan}">${num(g.manhattan)}</td><td class="num">${num(g.jsd)}</td></tr>`;
+  }).join('');
+  const grid = $('#groups-graphs');
+  for (const g of stab.groups) {
+    const name = labelsText(g.labels);
+    if (!selected.includes(name)) continue;
+    const a = byKey.get(keyOf(g.labels));
+    if (!a) continue;
+    const box = document.createElement('div');
+    box.className = 'mini';
+    const head = document.createElement('div');
+    head.className = 'mini-head';
+    head.innerHTML = `<a href="#">${esc(name)}</a> <span class="muted">${fmtValue(a.total, a.unit)} · ${a.samples.toLocaleString('en-US')} samples · Manhattan ${num(g.manhattan)} · JSD ${num(g.jsd)}</span>`;
+    head.querySelector('a').onclick = (e) => {
+      e.preventDefault();
+      commit({ query: selectorOfLabels(state.query, g.labels), group_by: undefined, groups: undefined, focus: undefined });
+    };
+    const fl = document.createElement('div');
+    fl.className = 'flame mini-flame';
+    box.append(head, fl);
+    grid.append(box);
+    const mg = new FlameGraph(fl, { rowHeight: 13, onHover: (n, e) => showTooltip(n, e, mg), onZoom: () => {} });
+    mg.icicle = graph.icicle;
+    mg.setData(a.tree, { unit: a.unit, total: a.total, samples: a.samples, maxNodes: 1000 });
+    mg.draw();
+    miniGraphs.push(mg);
+  }
+}
+$('#groups tbody').addEventListener('change', () => {
+  const names = [...document.querySelectorAll('#groups tbody tr')].filter((tr) => tr.querySelector('input').checked).map((tr) => tr.dataset.group);
+  commit({ groups: names.join('|') || '-' });
+});
+
+// ---------- stability ----------
+function drawChart(canvas, pts, from, until, opts = {}) {
+  const w = canvas.parentElement.clientWidth - 4, h = 54;
+  const dpr = devicePixelRatio || 1;
+  canvas.width = w * dpr; canvas.height = h * dpr; canvas.style.width = w + 'px'; canvas.style.height = h + 'px';
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const cs = getComputedStyle(document.body);
+  const vals = pts.filter((p) => p[1] !== null).map((p) => p[1]);
+  let max = Math.max(opts.limit || 0, ...vals, 1e-9) * 1.1;
+  const X = (t) => 30 + ((t - from) / Math.max(1, until - from)) * (w - 34);
+  const Y = (v) => 4 + (1 - v / max) * (h - 10);
+  ctx.strokeStyle = cs.getPropertyValue('--line'); ctx.lineWidth = 1;
+  ctx.beginPath(); ctx.moveTo(30, Y(0)); ctx.lineTo(w, Y(0)); ctx.stroke();
+  ctx.fillStyle = cs.getPropertyValue('--muted'); ctx.font = '10px system-ui, sans-serif'; ctx.textBaseline = 'middle';
+  ctx.fillText(max / 1.1 >= 10 ? (max / 1.1).toFixed(0) : (max / 1.1).toPrecision(2), 0, Y(max / 1.1));
+  ctx.fillText('0', 0, Y(0));
+  if (opts.limit !== undefined) {
+    ctx.strokeStyle = cs.getPropertyValue('--bad'); ctx.setLineDash([4, 3]);
+    ctx.beginPath(); ctx.moveTo(30, Y(opts.limit)); ctx.lineTo(w, Y(opts.limit)); ctx.stroke(); ctx.setLineDash([]);
+  }
+  ctx.strokeStyle = cs.getPropertyValue('--accent'); ctx.fillStyle = ctx.strokeStyle; ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  let pen = false;
+  for (const [t, v] of pts) {
+    if (v === null) continue;           // empty windows: join the neighbours
+    if (pen) ctx.lineTo(X(t), Y(v)); else ctx.moveTo(X(t), Y(v));
+    pen = true;
+  }
+  ctx.stroke();
+  for (const [t, v] of pts) if (v !== null) { ctx.beginPath(); ctx.arc(X(t), Y(v), 2, 0, 7); ctx.fill(); }
+}
+function renderStability(st) {
+  const s = st.summary;
+  const v = $('#verdict');
+  const verdict = s.stable === true ? 'stable' : s.stable === false ? 'unstable' : 'unknown';
+  v.className = 'verdict ' + verdict;
+  v.dataset.stable = String(s.stable);
+  const sentence = s.stable === true
+    ? `Every window's distribution stays within Manhattan ${s.max_manhattan} and JSD ${s.max_jsd} of the previous one: any window of this range shows the same hotspots, so this flamegraph can be trusted.`
+    : s.stable === false
+      ? `Some windows moved more than Manhattan ${s.max_manhattan} or JSD ${s.max_jsd} from the previous one: the profile changes over this range, so look at the windows (timeline) before trusting one flamegraph.`
+      : 'Fewer than two non-empty windows: there is nothing to compare yet, widen the range.';
+  v.innerHTML = `<b>${verdict}</b> <span>${sentence}</span>`;
+  const pts = (k) => st.windows.map((w) => [w.from, w[k]]);
+  drawChart($('#ch-entropy'), pts('entropy'), st.from, st.until);
+  drawChart($('#ch-manhattan'), pts('manhattan'), st.from, st.until, { limit: s.max_manhattan });
+  drawChart($('#ch-jsd'), pts('jsd'), st.from, st.until, { limit: s.max_jsd });
+  $('#stab-summary').textContent = `${st.windows.length} windows of ${st.step}s · entropy ${num(s.entropy_mean, 2)} ± ${num(s.entropy_stddev, 2)} bits · Manhattan max ${num(s.manhattan_max)} · JSD max ${num(s.jsd_max)} · ${s.comparisons} comparisons`;
+}
+
+// ---------- compare ----------
+function renderCompare(c) {
+  const t = $('#compare');
+  t.hidden = !c;
+  if (!c) { $('#compare-summary').innerHTML = 'Open the <b>Diff</b> view to compare two selections.'; return; }
+  const sig = c.functions.filter((f) => f.significant);
+  $('#compare-summary').innerHTML = `Manhattan ${num(c.manhattan)} · JSD ${num(c.jsd)} · left ${c.left.samples.toLocaleString('en-US')} samples, right ${c.right.samples.toLocaleString('en-US')}.
+    <b>${sig.length}</b> significant change${sig.length === 1 ? '' : 's'} (two-proportion z-test, 95%); others are within sampling noise.`;
+  const rows = [...sig, ...c.functions.filter((f) => !f.significant)];
+  t.querySelector('tbody').innerHTML = rows.map((f) => `<tr class="${f.significant ? 'sig' : 'noise'}" data-name="${esc(f.name)}">
+    <td class="fn" title="${esc(f.name)}">${esc(f.name)}</td><td class="num">${pct(f.left_share)}</td><td class="num">${pct(f.right_share)}</td>
+    <td class="num ${f.delta > 0 ? 'grew' : 'shrank'}">${f.delta > 0 ? '+' : ''}${(f.delta * 100).toFixed(2)}${f.significant ? ' ●' : ''}</td></tr>`).join('');
+}
+$('#compare tbody').addEventListener('click', (e) => {
+  const tr = e.target.closest('tr');
+  if (!tr) return;
+  exactSearch = true;
+  commit({ search: tr.dataset.name });
+});
+
+// ---------- pickers ----------
+let pickersKey = null;
+async function loadPickers() {
+  const key = `${state.from}|${state.until}`;
+  if (key === pickersKey) return syncPickers();
+  pickersKey = key;
+  const range = { from: state.from || 'now-1h', until: state.until || 'now' };
+  const wide = { from: 'now-7d' };
+  const [labels, services, types] = await Promise.all([
+    api('/api/v1/labels', range).catch(() => ({ labels: [] })),
+    api('/api/v1/label/service/values', wide).catch(() => ({ values: [] })),
+    api('/api/v1/label/type/values', wide).catch(() => ({ values: [] })),
+  ]);
+  const fill = (sel, values, none) => {
+    sel.innerHTML = (none !== undefined ? `<option value="">${none}</option>` : '') + values.map((v) => `<option>${esc(v)}</option>`).join('');
+  };
+  fill($('#service'), services.values, 'any');
+  fill($('#type'), types.values, 'auto');
+  fill($('#group_by'), labels.labels.map((l) => l.name).filter((n) => n !== 'type'), 'none');
+  syncPickers();
+}
+function ensureOption(sel, v) {
+  if (v && ![...sel.options].some((o) => o.value === v)) sel.append(new Option(v, v));
+  sel.value = v || '';
+}
+function syncPickers() {
+  ensureOption($('#service'), matcherValue(state.query, 'service'));
+  ensureOption($('#type'), matcherValue(state.query, 'type'));
+  ensureOption($('#group_by'), state.group_by || '');
+}
+$('#service').onchange = (e) => commit({ query: setMatcher(state.query, 'service', e.target.value), focus: undefined, groups: undefined });
+$('#type').onchange = (e) => commit({ query: setMatcher(state.query, 'type', e.target.value), focus: undefined });
+$('#group_by').onchange = (e) => commit({ group_by: e.target.value || undefined, groups: undefined, tab: e.target.value ? 'groups' : undefined });
+
+// ---------- autocomplete ----------
+const ac = $('#ac');
+let acItems = [], acActive = -1, acInput = null, acCtx = null, acSeq = 0;
+const valueCache = new Map();
+async function values(name) {
+  const k = `${name}|${state.from}|${state.until}`;
+  if (!valueCache.has(k)) {
+    valueCache.set(k, name === '' ?
+      api('/api/v1/labels', { from: state.from || 'now-1h', until: state.until }).then((r) => r.labels.map((l) => l.name)).catch(() => []) :
+      api(`/api/v1/label/${encodeURIComponent(name)}/values`, { from: state.from || 'now-1h', until: state.until }).then((r) => r.values).catch(() => []));
+  }
+  return valueCache.get(k);
+}
+async function suggest(input) {
+  const pos = input.selectionStart, before = input.value.slice(0, pos);
+  let m, ctx = null;
+  if ((m = /([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)$/.exec(before))) ctx = { kind: 'value', name: m[1], prefix: m[3] };
+  else if ((m = /[{,]\s*([A-Za-z_][A-Za-z0-9_]*)?$/.exec(before))) ctx = { kind: 'name', prefix: m[1] || '' };
+  else if ((m = /^([A-Za-z0-9_.\-]*)$/.exec(before))) ctx = { kind: 'value', name: 'service', prefix: m[1], bare: true };
+  const seq = ++acSeq;
+  if (!ctx) return hideAc();
+  const all = await values(ctx.kind === 'name' ? '' : ctx.name);
+  if (seq !== acSeq || document.activeElement !== input) return;   // a newer keystroke won
+  const p = ctx.prefix.toLowerCase();
+  acItems = all.filter((v) => v.toLowerCase().includes(p)).slice(0, 50);
+  if (!acItems.length || (acItems.length === 1 && acItems[0] === ctx.prefix)) return hideAc();
+  acInput = input; acCtx = { ...ctx, pos }; acActive = 0;
+  const r = input.getBoundingClientRect();
+  ac.style.left = r.left + 'px'; ac.style.top = r.bottom + 2 + 'px'; ac.style.minWidth = Math.min(r.width, 320) + 'px';
+  ac.innerHTML = `<div class="ac-head">${ctx.kind === 'name' ? 'label' : esc(ctx.name) + ' value'}</div>` +
+    acItems.map((v, i) => `<div class="ac-item${i === 0 ? ' on' : ''}" data-i="${i}">${esc(v)}</div>`).join('');
+  ac.hidden = false;
+}
+function hideAc() { acSeq++; ac.hidden = true; acItems = []; acActive = -1; }
+function acceptAc(i) {
+  const input = acInput, c = acCtx, v = acItems[i];
+  const pos = c.pos, start = pos - c.prefix.length;
+  let ins = c.kind === 'name' ? v + '="' : c.bare ? v : v.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
+  let after = input.value.slice(pos);
+  if (c.kind === 'value' && !c.bare && after.startsWith('"')) after = after.slice(1);
+  input.value = input.value.slice(0, start) + ins + after;
+  const np = start + ins.length;
+  input.setSelectionRange(np, np);
+  hideAc();
+  input.focus();
+  if (c.kind === 'name') suggest(input);
+}
+ac.addEventListener('mousedown', (e) => { const it = e.target.closest('.ac-item'); if (it) { e.preventDefault(); acceptAc(Number(it.dataset.i)); } });
+for (const id of ['query', 'left', 'right']) {
+  const input = $('#' + id);
+  input.addEventListener('input', () => suggest(input));
+  input.addEventListener('focus', () => suggest(input));
+  input.addEventListener('blur', () => setTimeout(hideAc, 150));
+  input.addEventListener('keydown', (e) => {
+    if (!ac.hidden && acInput === input) {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        acActive = (acActive + (e.key === 'ArrowDown' ? 1 : acItems.length - 1)) % acItems.length;
+        ac.querySelectorAll('.ac-item').forEach((el, i) => el.classList.toggle('on', i === acActive));
+        return;
+      }
+      if (e.key === 'Tab' || (e.key === 'Enter' && acActive >= 0)) { e.preventDefault(); acceptAc(acActive); return; }
+      if (e.key === 'Escape') { hideAc(); e.stopPropagation(); return; }
+    }
+    if (e.key === 'Enter') { e.preventDefault(); hideAc(); runFromBar(); }
+  });
+}
+for (const id of ['from', 'until', 'left_from', 'left_until', 'right_from', 'right_until']) {
+  $('#' + id).addEventListener('keydown', (e) => { if (e.key === 'Enter') runFromBar(); });
+}
+function runFromBar() {
+  const ch = { query: $('#query').value.trim() || '{}', from: $('#from').value.trim() || 'now-1h', until: $('#until').value.trim() || 'now', focus: undefined };
+  if (state.view === 'diff') {
+    for (const k of ['left', 'right', 'left_from', 'left_until', 'right_from', 'right_until']) ch[k] = $('#' + k).value.trim() || undefined;
+  }
+  commit(ch);
+}
+$('#run').onclick = runFromBar;
+for (const b of document.querySelectorAll('#presets button')) {
+  b.onclick = () => commit({ from: 'now-' + b.dataset.range, until: 'now', focus: undefined });
+}
+for (const b of document.querySelectorAll('#views button')) {
+  b.onclick = () => {
+    const v = b.dataset.view;
+    if (v === state.view) return;
+    if (v === 'diff') commit({ view: 'diff', left: state.left || state.query, right: state.right || state.query, tab: 'compare', focus: undefined });
+    else commit({ view: 'flame', tab: undefined, focus: undefined });
+  };
+}
+for (const b of document.querySelectorAll('#orient button')) {
+  b.onclick = () => commit({ layout: b.dataset.layout === 'icicle' ? 'icicle' : undefined }, { replace: true });
+}
+for (const b of document.querySelectorAll('#tabs button')) {
+  b.onclick = () => commit({ tab: b.dataset.tab }, { replace: true });
+}
+let searchTimer = null;
+$('#search').addEventListener('input', (e) => {
+  exactSearch = false;
+  clearTimeout(searchTimer);
+  const v = e.target.value;
+  graph.setSearch(v, false);
+  renderSearchResult();
+  searchTimer = setTimeout(() => commit({ search: v || undefined }, { replace: true }), 300);
+});
+
+// ---------- export ----------
+const exportMenu = $('#export .menu-items');
+$('#export-btn').onclick = (e) => { e.stopPropagation(); exportMenu.hidden = !exportMenu.hidden; };
+addEventListener('click', () => { exportMenu.hidden = true; });
+function updateExports() {
+  const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
+  const q = (extra) => '/api/v1/query?' + new URLSearchParams({ ...base, ...extra }).toString();
+  const stem = 'flamedb-' + (matcherValue(state.query, 'service') || 'profile');
+  Object.assign($('#exp-folded'), { href: q({ format: 'folded' }), download: stem + '.folded' });
+  Object.assign($('#exp-speedscope'), { href: q({ format: 'speedscope' }), download: stem + '.speedscope.json' });
+  Object.assign($('#exp-json'), { href: q({ format: 'json', max_nodes: state.max_nodes || '0' }), download: stem + '.json' });
+  Object.assign($('#exp-pprof'), { href: q({ format: 'pprof' }), download: stem + '.pb.gz' });
+}
+$('#exp-png').onclick = (e) => {
+  e.preventDefault();
+  graph.canvas.toBlob((blob) => {
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = 'flamedb-flamegraph.png';
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 5000);
+  }, 'image/png');
+};
+async function probePprof() {
+  try {
+    const r = await fetch('/api/v1/query?format=pprof&from=now-5m&max_nodes=1');
+    $('#exp-pprof').hidden = r.status !== 200;
+  } catch { $('#exp-pprof').hidden = true; }
+}
+
+// ---------- keyboard ----------
+addEventListener('keydown', (e) => {
+  const inField = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName);
+  if (e.key === '/' && !inField) { e.preventDefault(); $('#search').focus(); $('#search').select(); return; }
+  if (e.key === 'Escape') {
+    if (!ac.hidden) { hideAc(); return; }
+    if (inField) document.activeElement.blur();
+    graph.zoomOut();
+  }
+});
+// The main graph scrolls inside the window's height, its root in view.
+function fitFlame() {
+  const fl = $('#flame');
+  const top = fl.getBoundingClientRect().top + scrollY;
+  fl.style.maxHeight = Math.max(220, innerHeight - top - 10) + 'px';
+}
+addEventListener('resize', () => {
+  if (!current) return;
+  fitFlame();
+  graph.draw();
+  if (graph.width !== Math.max(50, $('#flame').clientWidth)) graph.draw();
+  for (const m of miniGraphs) m.draw();
+  if (tl) drawTimeline(tl);
+});
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+  graph.computeColours(); graph.draw();
+  for (const m of miniGraphs) { m.computeColours(); m.draw(); }
+});
+
+// ---------- render ----------
+function syncBar() {
+  $('#query').value = state.query || '';
+  $('#from').value = state.from || 'now-1h';
+  $('#until').value = state.until || 'now';
+  for (const k of ['left', 'right', 'left_from', 'left_until', 'right_from', 'right_until']) $('#' + k).value = state[k] || '';
+  $('#diffbar').hidden = state.view !== 'diff';
+  for (const b of document.querySelectorAll('#views button')) b.classList.toggle('on', b.dataset.view === state.view);
+  for (const b of document.querySelectorAll('#orient button')) b.classList.toggle('on', b.dataset.layout === (state.layout === 'icicle' ? 'icicle' : 'flame'));
+  for (const b of document.querySelectorAll('#presets button')) b.classList.toggle('on', state.from === 'now-' + b.dataset.range && (state.until || 'now') === 'now');
+  const tab = state.tab || (state.view === 'diff' ? 'compare' : state.group_by ? 'groups' : 'top');
+  for (const b of document.querySelectorAll('#tabs button')) b.classList.toggle('on', b.dataset.tab === tab);
+  for (const t of document.querySelectorAll('.tab')) t.hidden = t.id !== 'tab-' + tab;
+  if (tab === 'stability' && lastStability) renderStability(lastStability);
+  if ($('#search').value !== (state.search || '')) $('#search').value = state.search || '';
+  syncPickers();
+}
+let lastStability = null;
+
+function applyUI() {
+  graph.icicle = state.layout === 'icicle';
+  for (const m of miniGraphs) { m.icicle = graph.icicle; m.draw(); }
+  if (state.search && !exactSearch && topRows.some((f) => f.name === state.search) && !$('#search').matches(':focus')) {
+    // a link with search=NAME of a listed function highlights that function only
+  }
+  graph.searchText = state.search || '';
+  graph.exact = exactSearch;
+  graph.applySearch();
+  if (graph.nodes && graph.nodes.length) {
+    graph.zoomToNames(state.focus ? state.focus.split(';') : []);
+    fitFlame();
+    graph.draw();
+    // a scrollbar that came or went with the new height changes the width
+    if (graph.width !== Math.max(50, $('#flame').clientWidth)) graph.draw();
+    $('#flame').scrollTop = graph.icicle ? 0 : $('#flame').scrollHeight;
+  }
+  if (groupStab && groupsShown !== (state.groups || '')) renderGroups(groupStab, groupAnswers);
+  renderCrumbs();
+  renderSearchResult();
+  renderTop();
+}
+
+async function render() {
+  syncBar();
+  updateExports();
+  const key = dataKey(state);
+  if (key === loadedKey) { applyUI(); return; }
+  loadedKey = key;
+  const mine = ++loads;
+  document.body.dataset.state = 'loading';
+  $('#loading').hidden = false;
+  showError(null);
+  try {
+    loadPickers().catch(showError);
+    if (state.view === 'diff') await loadDiff(mine); else await loadFlame(mine);
+    if (mine !== loads) return;
+    applyUI();
+    document.body.dataset.state = 'ready';
+  } catch (e) {
+    if (mine !== loads) return;
+    showError(e);
+    document.body.dataset.state = 'error';
+  } finally {
+    if (mine === loads) $('#loading').hidden = true;
+  }
+}
+
+function setMainData(tree, meta, empty) {
+  const el = $('#flame');
+  el.classList.toggle('empty', !!empty);
+  el.dataset.empty = empty || '';
+  graph.setData(tree, meta);
+}
+
+async function loadFlame(mine) {
+  const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
+  const maxNodes = state.max_nodes || '8192';
+  const stepStab = autoStep(base.from, base.until, 60);
+  const [q, tlAns, top, stab, gstab, gq] = await Promise.all([
+    api('/api/v1/query', { ...base, max_nodes: maxNodes }),
+    api('/api/v1/timeline', base),
+    api('/api/v1/top', { ...base, limit: 200 }),
+    api('/api/v1/stability', { ...base, step: stepStab }),
+    state.group_by ? api('/api/v1/stability', { ...base, group_by: state.group_by }) : null,
+    state.group_by ? api('/api/v1/query', { ...base, group_by: state.group_by, max_nodes: 1000 }) : null,
+  ]);
+  if (mine !== loads) return;
+  current = q;
+  setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes }, q.total ? '' : 'No profiles match this selector in this range.');
+  const tr = $('#truncated');
+  tr.hidden = !(q.truncated && q.truncated.nodes);
+  if (q.truncated && q.truncated.nodes) {
+    tr.innerHTML = `max_nodes=${maxNodes} left out <b>${q.truncated.nodes.toLocaleString('en-US')}</b> nodes holding ${fmtValue(q.truncated.total, q.unit)} of self time (${pct(q.truncated.total / q.total)}); they are drawn as hatched <i>other</i> frames. <a href="#" id="show-all">Show every node</a>`;
+    $('#show-all').onclick = (e) => { e.preventDefault(); commit({ max_nodes: '0' }); };
+  }
+  $('#legend').hidden = true;
+  const others = q.other_types && q.other_types.length ? ` · other types: ${q.other_types.join(', ')}` : '';
+  $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtValue(q.total, q.unit)} · ${q.samples.toLocaleString('en-US')} samples · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
+  $('#type').dataset.answer = q.type;
+  drawTimeline(tlAns);
+  renderTop(top);
+  lastStability = stab;
+  renderStability(stab);
+  groupAnswers = gq;
+  renderGroups(gstab, gq);
+  renderCompare(null);
+}
+
+async function loadDiff(mine) {
+  const sides = {};
+  for (const k of ['left', 'right', 'from', 'until', 'left_from', 'left_until', 'right_from', 'right_until']) sides[k] = state[k];
+  sides.left = sides.left || state.query || '{}';
+  sides.right = sides.right || state.query || '{}';
+  sides.from = sides.from || 'now-1h';
+  const [d, c, tlAns] = await Promise.all([
+    api('/api/v1/diff', sides),
+    api('/api/v1/compare', { ...sides, limit: 100 }),
+    api('/api/v1/timeline', { query: sides.right, from: sides.from, until: sides.until || 'now' }),
+  ]);
+  if (mine !== loads) return;
+  current = { unit: d.right_unit, diff: d };
+  setMainData(d.tree, { diff: true, leftTotal: d.left_total, rightTotal: d.right_total, leftUnit: d.left_unit, rightUnit: d.right_unit },
+    d.left_total || d.right_total ? '' : 'Neither side has profiles in its range.');
+  $('#truncated').hidden = true;
+  const lg = $('#legend');
+  lg.hidden = false;
+  lg.innerHTML = `<span class="sw grew"></span> share grew <span class="sw shrank"></span> share shrank <span class="muted">· intensity by the size of the change · width: left share + right share · left ${fmtValue(d.left_total, d.left_unit)}, right ${fmtValue(d.right_total, d.right_unit)}</span>`;
+  $('#summary').innerHTML = `diff · <b>${esc(d.left_type)}</b> vs <b>${esc(d.right_type)}</b> · Manhattan ${num(c.manhattan)} · JSD ${num(c.jsd)}`;
+  drawTimeline(tlAns);
+  topRows = [];
+  renderCompare(c);
+  renderGroups(null, null);
+  lastStability = null;
+}
+
+// ---------- test and bench hook ----------
+window.__flamedb = {
+  draws: 0,
+  get state() { return { ...state }; },
+  get graph() { return graph; },
+  get current() { return current; },
+  loads: () => loads,
+  // the frame drawn at page point (x, y): {name, self, total, depth} or null
+  frameAt(x, y) {
+    const r = graph.canvas.getBoundingClientRect();
+    const i = graph.frameAt(x - r.left, y - r.top);
+    if (i < 0) return null;
+    const n = graph.nodes[i];
+    return { name: n.name, self: n.self, total: n.total, depth: n.depth, other: n.other };
+  },
+  // the page rectangle of the widest visible frame named `name`
+  layoutOf(name) {
+    const r = graph.canvas.getBoundingClientRect();
+    let best = -1;
+    const f = graph.nodes[graph.focus];
+    graph.nodes.forEach((n, i) => {
+      if (n.name !== name) return;
+      if (n.depth >= f.depth && !(n.x >= f.x && n.x < f.x + f.total)) return;
+      if (best < 0 || n.total > graph.nodes[best].total) best = i;
+    });
+    if (best < 0) return null;
+    const b = graph.rectOf(best);
+    return { x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h, cx: r.left + b.x + b.w / 2, cy: r.top + b.y + b.h / 2, total: graph.nodes[best].total };
+  },
+};
+
+// ---------- start ----------
+addEventListener('popstate', () => { state = readURL(); exactSearch = false; render(); });
+async function start() {
+  state = readURL();
+  probePprof();
+  if (!state.query && state.view !== 'diff') {
+    try {
+      const g = await api('/api/v1/query', { query: '{}', group_by: 'service', max_nodes: 1, from: 'now-1h' });
+      const top = g.groups && g.groups.find((x) => x.total > 0);
+      state.query = top ? `{service=${quote(top.labels.service)}}` : '{}';
+    } catch (e) { state.query = '{}'; showError(e); }
+    if (!state.from) state.from = 'now-1h';
+    if (!state.until) state.until = 'now';
+    history.replaceState(null, '', urlOf(state));
+  }
+  render();
+}
+start();
