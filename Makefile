@@ -58,6 +58,9 @@ $(BUILD)/%.o: %.c $(wildcard */*.h) $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
+# Kept, not treated as intermediate files: every object depends on the header.
+.SECONDARY: $(PROTO_C) $(PROTO_H)
+
 $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --proto_path=proto --c_out=$(BUILD)/gen $<

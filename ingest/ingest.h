@@ -111,4 +111,50 @@ ingest_status ingest_gunzip(const void *in, size_t in_len, size_t max_out,
 /* Returns 1 when the bytes are valid UTF-8. */
 int ingest_utf8_valid(const char *s, size_t len);
 
+/* ---- pprof (pprof.c, multipart.c) ------------------------------------ */
+
+/* Decodes a pprof profile.proto, gzip'd (gunzipped to at most max_out
+ * bytes: INGEST_ETOOBIG beyond) or raw, into one finished profile per
+ * sample type (*out, *n_out): labels copied from base except `type`, which
+ * is the sample type's name; unit the sample type's unit; window from
+ * time_nanos/duration_nanos (duration 0: 10 s) unless window_given, else
+ * base's.  Stacks root first, inlined lines caller first.  On error nothing
+ * is returned.  The profiles share one arena: free them together with
+ * ingest_pprof_free. */
+ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, const ingest_profile *base,
+                                 int window_given, ingest_profile **out, size_t *n_out, char *err, size_t errlen);
+void ingest_pprof_free(ingest_profile *profiles, size_t n);
+
+/* Returns 1 when a Content-Type is multipart/form-data. */
+int ingest_multipart_is(const char *content_type);
+
+/* Finds field `name` of a buffered multipart/form-data body (boundary from
+ * content_type): *out points into body, NULL when the field is absent.
+ * INGEST_EINVAL when the body or Content-Type is malformed. */
+ingest_status ingest_multipart_field(const char *content_type, const char *body, size_t len, const char *name,
+                                     const char **out, size_t *out_len, char *err, size_t errlen);
+
+/* ---- perf script (perfscript.c) --------------------------------------- */
+
+/* One sample of `perf script` text: its time in nanoseconds since boot
+ * (-1 when the text has no time field) and its stack, root first: comm,
+ * then the frames ("sym" without +0xoff; "[unknown]" symbols named by the
+ * dso's basename), joined by ';'.  stack is malloc'd. */
+typedef struct {
+    int64_t time_ns;
+    char *stack;
+    size_t len;
+} ingest_perf_sample;
+
+/* Returns 1 when text looks like `perf script` output (indented frame lines
+ * under sample headers) rather than folded stacks. */
+int ingest_perf_detect(const char *text, size_t len);
+
+/* Parses `perf script` text (default fields, or -F comm,pid,tid,time,ip,
+ * sym,dso and subsets) into samples (*out, *n; free with
+ * ingest_perf_free).  Errors say "line N: ...". */
+ingest_status ingest_perf_parse(const char *text, size_t len, ingest_perf_sample **out, size_t *n,
+                                char *err, size_t errlen);
+void ingest_perf_free(ingest_perf_sample *s, size_t n);
+
 #endif

@@ -16,59 +16,37 @@ static int line_cmp(const void *a, const void *b)
     return c ? c : (x->stack_len > y->stack_len) - (x->stack_len < y->stack_len);
 }
 
-/* Writes node's path into buf (caller sized it) and answers its length. */
-static size_t path_text(store_reader *r, uint32_t id, char *buf, size_t cap, uint32_t *stack)
-{
-    uint32_t depth = 0;
-    for (uint32_t n = id; n; n = store_node_parent(r, n)) stack[depth++] = n;
-    size_t len = 0;
-    while (depth--) {
-        uint32_t flen;
-        const char *f = store_string(r, store_node_func(r, stack[depth]), &flen);
-        if (len + flen + 1 > cap) break;
-        memcpy(buf + len, f, flen);
-        len += flen;
-        if (depth) buf[len++] = ';';
-    }
-    return len;
-}
-
 char *query_tree_folded(store_reader *r, const query_tree *t, size_t *out_len)
 {
-    size_t n = 0;
-    QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, { n += id && t->self[id]; })
-    folded_line *lines = calloc(n ? n : 1, sizeof *lines);
-    uint32_t *stack = malloc(((size_t)t->n_nodes + 1) * sizeof *stack);
-    size_t cap = 1 << 16;
-    char *buf = malloc(cap);
+    query_stacks q;
+    if (query_stacks_build(r, t, &q)) return NULL;
+    folded_line *lines = calloc(q.n ? q.n : 1, sizeof *lines);
     char *out = NULL;
     size_t k = 0, total = 0;
-    if (!lines || !stack || !buf) goto done;
-    QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
-        if (!id || !t->self[id]) continue;
-        uint32_t depth = 0;
-        size_t need = 0;
-        for (uint32_t x = id; x; x = store_node_parent(r, x), depth++) {
+    if (!lines) goto done;
+    for (; k < q.n; k++) {
+        size_t len = 0;
+        for (uint32_t d = 0; d < q.depth[k]; d++) {
             uint32_t flen;
-            store_string(r, store_node_func(r, x), &flen);
-            need += flen + 1;
+            store_string(r, q.fns[q.start[k] + d], &flen);
+            len += flen + 1;
         }
-        if (need > cap) {
-            char *nb = realloc(buf, need);
-            if (!nb) goto done;
-            buf = nb;
-            cap = need;
-        }
-        size_t len = path_text(r, id, buf, cap, stack);
         char *text = malloc(len + 24);
         if (!text) goto done;
-        memcpy(text, buf, len);
-        lines[k].stack_len = len;
-        len += (size_t)snprintf(text + len, 24, " %llu\n", (unsigned long long)t->self[id]);
+        size_t pos = 0;
+        for (uint32_t d = 0; d < q.depth[k]; d++) {
+            uint32_t flen;
+            const char *f = store_string(r, q.fns[q.start[k] + d], &flen);
+            memcpy(text + pos, f, flen);
+            pos += flen;
+            if (d + 1 < q.depth[k]) text[pos++] = ';';
+        }
         lines[k].text = text;
-        lines[k++].len = len;
-        total += len;
-    })
+        lines[k].stack_len = pos;
+        pos += (size_t)snprintf(text + pos, 24, " %llu\n", (unsigned long long)t->self[q.node[k]]);
+        lines[k].len = pos;
+        total += pos;
+    }
     qsort(lines, k, sizeof *lines, line_cmp);
     out = malloc(total + 1);
     if (!out) goto done;
@@ -80,9 +58,8 @@ char *query_tree_folded(store_reader *r, const query_tree *t, size_t *out_len)
     out[pos] = '\0';
     *out_len = pos;
 done:
-    for (size_t i = 0; i < k; i++) free(lines[i].text);
+    for (size_t i = 0; lines && i < k; i++) free(lines[i].text);
     free(lines);
-    free(stack);
-    free(buf);
+    query_stacks_free(&q);
     return out;
 }

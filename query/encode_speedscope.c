@@ -231,36 +231,22 @@ json_t *query_speedscope_json(const query_ss_profile *profiles, size_t n_profile
 
 /* ---- merged trees to speedscope ---------------------------------------- */
 
-/* Every node with self > 0 of a tree, as a sample: its path of function
- * ids from the root, weighted by its self value.  Paths share one buffer. */
+/* A tree's stacks as speedscope samples, weighted by their self values. */
 typedef struct {
+    query_stacks q;
     query_ss_stack *stacks;
-    uint32_t *frames;
     size_t n;
 } tree_stacks;
 
 static int collect_stacks(store_reader *r, const query_tree *t, tree_stacks *out)
 {
     memset(out, 0, sizeof *out);
-    size_t n = 0, frames = 0;
-    QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
-        if (!id || !t->self[id]) continue;
-        n++;
-        for (uint32_t x = id; x; x = store_node_parent(r, x)) frames++;
-    })
-    out->stacks = malloc((n ? n : 1) * sizeof *out->stacks);
-    out->frames = malloc((frames ? frames : 1) * sizeof *out->frames);
-    if (!out->stacks || !out->frames) return -1;
-    size_t pos = 0;
-    QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
-        if (!id || !t->self[id]) continue;
-        uint32_t depth = 0;
-        for (uint32_t x = id; x; x = store_node_parent(r, x)) depth++;
-        uint32_t i = depth;
-        for (uint32_t x = id; x; x = store_node_parent(r, x)) out->frames[pos + --i] = store_node_func(r, x);
-        out->stacks[out->n++] = (query_ss_stack){ out->frames + pos, depth, t->self[id] };
-        pos += depth;
-    })
+    if (query_stacks_build(r, t, &out->q)) return -1;
+    out->stacks = malloc((out->q.n ? out->q.n : 1) * sizeof *out->stacks);
+    if (!out->stacks) return -1;
+    for (size_t i = 0; i < out->q.n; i++)
+        out->stacks[i] = (query_ss_stack){ out->q.fns + out->q.start[i], out->q.depth[i], t->self[out->q.node[i]] };
+    out->n = out->q.n;
     return 0;
 }
 
@@ -284,7 +270,7 @@ json_t *query_trees_speedscope(store_reader *r, const query_tree *const *trees, 
 done:
     for (size_t i = 0; ts && i < n; i++) {
         free(ts[i].stacks);
-        free(ts[i].frames);
+        query_stacks_free(&ts[i].q);
     }
     free(ts);
     free(profiles);

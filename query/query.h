@@ -217,4 +217,17 @@ json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_
  * samples with a rate become nanoseconds weighing round(1e9 / rate). */
 const char *query_block_unit(const store_block *b, uint64_t *weight);
 
+/* ---- pprof (encode_pprof.c) ------------------------------------------- */
+
+/* The tree as a gzip'd pprof profile.proto: one sample type (type, and the
+ * tree's unit; "samples" written as "count"), one function and location per
+ * distinct function, one sample per node with self > 0 (locations leaf
+ * first), time_nanos = from, duration_nanos = until - from.  Returns a
+ * malloc'd buffer and its length, NULL when out of memory. */
+char *query_tree_pprof(store_reader *r, const query_tree *t, const char *type, int64_t from_ms, int64_t until_ms,
+                       size_t *len);
+
+/* Gzips in into a new malloc'd buffer (gzip header, zlib deflate). */
+int query_gzip(const void *in, size_t len, char **out, size_t *out_len);
+
 #endif

@@ -48,6 +48,20 @@ const char *query_fn_name(void *ctx, uint32_t fn);
 /* A number, or JSON null when NaN. */
 json_t *query_real_or_null(double x);
 
+/* Every node with self > 0 of a tree, as a stack (stacks.c): stack i's
+ * function ids, root first, are fns[start[i]] .. fns[start[i] + depth[i]),
+ * its leaf node[i] (so its value is the tree's self[node[i]]). */
+typedef struct {
+    uint32_t *fns;
+    size_t *start;
+    uint32_t *depth;
+    uint32_t *node;
+    size_t n;
+} query_stacks;
+
+int query_stacks_build(store_reader *r, const query_tree *t, query_stacks *out);
+void query_stacks_free(query_stacks *s);
+
 /* Runs the statements after id for every node whose bit is set in a
  * bitmap, ids ascending.  Variadic, so the body may hold commas. */
 #define QUERY_FOR_EACH_BIT(bitmap, n_bits, id, ...)                         \

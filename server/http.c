@@ -36,6 +36,7 @@ static const route_entry routes[] = {
     { "/api/v1/diff", ROUTE_DIFF, "GET" },
     { "/api/v1/timeline", ROUTE_TIMELINE, "GET" },
     { "/api/v1/variance", ROUTE_VARIANCE, "GET" },
+    { "/api/v1/hotspots/metrics", ROUTE_HOTSPOTS, "GET" },
     { "/healthz", ROUTE_HEALTHZ, "GET" },
     { "/metrics", ROUTE_METRICS, "GET" },
 };
@@ -88,6 +89,7 @@ static enum MHD_Result dispatch(srv_request *rq)
     case ROUTE_DIFF: return srv_handle_diff(rq);
     case ROUTE_TIMELINE: return srv_handle_timeline(rq);
     case ROUTE_VARIANCE: return srv_handle_variance(rq);
+    case ROUTE_HOTSPOTS: return srv_handle_hotspots(rq);
     case ROUTE_HEALTHZ: return srv_handle_healthz(rq);
     case ROUTE_METRICS: return srv_handle_metrics(rq);
     case ROUTE_WEB: return srv_handle_web(rq);

@@ -6,7 +6,14 @@
  * the whole profile and only then queues it for the store's group commit;
  * the connection stays suspended until the commit is durable (see
  * ingest_job).  Any error before the queue stores nothing; an error inside
- * the store rolls the request's transaction back. */
+ * the store rolls the request's transaction back.
+ *
+ * format=pprof (both endpoints): the body is pprof's profile.proto, gzip'd
+ * or raw, or a multipart/form-data body whose `profile` field is (what
+ * Pyroscope's SDKs send; `prev_profile` and `sample_type_config` are
+ * ignored).  Each sample type becomes one profile; all are decoded and
+ * validated before the first is queued, then all are queued at once (they
+ * normally share one group commit, each in its own nested transaction). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -60,6 +67,14 @@ static int read_unit(srv_request *rq, ingest_profile *p, const char *param)
  * records the outcome and resumes the connection, and the MHD thread,
  * called again, answers.  The suspension comes before anything that could
  * resume it, so the two never cross. */
+/* The store form of one pprof profile. */
+typedef struct pprof_prep {
+    store_label labels[INGEST_MAX_LABELS];
+    store_stack *stacks;
+    uint32_t *leaves;
+    store_profile sp;
+} pprof_prep;
+
 typedef struct {
     srv_request *rq;
     ingest_profile p;
@@ -70,6 +85,12 @@ typedef struct {
     store_stack *stacks;
     uint32_t *leaves;                         /* store_resolve's answer */
     store_profile sp;
+    int pprof, window_given;                  /* format=pprof; from/until given */
+    const char *content_type;                 /* the request's, for multipart */
+    ingest_profile *pp;                       /* pprof: one profile per sample type */
+    size_t n_pp;
+    struct pprof_prep *preps;
+    size_t pending;                           /* pprof profiles not yet committed */
     pthread_mutex_t lock;
     int suspended, done;
     int status;                               /* HTTP status of a failure */
@@ -80,6 +101,12 @@ static void job_free(void *arg)
 {
     ingest_job *job = arg;
     ingest_profile_free(&job->p);
+    for (size_t i = 0; job->preps && i < job->n_pp; i++) {
+        free(job->preps[i].stacks);
+        free(job->preps[i].leaves);
+    }
+    free(job->preps);
+    if (job->pp) ingest_pprof_free(job->pp, job->n_pp);
     free(job->plain);
     free(job->stacks);
     free(job->leaves);
@@ -120,6 +147,89 @@ static void job_committed(void *ctx, store_status ss, uint32_t series, const cha
     job_finish(ctx, ss ? srv_status_of_store(ss) : 0, ss ? msg : NULL);
 }
 
+/* A pprof profile's commit, on the writer thread: the connection resumes
+ * after the last one, with the first failure if any. */
+static void job_part_done(ingest_job *job, int status, const char *err, size_t parts)
+{
+    pthread_mutex_lock(&job->lock);
+    if (status && !job->status) {
+        job->status = status;
+        snprintf(job->err, sizeof job->err, "%s", err);
+    }
+    job->pending -= parts;
+    if (!job->pending) {
+        job->done = 1;
+        MHD_resume_connection(job->rq->conn);
+    }
+    pthread_mutex_unlock(&job->lock);
+}
+
+static void job_part_committed(void *ctx, store_status ss, uint32_t series, const char *err)
+{
+    (void)series;
+    char msg[300];
+    snprintf(msg, sizeof msg, "not stored: %s", err);
+    job_part_done(ctx, ss ? srv_status_of_store(ss) : 0, msg, 1);
+}
+
+/* Fills the store form of p; answers -1 when out of memory. */
+static int prep_fill(store *st, ingest_profile *p, pprof_prep *pr)
+{
+    for (int i = 0; i < p->n_labels; i++) {
+        pr->labels[i].name = p->labels[i].name;
+        pr->labels[i].value = p->labels[i].value;
+    }
+    pr->stacks = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *pr->stacks);
+    pr->leaves = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *pr->leaves);
+    if (!pr->stacks || !pr->leaves) return -1;
+    for (size_t i = 0; i < p->n_stacks; i++) {
+        pr->stacks[i].frames = p->stacks[i].frames;
+        pr->stacks[i].len = p->stacks[i].len;
+        pr->stacks[i].count = p->stacks[i].count;
+    }
+    store_resolve(st, pr->stacks, p->n_stacks, pr->leaves);
+    pr->sp = (store_profile){
+        .labels = pr->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
+        .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
+    };
+    return 0;
+}
+
+/* On a pool thread: a pprof body into one profile per sample type, all
+ * validated, then all queued. */
+static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
+{
+    srv_request *rq = job->rq;
+    char err[1024];
+    if (ingest_multipart_is(job->content_type)) {
+        const char *field;
+        size_t flen;
+        ingest_status s = ingest_multipart_field(job->content_type, body, len, "profile", &field, &flen, err, sizeof err);
+        if (s) return job_finish(job, ingest_status_http(s), err);
+        if (!field) return job_finish(job, 400, "multipart/form-data body without a 'profile' field (the pprof profile)");
+        body = field;
+        len = flen;
+    }
+    ingest_status s = ingest_pprof_parse(body, len, rq->srv->max_body, &job->p, job->window_given, &job->pp,
+                                         &job->n_pp, err, sizeof err);
+    if (s) return job_finish(job, ingest_status_http(s), err);
+    job->preps = calloc(job->n_pp, sizeof *job->preps);
+    if (!job->preps) return job_finish(job, 500, "out of memory");
+    for (size_t i = 0; i < job->n_pp; i++)
+        if (prep_fill(rq->srv->st, &job->pp[i], &job->preps[i])) return job_finish(job, 500, "out of memory");
+    job->pending = job->n_pp;
+    for (size_t i = 0; i < job->n_pp; i++) {
+        store_status ss = store_write_async(rq->srv->st, &job->preps[i].sp, job_part_committed, job);
+        if (ss) {
+            /* the ones queued still commit; this and the rest never will */
+            job_part_done(job, srv_status_of_store(ss),
+                          ss == STORE_ECLOSED ? "not stored: the server is shutting down" : "not stored: invalid profile",
+                          job->n_pp - i);
+            return;
+        }
+    }
+}
+
 /* On a pool thread: decode, parse and validate the body, then queue the
  * profile for the group commit. */
 static void job_parse(void *arg)
@@ -135,6 +245,7 @@ static void job_parse(void *arg)
         if (s) return job_finish(job, ingest_status_http(s), err);
         body = job->plain;
     }
+    if (job->pprof) return job_parse_pprof(job, body, len);
     ingest_status s = ingest_parse_stacks(p, job->fmt, body, len, err, sizeof err);
     if (!s) s = ingest_profile_finish(p, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
@@ -173,10 +284,34 @@ static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
     else if (enc && *enc && strcasecmp(enc, "identity") != 0)
         return srv_reply_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                "unsupported Content-Encoding '%s' (supported: gzip, identity)", enc);
+    job->content_type = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    job->window_given = srv_param(rq, "from") || srv_param(rq, "until");
     job->suspended = 1;
     MHD_suspend_connection(rq->conn);
     if (srv_workpool_submit(rq->srv->pool, job_parse, job)) job_finish(job, 500, "out of memory");
     return MHD_YES;
+}
+
+/* What a pprof ingest stored: totals, and each sample type's profile. */
+static int reply_pprof(srv_request *rq, ingest_job *job, enum MHD_Result *res)
+{
+    uint64_t samples = 0, stacks = 0, trunc = 0;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < job->n_pp; i++) {
+        const ingest_profile *q = &job->pp[i];
+        samples += q->samples;
+        stacks += q->n_stacks;
+        trunc += q->truncated_stacks;
+        json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:I}", "type", ingest_label_get(q, "type"), "unit", q->unit,
+                                             "samples", (json_int_t)q->samples, "stacks", (json_int_t)q->n_stacks));
+    }
+    atomic_fetch_add(&rq->srv->metrics.ingested_samples, samples);
+    atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
+    atomic_fetch_add(&rq->srv->metrics.ingested_profiles, job->n_pp);
+    *res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:I,s:I,s:o}", "samples", (json_int_t)samples, "stacks",
+                                             (json_int_t)stacks, "series", (json_int_t)job->n_pp, "truncated_stacks",
+                                             (json_int_t)trunc, "profiles", arr));
+    return 1;
 }
 
 /* A resumed ingest answers: its error, or what was stored. */
@@ -192,6 +327,7 @@ static int resumed(srv_request *rq, enum MHD_Result *res)
         return 1;
     }
     ingest_profile *p = &job->p;
+    if (job->pprof) return reply_pprof(rq, job, res);
     atomic_fetch_add(&rq->srv->metrics.ingested_samples, p->samples);
     atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
     atomic_fetch_add(&rq->srv->metrics.ingested_profiles, 1);
@@ -239,8 +375,9 @@ enum MHD_Result srv_handle_ingest(srv_request *rq)
     const char *v;
     label_walk w = { .p = p };
     if (read_window(rq, p)) return MHD_YES;
-    if ((v = srv_param(rq, "format")) && ingest_format_parse(v, &job->fmt, err, sizeof err))
-        return srv_reply_error(rq, 400, "parameter 'format': %s", err);
+    if ((v = srv_param(rq, "format")) && strcmp(v, "pprof") == 0) job->pprof = 1;
+    else if (v && ingest_format_parse(v, &job->fmt, err, sizeof err))
+        return srv_reply_error(rq, 400, "parameter 'format': %s (or pprof)", err);
     if ((v = srv_param(rq, "rate")) && parse_rate(v, &p->rate))
         return srv_reply_error(rq, 400, "parameter 'rate': '%s' is not a sampling frequency in Hz (a number above 0, at most 1e9)", v);
     if (read_unit(rq, p, "unit")) return MHD_YES;
@@ -264,10 +401,9 @@ enum MHD_Result srv_handle_pyroscope(srv_request *rq)
     if (ingest_pyroscope_name(p, v, err, sizeof err))
         return srv_reply_error(rq, 400, "parameter 'name': %s", err);
     if ((v = srv_param(rq, "format"))) {
-        if (strcmp(v, "pprof") == 0)
-            return srv_reply_error(rq, 400, "parameter 'format': pprof is not supported yet (supported: folded, lines)");
-        if (ingest_format_parse(v, &job->fmt, err, sizeof err))
-            return srv_reply_error(rq, 400, "parameter 'format': %s", err);
+        if (strcmp(v, "pprof") == 0) job->pprof = 1;
+        else if (ingest_format_parse(v, &job->fmt, err, sizeof err))
+            return srv_reply_error(rq, 400, "parameter 'format': %s (or pprof)", err);
     }
     /* Pyroscope clients send sampleRate=0 when they have none. */
     if ((v = srv_param(rq, "sampleRate")) && strcmp(v, "0") != 0 && parse_rate(v, &p->rate))

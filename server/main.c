@@ -1,4 +1,5 @@
-/* main.c — the flamedb command: `flamedb serve` and its flags.
+/* main.c — the flamedb command: `flamedb serve` and its flags, and
+ * `flamedb import` (server/import.c).
  *
  * serve opens the store, starts the HTTP server and waits for SIGINT or
  * SIGTERM; then it stops accepting, lets requests in flight finish, closes
@@ -22,6 +23,9 @@ static const char usage_main[] =
     "\n"
     "Usage:\n"
     "  flamedb serve [flags]    run the server (flamedb serve --help for its flags)\n"
+    "  flamedb import [flags] FILE...\n"
+    "                           load perf script text or folded files into a server\n"
+    "                           (flamedb import --help for its flags)\n"
     "  flamedb --help           this text\n"
     "  flamedb --version        the version\n"
     "\n"
@@ -176,6 +180,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "serve")) return serve(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "import")) return srv_import_main(argc - 2, argv + 2);
     fprintf(stderr, "flamedb: unknown command '%s'\n\n%s", argv[1], usage_main);
     return 2;
 }

@@ -147,15 +147,19 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     int64_t from, until;
     uint64_t max_nodes;
     const char *format = srv_param(rq, "format");
-    if (format && strcmp(format, "json") && strcmp(format, "folded") && strcmp(format, "speedscope"))
-        return srv_reply_error(rq, 400, "parameter 'format': unknown format '%s' (supported: json, folded, speedscope)",
+    if (format && strcmp(format, "json") && strcmp(format, "folded") && strcmp(format, "speedscope") &&
+        strcmp(format, "pprof"))
+        return srv_reply_error(rq, 400,
+                               "parameter 'format': unknown format '%s' (supported: json, folded, speedscope, pprof)",
                                format);
     int folded = format && !strcmp(format, "folded"), speedscope = format && !strcmp(format, "speedscope");
+    int pprof = format && !strcmp(format, "pprof");
     if (srv_param_uint(rq, "max_nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes)) return MHD_YES;
     if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
-    if (grouped && folded) {
+    if (grouped && (folded || pprof)) {
         query_group_by_free(&by);
-        return srv_reply_error(rq, 400, "parameter 'group_by': format=folded has one stack list, not groups (use json or speedscope)");
+        return srv_reply_error(rq, 400, "parameter 'group_by': format=%s has one profile, not groups (use json or speedscope)",
+                               format);
     }
     if (read_selector(rq, &sel, &from, &until)) {
         query_group_by_free(&by);
@@ -183,7 +187,12 @@ enum MHD_Result srv_handle_query(srv_request *rq)
         res = srv_reply_error(rq, 500, "%s", err);
         goto out_set;
     }
-    if (folded) {
+    if (pprof) {
+        size_t len = 0;
+        char *gz = query_tree_pprof(r, &t, set.type, from, until, &len);
+        res = gz ? srv_reply_bytes(rq, 200, "application/octet-stream", gz, len, 1)
+                 : srv_reply_error(rq, 500, "out of memory encoding pprof");
+    } else if (folded) {
         size_t len = 0;
         char *text = query_tree_folded(r, &t, &len);
         res = text ? srv_reply_bytes(rq, 200, "text/plain; charset=utf-8", text, len, 1)

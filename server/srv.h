@@ -24,7 +24,7 @@
 typedef enum {
     ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
     ROUTE_SERIES, ROUTE_TOP, ROUTE_STABILITY, ROUTE_COMPARE, ROUTE_DIFF, ROUTE_TIMELINE,
-    ROUTE_VARIANCE, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
+    ROUTE_VARIANCE, ROUTE_HOTSPOTS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
 } srv_route;
 
 #define SRV_STATUS_SLOTS 12
@@ -112,6 +112,7 @@ enum MHD_Result srv_handle_compare(srv_request *rq);
 enum MHD_Result srv_handle_diff(srv_request *rq);
 enum MHD_Result srv_handle_timeline(srv_request *rq);
 enum MHD_Result srv_handle_variance(srv_request *rq);
+enum MHD_Result srv_handle_hotspots(srv_request *rq);
 enum MHD_Result srv_handle_healthz(srv_request *rq);
 enum MHD_Result srv_handle_metrics(srv_request *rq);
 enum MHD_Result srv_handle_web(srv_request *rq);
@@ -125,6 +126,10 @@ void srv_workpool_stop(srv_workpool *wp);
 /* metrics.c */
 void srv_metrics_count(srv_ctx *srv, srv_route route, int status);
 const char *srv_route_name(srv_route route);
+
+/* import.c: `flamedb import` (a client: perf script and folded files
+ * pushed over HTTP). */
+int srv_import_main(int argc, char **argv);
 
 /* log.c */
 void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -64,10 +64,12 @@ test_pyroscope_spaces_and_empty_items_in_name() {
     assert_json "labels trimmed" '.series[0].labels|tojson' '{"env":"prod","service":"sp","type":"cpu","zone":"a"}'
 }
 
-test_pyroscope_pprof_not_supported() {
+test_pyroscope_pprof_garbage_rejected() {
+    # format=pprof is supported since issue 6 (tests in test_pprof.sh); a
+    # body that is not pprof is a 400 that says so, and stores nothing.
     start_server
     pyro 'app.cpu' 'format=pprof' 'not really pprof'
-    assert_error "format=pprof" 400 "pprof" "not supported"
+    assert_error "format=pprof" 400 "pprof" "valid raw profile.proto"
     get /api/v1/series
     assert_json "nothing stored" '.series|length' 0
 }

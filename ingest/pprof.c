@@ -1,0 +1,442 @@
+/* pprof.c — pprof's profile.proto (gzip'd or raw) into ingest_profiles.
+ *
+ * A pprof profile holds several sample types (Go's CPU profile: samples/
+ * count and cpu/nanoseconds); each becomes its own ingest_profile whose
+ * `type` label is the sample type's name and whose unit is the type's unit,
+ * the other labels (service, ...) copied from the base profile the caller
+ * filled from the request.  Everything is decoded and validated before the
+ * caller gets anything: on any error no profile is returned.
+ *
+ * Frames.  A Location with several Lines is an inlined call chain; pprof
+ * lists line[0] as the innermost, so its frames are emitted last-line first
+ * (caller first).  A function's name comes from Function.name; without one,
+ * the location is named "<mapping file basename>+0x<offset>" when the
+ * mapping has a file name, else "0x<address>".  ';' becomes ':' and
+ * newlines (and CR) become ' ' so a frame is a valid folded frame; names
+ * longer than INGEST_MAX_FRAME are cut at a UTF-8 boundary.  A sample
+ * without locations gets the single frame "[unknown]", so totals match
+ * `go tool pprof`'s.
+ *
+ * Stacks.  Sample.location_id[0] is the leaf; stacks are written root
+ * first into one arena, sized exactly in a first pass so it never moves
+ * once stacks point into it.  Every profile's stacks point into the first
+ * profile's arena: free them together with ingest_pprof_free.
+ *
+ * Values are taken as they are (no rate): a zero value leaves the stack out
+ * of that type's profile, a negative one or one above INGEST_MAX_VALUE is
+ * an error.  Sample labels (pprof's per-sample key/value pairs) are not
+ * stored: series are identified by the request's labels alone. */
+#include "ingest_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.pb-c.h"
+
+typedef Perftools__Profiles__Profile pb_profile;
+
+typedef struct { uint64_t id; size_t idx; } id_slot;
+
+static int slot_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const id_slot *)a)->id, y = ((const id_slot *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* An id -> index table: sorted, searched by bsearch. */
+typedef struct { id_slot *s; size_t n; } id_index;
+
+static int index_build(id_index *ix, size_t n, uint64_t (*id_of)(const pb_profile *, size_t), const pb_profile *pb)
+{
+    ix->n = n;
+    ix->s = malloc((n ? n : 1) * sizeof *ix->s);
+    if (!ix->s) return -1;
+    for (size_t i = 0; i < n; i++) ix->s[i] = (id_slot){ id_of(pb, i), i };
+    qsort(ix->s, n, sizeof *ix->s, slot_cmp);
+    return 0;
+}
+
+/* Answers the index of id, or -1. */
+static long index_find(const id_index *ix, uint64_t id)
+{
+    id_slot key = { id, 0 };
+    const id_slot *s = bsearch(&key, ix->s, ix->n, sizeof *ix->s, slot_cmp);
+    return s ? (long)s->idx : -1;
+}
+
+static uint64_t loc_id(const pb_profile *pb, size_t i) { return pb->location[i]->id; }
+static uint64_t fn_id(const pb_profile *pb, size_t i) { return pb->function[i]->id; }
+static uint64_t map_id(const pb_profile *pb, size_t i) { return pb->mapping[i]->id; }
+
+/* Everything decoding needs while it runs. */
+typedef struct {
+    const pb_profile *pb;
+    id_index locs, fns, maps;
+    char *loc_text;     /* per location: its frames, caller first, joined by ';' */
+    size_t *loc_off;    /* n_location + 1 offsets into loc_text */
+    uint32_t *loc_depth;
+    char *err;
+    size_t errlen;
+} decoder;
+
+static const char *str_at(const decoder *d, int64_t i)
+{
+    return i >= 0 && (uint64_t)i < d->pb->n_string_table ? d->pb->string_table[i] : NULL;
+}
+
+/* Appends a sanitized frame; buf NULL only measures.  Answers its length. */
+static size_t frame_put(char *buf, const char *name, size_t n)
+{
+    if (n > INGEST_MAX_FRAME) {
+        n = INGEST_MAX_FRAME;
+        while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80) n--;
+    }
+    if (buf) {
+        for (size_t i = 0; i < n; i++) {
+            char c = name[i];
+            buf[i] = c == ';' ? ':' : (c == '\n' || c == '\r') ? ' ' : c;
+        }
+    }
+    return n;
+}
+
+/* The name of a location without a function name. */
+static void fallback_name(const decoder *d, const Perftools__Profiles__Location *loc, char *out, size_t cap)
+{
+    long m = loc->mapping_id ? index_find(&d->maps, loc->mapping_id) : -1;
+    const char *file = m >= 0 ? str_at(d, d->pb->mapping[m]->filename) : NULL;
+    if (file && *file) {
+        const Perftools__Profiles__Mapping *mp = d->pb->mapping[m];
+        const char *base = strrchr(file, '/');
+        uint64_t off = loc->address - mp->memory_start + mp->file_offset;
+        snprintf(out, cap, "%s+0x%" PRIx64, base && base[1] ? base + 1 : file, off);
+    } else {
+        snprintf(out, cap, "0x%" PRIx64, loc->address);
+    }
+}
+
+/* Writes (buf non-NULL) or measures a location's frames; *depth gets their
+ * number. */
+static ingest_status location_frames(decoder *d, size_t li, char *buf, size_t *len, uint32_t *depth)
+{
+    const Perftools__Profiles__Location *loc = d->pb->location[li];
+    size_t pos = 0;
+    uint32_t n = 0;
+    char fb[300];
+    for (size_t k = loc->n_line; k-- > 0;) {
+        const Perftools__Profiles__Line *ln = loc->line[k];
+        long fi = ln->function_id ? index_find(&d->fns, (uint64_t)ln->function_id) : -1;
+        if (ln->function_id && fi < 0) {
+            snprintf(d->err, d->errlen, "location %" PRIu64 ": line %zu names function %" PRId64 ", which is not in the profile",
+                     loc->id, k, ln->function_id);
+            return INGEST_EINVAL;
+        }
+        const char *name = fi >= 0 ? str_at(d, d->pb->function[fi]->name) : NULL;
+        if (fi >= 0 && !name) {
+            snprintf(d->err, d->errlen, "function %" PRIu64 ": name index %" PRId64 " is outside the string table (%zu strings)",
+                     d->pb->function[fi]->id, d->pb->function[fi]->name, d->pb->n_string_table);
+            return INGEST_EINVAL;
+        }
+        if (!name || !*name) {
+            fallback_name(d, loc, fb, sizeof fb);
+            name = fb;
+        }
+        size_t nl = strlen(name);
+        if (!ingest_utf8_valid(name, nl)) {
+            snprintf(d->err, d->errlen, "location %" PRIu64 ": function name is not valid UTF-8", loc->id);
+            return INGEST_EINVAL;
+        }
+        if (n) {
+            if (buf) buf[pos] = ';';
+            pos++;
+        }
+        pos += frame_put(buf ? buf + pos : NULL, name, nl);
+        n++;
+    }
+    if (!n) {
+        fallback_name(d, loc, fb, sizeof fb);
+        pos = frame_put(buf, fb, strlen(fb));
+        n = 1;
+    }
+    *len = pos;
+    *depth = n;
+    return INGEST_OK;
+}
+
+/* Renders every location's frames once. */
+static ingest_status render_locations(decoder *d)
+{
+    size_t n = d->pb->n_location, total = 0, len;
+    uint32_t depth;
+    d->loc_off = malloc((n + 1) * sizeof *d->loc_off);
+    d->loc_depth = malloc((n ? n : 1) * sizeof *d->loc_depth);
+    if (!d->loc_off || !d->loc_depth) return INGEST_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        ingest_status s = location_frames(d, i, NULL, &len, &depth);
+        if (s) return s;
+        d->loc_off[i] = total;
+        total += len;
+    }
+    d->loc_off[n] = total;
+    d->loc_text = malloc(total ? total : 1);
+    if (!d->loc_text) return INGEST_ENOMEM;
+    for (size_t i = 0; i < n; i++) location_frames(d, i, d->loc_text + d->loc_off[i], &len, &d->loc_depth[i]);
+    return INGEST_OK;
+}
+
+static const char unknown_frame[] = "[unknown]";
+
+/* Checks a sample and answers the bytes of its stack text. */
+static ingest_status sample_measure(decoder *d, size_t si, size_t *bytes)
+{
+    const Perftools__Profiles__Sample *s = d->pb->sample[si];
+    if (s->n_value != d->pb->n_sample_type) {
+        snprintf(d->err, d->errlen, "sample %zu has %zu values for %zu sample types", si, s->n_value,
+                 d->pb->n_sample_type);
+        return INGEST_EINVAL;
+    }
+    for (size_t v = 0; v < s->n_value; v++) {
+        if (s->value[v] < 0 || (uint64_t)s->value[v] > INGEST_MAX_VALUE) {
+            snprintf(d->err, d->errlen, "sample %zu: value %" PRId64 " is negative or above %" PRIu64, si, s->value[v],
+                     (uint64_t)INGEST_MAX_VALUE);
+            return INGEST_EINVAL;
+        }
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < s->n_location_id; k++) {
+        long li = index_find(&d->locs, s->location_id[k]);
+        if (li < 0) {
+            snprintf(d->err, d->errlen, "sample %zu: location %" PRIu64 " is not in the profile", si, s->location_id[k]);
+            return INGEST_EINVAL;
+        }
+        n += d->loc_off[li + 1] - d->loc_off[li] + 1;
+    }
+    *bytes = n ? n - 1 : sizeof unknown_frame - 1;
+    return INGEST_OK;
+}
+
+/* Writes a sample's stack, root first, into buf; answers where the kept
+ * frames start (deep stacks keep their INGEST_MAX_DEPTH leaf-most frames). */
+static size_t sample_write(decoder *d, size_t si, char *buf, size_t *len, int *truncated)
+{
+    const Perftools__Profiles__Sample *s = d->pb->sample[si];
+    size_t pos = 0;
+    uint64_t depth = 0;
+    *truncated = 0;
+    if (!s->n_location_id) {
+        memcpy(buf, unknown_frame, sizeof unknown_frame - 1);
+        *len = sizeof unknown_frame - 1;
+        return 0;
+    }
+    for (size_t k = s->n_location_id; k-- > 0;) {
+        long li = index_find(&d->locs, s->location_id[k]);
+        size_t n = d->loc_off[li + 1] - d->loc_off[li];
+        if (pos) buf[pos++] = ';';
+        memcpy(buf + pos, d->loc_text + d->loc_off[li], n);
+        pos += n;
+        depth += d->loc_depth[li];
+    }
+    *len = pos;
+    if (depth <= INGEST_MAX_DEPTH) return 0;
+    *truncated = 1;
+    uint64_t skip = depth - INGEST_MAX_DEPTH;
+    size_t i = 0;
+    for (; i < pos && skip; i++)
+        if (buf[i] == ';') skip--;
+    *len = pos - i;
+    return i;
+}
+
+/* Labels of the base, with type = the sample type's name. */
+static ingest_status profile_labels(decoder *d, const ingest_profile *base, ingest_profile *p, const char *type)
+{
+    ingest_status s;
+    for (int i = 0; i < base->n_labels; i++) {
+        if (strcmp(base->labels[i].name, "type") == 0) continue;
+        if ((s = ingest_label_add(p, base->labels[i].name, base->labels[i].value, d->err, d->errlen))) return s;
+    }
+    return ingest_label_add(p, "type", type, d->err, d->errlen);
+}
+
+/* Sets up profile t (labels, unit, window) for sample type t. */
+static ingest_status profile_setup(decoder *d, const ingest_profile *base, int window_given, size_t t,
+                                   ingest_profile *p)
+{
+    const Perftools__Profiles__ValueType *vt = d->pb->sample_type[t];
+    const char *type = str_at(d, vt->type), *unit = str_at(d, vt->unit);
+    if (!type || !unit) {
+        snprintf(d->err, d->errlen, "sample type %zu: string index outside the string table (%zu strings)", t,
+                 d->pb->n_string_table);
+        return INGEST_EINVAL;
+    }
+    if (!*type) {
+        snprintf(d->err, d->errlen, "sample type %zu has an empty name", t);
+        return INGEST_EINVAL;
+    }
+    size_t ul = strlen(unit);
+    if (ul >= INGEST_MAX_UNIT ||
+        strspn(unit, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != ul) {
+        snprintf(d->err, d->errlen, "sample type '%s': unit must be 1 to %d letters, digits or '_'", type,
+                 INGEST_MAX_UNIT - 1);
+        return INGEST_EINVAL;
+    }
+    ingest_status s = profile_labels(d, base, p, type);
+    if (s) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", d->err);
+        snprintf(d->err, d->errlen, "sample type '%s': %s", type, why);
+        return s;
+    }
+    snprintf(p->unit, sizeof p->unit, "%s", ul ? unit : "samples");
+    p->rate = 0;
+    p->from_ms = base->from_ms;
+    p->until_ms = base->until_ms;
+    if (!window_given && d->pb->time_nanos > 0) {
+        int64_t dur = d->pb->duration_nanos > 0 ? d->pb->duration_nanos / 1000000 : 10000;
+        p->from_ms = d->pb->time_nanos / 1000000;
+        p->until_ms = p->from_ms + (dur > 0 ? dur : 1);
+    }
+    return INGEST_OK;
+}
+
+/* Builds every profile: stacks into out[0]'s arena. */
+static ingest_status build(decoder *d, const ingest_profile *base, int window_given, ingest_profile *out)
+{
+    const pb_profile *pb = d->pb;
+    size_t nt = pb->n_sample_type, total = 0, bytes;
+    ingest_status s;
+    for (size_t t = 0; t < nt; t++)
+        if ((s = profile_setup(d, base, window_given, t, &out[t]))) return s;
+    for (size_t i = 0; i < pb->n_sample; i++) {
+        if ((s = sample_measure(d, i, &bytes))) return s;
+        total += bytes;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        size_t n = 0;
+        for (size_t i = 0; i < pb->n_sample; i++) n += pb->sample[i]->value[t] != 0;
+        out[t].stacks = malloc((n ? n : 1) * sizeof *out[t].stacks);
+        if (!out[t].stacks) return INGEST_ENOMEM;
+        out[t].cap_stacks = n ? n : 1;
+    }
+    char *arena = malloc(total ? total : 1);
+    if (!arena) return INGEST_ENOMEM;
+    out[0].arena = arena;
+    out[0].arena_cap = total ? total : 1;
+    size_t pos = 0;
+    for (size_t i = 0; i < pb->n_sample; i++) {
+        size_t len;
+        int trunc;
+        size_t start = sample_write(d, i, arena + pos, &len, &trunc);
+        for (size_t t = 0; t < nt; t++) {
+            uint64_t v = (uint64_t)pb->sample[i]->value[t];
+            if (!v) continue;
+            ingest_profile *p = &out[t];
+            if (p->samples + v > INGEST_MAX_VALUE) {
+                snprintf(d->err, d->errlen, "sample type %zu: the sum of values exceeds %" PRIu64, t,
+                         (uint64_t)INGEST_MAX_VALUE);
+                return INGEST_EINVAL;
+            }
+            p->stacks[p->n_stacks++] = (ingest_stack){ arena + pos + start, (uint32_t)len, v };
+            p->samples += v;
+            p->truncated_stacks += (uint64_t)trunc;
+        }
+        pos += start + len;
+    }
+    out[0].arena_len = pos;
+    for (size_t t = 0; t < nt; t++)
+        if ((s = ingest_profile_finish(&out[t], d->err, d->errlen))) return s;
+    return INGEST_OK;
+}
+
+/* Checks the string indices of functions and mappings that decoding uses. */
+static ingest_status check_tables(decoder *d)
+{
+    const pb_profile *pb = d->pb;
+    for (size_t i = 0; i < pb->n_mapping; i++) {
+        if (!str_at(d, pb->mapping[i]->filename)) {
+            snprintf(d->err, d->errlen, "mapping %" PRIu64 ": file name index outside the string table", pb->mapping[i]->id);
+            return INGEST_EINVAL;
+        }
+    }
+    if (pb->n_string_table && pb->string_table[0][0]) {
+        snprintf(d->err, d->errlen, "string_table[0] must be the empty string");
+        return INGEST_EINVAL;
+    }
+    return INGEST_OK;
+}
+
+static ingest_status decode(const pb_profile *pb, const ingest_profile *base, int window_given, ingest_profile *out,
+                            char *err, size_t errlen)
+{
+    decoder d = { .pb = pb, .err = err, .errlen = errlen };
+    ingest_status s = INGEST_ENOMEM;
+    if (index_build(&d.locs, pb->n_location, loc_id, pb) || index_build(&d.fns, pb->n_function, fn_id, pb) ||
+        index_build(&d.maps, pb->n_mapping, map_id, pb))
+        goto done;
+    if ((s = check_tables(&d)) || (s = render_locations(&d))) goto done;
+    s = build(&d, base, window_given, out);
+done:
+    if (s == INGEST_ENOMEM) snprintf(err, errlen, "out of memory decoding the pprof profile");
+    free(d.locs.s);
+    free(d.fns.s);
+    free(d.maps.s);
+    free(d.loc_text);
+    free(d.loc_off);
+    free(d.loc_depth);
+    return s;
+}
+
+void ingest_pprof_free(ingest_profile *profiles, size_t n)
+{
+    for (size_t i = 0; i < n; i++) ingest_profile_free(&profiles[i]);
+    free(profiles);
+}
+
+ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, const ingest_profile *base,
+                                 int window_given, ingest_profile **out, size_t *n_out, char *err, size_t errlen)
+{
+    const unsigned char *b = body;
+    char *plain = NULL;
+    size_t plain_len = len;
+    *out = NULL;
+    *n_out = 0;
+    if (len >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
+        char why[512];
+        ingest_status s = ingest_gunzip(body, len, max_out, &plain, &plain_len, why, sizeof why);
+        if (s) {
+            snprintf(err, errlen, "pprof body: %s", why);
+            return s;
+        }
+        b = (const unsigned char *)plain;
+    }
+    pb_profile *pb = perftools__profiles__profile__unpack(NULL, plain_len, b);
+    if (!pb) {
+        snprintf(err, errlen, plain ? "pprof body: the gunzipped bytes are not a valid profile.proto (truncated or not pprof)"
+                                    : "pprof body: neither gzip'd nor a valid raw profile.proto (truncated, or not pprof)");
+        free(plain);
+        return INGEST_EINVAL;
+    }
+    free(plain);
+    ingest_status s;
+    size_t nt = pb->n_sample_type;
+    ingest_profile *ps = NULL;
+    if (nt == 0) {
+        snprintf(err, errlen, "pprof body: the profile has no sample types (empty or not a profile)");
+        s = INGEST_EINVAL;
+    } else if (!(ps = calloc(nt, sizeof *ps))) {
+        snprintf(err, errlen, "out of memory decoding the pprof profile");
+        s = INGEST_ENOMEM;
+    } else {
+        s = decode(pb, base, window_given, ps, err, errlen);
+    }
+    perftools__profiles__profile__free_unpacked(pb, NULL);
+    if (s) {
+        if (ps) ingest_pprof_free(ps, nt);
+        return s;
+    }
+    *out = ps;
+    *n_out = nt;
+    return INGEST_OK;
+}

@@ -1,0 +1,413 @@
+/* test_pprof.c — unit tests of ingest/'s interop parsers: pprof
+ * profile.proto (pprof.c), multipart/form-data (multipart.c) and perf
+ * script text (perfscript.c).
+ *
+ * The pprof bodies are written by a tiny protobuf encoder below, not by
+ * protobuf-c, so the decoder is checked against the wire format itself
+ * (field numbers of pprof's profile.proto). */
+#include <string.h>
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <zlib.h>
+
+#include "../../ingest/ingest.h"
+
+/* ---- a minimal protobuf writer ------------------------------------------ */
+
+typedef struct { uint8_t b[16384]; size_t n; } pb;
+
+static void pb_varint(pb *p, uint64_t v)
+{
+    do {
+        uint8_t c = v & 0x7f;
+        v >>= 7;
+        p->b[p->n++] = c | (v ? 0x80 : 0);
+    } while (v);
+}
+static void pb_int(pb *p, int field, uint64_t v) { pb_varint(p, (uint64_t)field << 3); pb_varint(p, v); }
+static void pb_bytes(pb *p, int field, const void *d, size_t n)
+{
+    pb_varint(p, (uint64_t)field << 3 | 2);
+    pb_varint(p, n);
+    memcpy(p->b + p->n, d, n);
+    p->n += n;
+}
+static void pb_str(pb *p, int field, const char *s) { pb_bytes(p, field, s, strlen(s)); }
+static void pb_msg(pb *p, int field, const pb *m) { pb_bytes(p, field, m->b, m->n); }
+
+/* Profile field numbers (pprof's profile.proto). */
+enum { P_SAMPLE_TYPE = 1, P_SAMPLE = 2, P_MAPPING = 3, P_LOCATION = 4, P_FUNCTION = 5, P_STRING = 6,
+       P_TIME = 9, P_DURATION = 10 };
+
+static void add_strings(pb *p, const char *const *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) pb_str(p, P_STRING, s[i]);
+}
+static void add_type(pb *p, int type, int unit)
+{
+    pb m = { .n = 0 };
+    pb_int(&m, 1, (uint64_t)type);
+    pb_int(&m, 2, (uint64_t)unit);
+    pb_msg(p, P_SAMPLE_TYPE, &m);
+}
+static void add_function(pb *p, int id, int name)
+{
+    pb m = { .n = 0 };
+    pb_int(&m, 1, (uint64_t)id);
+    pb_int(&m, 2, (uint64_t)name);
+    pb_msg(p, P_FUNCTION, &m);
+}
+/* A location with lines fns[0..n) (fns[0] innermost). */
+static void add_location(pb *p, int id, int mapping, uint64_t address, const int *fns, size_t n)
+{
+    pb m = { .n = 0 };
+    pb_int(&m, 1, (uint64_t)id);
+    if (mapping) pb_int(&m, 2, (uint64_t)mapping);
+    if (address) pb_int(&m, 3, address);
+    for (size_t i = 0; i < n; i++) {
+        pb l = { .n = 0 };
+        pb_int(&l, 1, (uint64_t)fns[i]);
+        pb_msg(&m, 4, &l);
+    }
+    pb_msg(p, P_LOCATION, &m);
+}
+/* A sample (packed repeated fields, as Go writes them). */
+static void add_sample(pb *p, const uint64_t *locs, size_t nl, const int64_t *vals, size_t nv)
+{
+    pb m = { .n = 0 }, packed = { .n = 0 };
+    for (size_t i = 0; i < nl; i++) pb_varint(&packed, locs[i]);
+    pb_msg(&m, 1, &packed);
+    packed.n = 0;
+    for (size_t i = 0; i < nv; i++) pb_varint(&packed, (uint64_t)vals[i]);
+    pb_msg(&m, 2, &packed);
+    pb_msg(p, P_SAMPLE, &m);
+}
+
+static void base_init(ingest_profile *base)
+{
+    char err[256];
+    ingest_profile_init(base);
+    assert_int_equal(ingest_label_add(base, "service", "app", err, sizeof err), 0);
+    assert_int_equal(ingest_label_add(base, "type", "wall", err, sizeof err), 0);
+    base->from_ms = 1000;
+    base->until_ms = 2000;
+}
+
+static void assert_stack(const ingest_profile *p, size_t i, const char *frames, uint64_t count)
+{
+    assert_true(i < p->n_stacks);
+    if (p->stacks[i].len != strlen(frames) || memcmp(p->stacks[i].frames, frames, p->stacks[i].len) != 0)
+        fail_msg("stack %zu is \"%.*s\", expected \"%s\"", i, (int)p->stacks[i].len, p->stacks[i].frames, frames);
+    assert_int_equal(p->stacks[i].count, count);
+}
+
+/* Two sample types, an inlined location, a zero value. */
+static void build_two_types(pb *p)
+{
+    static const char *const s[] = { "", "samples", "count", "cpu", "nanoseconds", "main", "work", "outer", "inner" };
+    p->n = 0;
+    add_strings(p, s, 9);
+    add_type(p, 1, 2);
+    add_type(p, 3, 4);
+    add_function(p, 1, 5);
+    add_function(p, 2, 6);
+    add_function(p, 3, 8); /* inner */
+    add_function(p, 4, 7); /* outer */
+    int f1[] = { 1 }, f2[] = { 3, 4 }, f3[] = { 2 };
+    add_location(p, 1, 0, 0x10, f1, 1);
+    add_location(p, 2, 0, 0x20, f2, 2);
+    add_location(p, 3, 0, 0x30, f3, 1);
+    uint64_t la[] = { 3, 2, 1 }, lb[] = { 1 };
+    int64_t va[] = { 2, 20000000 }, vb[] = { 0, 5 };
+    add_sample(p, la, 3, va, 2);
+    add_sample(p, lb, 1, vb, 2);
+    pb_int(p, P_TIME, 1700000000123000000ULL);
+}
+
+static void test_pprof_sample_types_and_inlining(void **state)
+{
+    (void)state;
+    static pb p;
+    build_two_types(&p);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    ingest_status s = ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 0, &out, &n, err, sizeof err);
+    if (s) fail_msg("parse: %s", err);
+    assert_int_equal(n, 2);
+    assert_string_equal(ingest_label_get(&out[0], "type"), "samples");
+    assert_string_equal(ingest_label_get(&out[0], "service"), "app");
+    assert_string_equal(out[0].unit, "count");
+    assert_int_equal(out[0].n_stacks, 1);
+    assert_stack(&out[0], 0, "main;outer;inner;work", 2);
+    assert_string_equal(ingest_label_get(&out[1], "type"), "cpu");
+    assert_string_equal(out[1].unit, "nanoseconds");
+    assert_int_equal(out[1].n_stacks, 2);
+    assert_stack(&out[1], 0, "main;outer;inner;work", 20000000);
+    assert_stack(&out[1], 1, "main", 5);
+    assert_int_equal(out[1].samples, 20000005);
+    assert_true(out[1].rate == 0);
+    /* window from time_nanos, 10 s when the duration is 0 */
+    assert_int_equal(out[0].from_ms, 1700000000123LL);
+    assert_int_equal(out[0].until_ms, 1700000010123LL);
+    ingest_pprof_free(out, n);
+    /* from/until given: the base's window */
+    s = ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err);
+    assert_int_equal(s, INGEST_OK);
+    assert_int_equal(out[1].from_ms, 1000);
+    assert_int_equal(out[1].until_ms, 2000);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
+static void test_pprof_missing_names(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "cpu", "nanoseconds", "/usr/lib/libc.so.6", "a;b\nc", "" };
+    p.n = 0;
+    add_strings(&p, s, 6);
+    add_type(&p, 1, 2);
+    pb m = { .n = 0 };
+    pb_int(&m, 1, 7);          /* mapping id */
+    pb_int(&m, 2, 0x1000);     /* memory_start */
+    pb_int(&m, 3, 0x9000);     /* memory_limit */
+    pb_int(&m, 4, 0x200);      /* file_offset */
+    pb_int(&m, 5, 3);          /* filename */
+    pb_msg(&p, P_MAPPING, &m);
+    add_function(&p, 1, 4);    /* a name with ';' and '\n' */
+    add_function(&p, 2, 0);    /* no name */
+    int fa[] = { 1 }, fb[] = { 2 };
+    add_location(&p, 1, 0, 0xabc, NULL, 0);   /* no lines, no mapping */
+    add_location(&p, 2, 7, 0x1500, NULL, 0);  /* no lines, mapped */
+    add_location(&p, 3, 0, 0x40, fa, 1);
+    add_location(&p, 4, 0, 0xdef, fb, 1);     /* function without a name */
+    uint64_t l1[] = { 1, 2, 3, 4 };
+    int64_t v[] = { 3 };
+    add_sample(&p, l1, 4, v, 1);
+    add_sample(&p, NULL, 0, v, 1);            /* no locations */
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    ingest_status st = ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err);
+    if (st) fail_msg("parse: %s", err);
+    assert_int_equal(n, 1);
+    assert_stack(&out[0], 0, "0xdef;a:b c;libc.so.6+0x700;0xabc", 3);
+    assert_stack(&out[0], 1, "[unknown]", 3);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
+static void test_pprof_empty(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "cpu", "nanoseconds" };
+    p.n = 0;
+    add_strings(&p, s, 3);
+    add_type(&p, 1, 2);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    assert_int_equal(ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].n_stacks, 0);
+    ingest_pprof_free(out, n);
+    /* no bytes at all: a valid empty message, but no sample types */
+    assert_int_equal(ingest_pprof_parse("", 0, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "no sample types");
+    assert_null(out);
+    ingest_profile_free(&base);
+}
+
+static void test_pprof_malformed(void **state)
+{
+    (void)state;
+    static pb p;
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    build_two_types(&p);
+    /* truncated */
+    for (size_t cut = 1; cut < p.n; cut += 7) {
+        ingest_status s = ingest_pprof_parse(p.b, p.n - cut, 1 << 20, &base, 1, &out, &n, err, sizeof err);
+        if (s == INGEST_OK) { /* cut on a field boundary: must still be consistent */
+            ingest_pprof_free(out, n);
+            continue;
+        }
+        assert_int_equal(s, INGEST_EINVAL);
+        assert_null(out);
+    }
+    assert_int_equal(ingest_pprof_parse(p.b, p.n - 1, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "nor a valid raw profile.proto");
+    /* garbage */
+    assert_int_equal(ingest_pprof_parse("hello, world", 12, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "pprof body");
+    /* broken gzip */
+    static const unsigned char badgz[] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3 };
+    assert_int_equal(ingest_pprof_parse(badgz, sizeof badgz, 1 << 20, &base, 1, &out, &n, err, sizeof err),
+                     INGEST_EINVAL);
+    assert_err_contains(err, "pprof body");
+    /* a value count that does not match the sample types */
+    static const char *const s[] = { "", "cpu", "nanoseconds", "f" };
+    p.n = 0;
+    add_strings(&p, s, 4);
+    add_type(&p, 1, 2);
+    add_function(&p, 1, 3);
+    int f[] = { 1 };
+    add_location(&p, 1, 0, 0, f, 1);
+    uint64_t l[] = { 1 }, bad[] = { 9 };
+    int64_t v2[] = { 1, 2 }, neg[] = { -1 }, one[] = { 1 };
+    static pb q;
+    q = p;
+    add_sample(&q, l, 1, v2, 2);
+    assert_int_equal(ingest_pprof_parse(q.b, q.n, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "sample 0 has 2 values for 1 sample types");
+    q = p;
+    add_sample(&q, l, 1, neg, 1);
+    assert_int_equal(ingest_pprof_parse(q.b, q.n, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "negative");
+    q = p;
+    add_sample(&q, bad, 1, one, 1);
+    assert_int_equal(ingest_pprof_parse(q.b, q.n, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "location 9 is not in the profile");
+    /* a missing service is reported by the final checks */
+    ingest_profile nosvc;
+    ingest_profile_init(&nosvc);
+    nosvc.from_ms = 1;
+    nosvc.until_ms = 2;
+    q = p;
+    add_sample(&q, l, 1, one, 1);
+    assert_int_equal(ingest_pprof_parse(q.b, q.n, 1 << 20, &nosvc, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "service");
+    ingest_profile_free(&base);
+}
+
+static size_t gzip_buf(const void *in, size_t n, unsigned char *out, size_t cap)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    z.next_in = (Bytef *)(uintptr_t)in;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+    size_t len = cap - z.avail_out;
+    deflateEnd(&z);
+    return len;
+}
+
+static void test_pprof_gzip_and_bomb(void **state)
+{
+    (void)state;
+    static pb p;
+    static unsigned char gz[1 << 20];
+    build_two_types(&p);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    size_t len = gzip_buf(p.b, p.n, gz, sizeof gz);
+    assert_int_equal(ingest_pprof_parse(gz, len, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_OK);
+    assert_int_equal(n, 2);
+    ingest_pprof_free(out, n);
+    /* 16 MiB of zeros gzip'd: refused past max_out, never inflated whole */
+    size_t big = 16u << 20;
+    char *zeros = calloc(1, big);
+    assert_non_null(zeros);
+    len = gzip_buf(zeros, big, gz, sizeof gz);
+    free(zeros);
+    assert_int_equal(ingest_pprof_parse(gz, len, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_ETOOBIG);
+    assert_null(out);
+    ingest_profile_free(&base);
+}
+
+static void test_multipart(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "--XyZ\r\n"
+        "Content-Disposition: form-data; name=\"sample_type_config\"; filename=\"c.json\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n"
+        "{\"cpu\":{}}\r\n"
+        "--XyZ\r\n"
+        "Content-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n"
+        "AB\r\n--XyZ-not-a-boundary\r\nCD\r\n"
+        "--XyZ--\r\n";
+    const char *f;
+    size_t n;
+    char err[256] = "";
+    assert_true(ingest_multipart_is("multipart/form-data; boundary=XyZ"));
+    assert_false(ingest_multipart_is("application/octet-stream"));
+    assert_int_equal(ingest_multipart_field("multipart/form-data; boundary=XyZ", body, sizeof body - 1, "profile", &f,
+                                            &n, err, sizeof err), INGEST_OK);
+    assert_non_null(f);
+    assert_int_equal(n, strlen("AB\r\n--XyZ-not-a-boundary\r\nCD"));
+    assert_memory_equal(f, "AB\r\n--XyZ-not-a-boundary\r\nCD", n);
+    assert_int_equal(ingest_multipart_field("multipart/form-data; boundary=\"XyZ\"", body, sizeof body - 1,
+                                            "sample_type_config", &f, &n, err, sizeof err), INGEST_OK);
+    assert_memory_equal(f, "{\"cpu\":{}}", n);
+    assert_int_equal(ingest_multipart_field("multipart/form-data; boundary=XyZ", body, sizeof body - 1,
+                                            "prev_profile", &f, &n, err, sizeof err), INGEST_OK);
+    assert_null(f);
+    assert_int_equal(ingest_multipart_field("multipart/form-data", body, sizeof body - 1, "profile", &f, &n, err,
+                                            sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "boundary");
+    assert_int_equal(ingest_multipart_field("multipart/form-data; boundary=XyZ", body, 120, "profile", &f, &n, err,
+                                            sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "truncated");
+}
+
+static void test_perf_script(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "Web Content 123/456 [002] 100.500000:     250000 cpu-clock:pppH: \n"
+        "\t    7f00 leaf_fn+0x1a (/usr/lib/libfoo.so)\n"
+        "\t    7e00 [unknown] (/usr/lib/x86_64/libc.so.6)\n"
+        "\t    7d00 main+0x10 (/usr/bin/app)\n"
+        "\n"
+        "app  99/99   101.250000: \n"
+        "\tffffffff8100 do_a;b+0x4 ([kernel.kallsyms])\n"
+        "\t           0 [unknown] ([unknown])\n"
+        "\n"
+        "kworker 7 [000] 102.000001: 1 cpu-clock: \n";
+    ingest_perf_sample *s;
+    size_t n;
+    char err[256] = "";
+    assert_true(ingest_perf_detect(text, sizeof text - 1));
+    assert_false(ingest_perf_detect("a;b 1\nc;d 2\n", 12));
+    assert_int_equal(ingest_perf_parse(text, sizeof text - 1, &s, &n, err, sizeof err), INGEST_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(s[0].stack, "Web Content;main;libc.so.6;leaf_fn");
+    assert_int_equal(s[0].time_ns, 100500000000LL);
+    assert_string_equal(s[1].stack, "app;[unknown];do_a:b");
+    assert_int_equal(s[1].time_ns, 101250000000LL);
+    assert_string_equal(s[2].stack, "kworker");
+    assert_int_equal(s[2].time_ns, 102000001000LL);
+    ingest_perf_free(s, n);
+    assert_int_equal(ingest_perf_parse("\tdeadbeef f (x)\n", 16, &s, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "line 1: a frame line without a sample header");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pprof_sample_types_and_inlining),
+        cmocka_unit_test(test_pprof_missing_names),
+        cmocka_unit_test(test_pprof_empty),
+        cmocka_unit_test(test_pprof_malformed),
+        cmocka_unit_test(test_pprof_gzip_and_bomb),
+        cmocka_unit_test(test_multipart),
+        cmocka_unit_test(test_perf_script),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
