@@ -19,7 +19,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(SAN)
 LDFLAGS += -pthread $(SAN)
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -I$(BUILD)/gen
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libelf libdw 2>/dev/null) -I$(BUILD)/gen
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c)
@@ -32,12 +32,28 @@ PROTO_H := $(PROTO_C:.c=.h)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o)
 SRV_OBJ := $(SRV_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/web_assets.o
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+# The agent (issue 4): its own binary, its own libraries.
+AGENT_PKGS := libelf libdw libcurl zlib
+AGENT_SRC  := $(filter-out agent/main.c,$(wildcard agent/*.c))
+AGENT_OBJ  := $(AGENT_SRC:%.c=$(BUILD)/%.o)
+AGENT_BIN  := $(if $(wildcard agent/main.c),$(BIN)/flamedb-agent)
+AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -lm
+AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/%,$(wildcard tests/agent/test_*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
-.PHONY: all deps run test unit integration browser test-san bench install clean
+.PHONY: all deps run test unit integration browser agent-test test-san bench install clean
 
 all: deps
-	@$(MAKE) --no-print-directory $(BIN)/flamedb $(NODE_STAMP)
+	@$(MAKE) --no-print-directory $(BIN)/flamedb $(AGENT_BIN) $(NODE_STAMP)
+
+$(BIN)/flamedb-agent: $(BUILD)/agent/main.o $(AGENT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(AGENT_LIBS)
+
+# Agent unit tests (cmocka), linked with the agent's objects.
+$(BUILD)/tests/test_agent_%: tests/agent/test_agent_%.c $(AGENT_OBJ) tests/unit/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(AGENT_OBJ) $(LDFLAGS) $(AGENT_LIBS) -lcmocka
 
 # playwright-core (the browser tests' driver; the browser is Debian's
 # chromium) comes from npm, installed by make, never a downloaded browser.
@@ -87,9 +103,12 @@ $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
 
+# The server, and a local agent pushing this machine's profiles to it (when
+# the agent is built and perf_event is permitted; if not, the agent says
+# why and the server keeps running).  Ctrl-C stops both.
 run: all
 	@mkdir -p data
-	$(BIN)/flamedb serve --listen 127.0.0.1:4040 --data ./data
+	@bash scripts/run.sh $(BIN)/flamedb $(AGENT_BIN)
 
 # Unit tests, then integration tests against the real binary.
 unit: $(TESTS)
@@ -103,8 +122,16 @@ browser: $(BIN)/flamedb $(NODE_STAMP)
 	@if [ -f tests/browser/run.mjs ]; then node tests/browser/run.mjs $(abspath $(BIN)/flamedb); \
 	 else echo "browser: no browser tests yet"; fi
 
+# Agent tests: its unit tests, then tests/agent/run.sh (the agent against
+# the real server: sampling accuracy, unwinding, symbols, spool).
+agent-test: $(BIN)/flamedb $(AGENT_BIN) $(AGENT_TESTS)
+	@if [ -n "$(AGENT_BIN)" ]; then \
+	   bash tests/run_unit.sh $(AGENT_TESTS) && \
+	   bash tests/agent/run.sh $(abspath $(BIN)/flamedb) $(abspath $(AGENT_BIN)); \
+	 else echo "agent-test: no agent yet"; fi
+
 test: deps
-	@$(MAKE) --no-print-directory unit integration browser
+	@$(MAKE) --no-print-directory unit integration browser agent-test
 	@$(MAKE) --no-print-directory test-san
 
 # The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -118,7 +145,7 @@ bench: all $(BENCHES)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BIN)/flamedb $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BIN)/flamedb $(AGENT_BIN) $(DESTDIR)$(PREFIX)/bin/
 
 clean:
 	rm -rf build build-san bin
