@@ -746,7 +746,8 @@ async function loadFlame(mine) {
   }
   $('#legend').hidden = true;
   const others = q.other_types && q.other_types.length ? ` · other types: ${q.other_types.join(', ')}` : '';
-  $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtValue(q.total, q.unit)} · ${q.samples.toLocaleString('en-US')} samples · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
+  if (!q.type) $('#summary').textContent = 'no profiles in this range';
+  else $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtValue(q.total, q.unit)} · ${q.samples.toLocaleString('en-US')} samples · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
   drawTimeline(tlAns);
   renderTop(top);
