@@ -41,7 +41,7 @@ AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -lm
 AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/%,$(wildcard tests/agent/test_*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
-.PHONY: all deps run test unit integration browser agent-test test-san bench install clean
+.PHONY: all deps run test unit integration browser agent-unit agent-test test-san bench install clean
 
 all: deps
 	@$(MAKE) --no-print-directory $(BIN)/flamedb $(AGENT_BIN) $(NODE_STAMP)
@@ -124,9 +124,11 @@ browser: $(BIN)/flamedb $(NODE_STAMP)
 
 # Agent tests: its unit tests, then tests/agent/run.sh (the agent against
 # the real server: sampling accuracy, unwinding, symbols, spool).
-agent-test: $(BIN)/flamedb $(AGENT_BIN) $(AGENT_TESTS)
+agent-unit: $(AGENT_TESTS)
+	@if [ -n "$(AGENT_TESTS)" ]; then bash tests/run_unit.sh $(AGENT_TESTS); fi
+
+agent-test: $(BIN)/flamedb $(AGENT_BIN) agent-unit
 	@if [ -n "$(AGENT_BIN)" ]; then \
-	   bash tests/run_unit.sh $(AGENT_TESTS) && \
 	   bash tests/agent/run.sh $(abspath $(BIN)/flamedb) $(abspath $(AGENT_BIN)); \
 	 else echo "agent-test: no agent yet"; fi
 
@@ -138,7 +140,7 @@ test: deps
 test-san:
 	@$(MAKE) --no-print-directory BUILD=build-san BIN=build-san/bin \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  unit integration
+	  unit agent-unit integration
 
 bench: all $(BENCHES)
 	@bash bench/run.sh $(BUILD)/bench $(abspath $(BIN)/flamedb)

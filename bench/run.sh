@@ -45,6 +45,7 @@ fi
 
 failed=()
 for n in "${order[@]}"; do
+  [ "$n" = agent ] && continue   # a script, run below
   b="$dir/bench_$n"
   if [ ! -x "$b" ]; then
     echo "bench_$n: not built ($b)" | tee -a "$out"
@@ -62,6 +63,17 @@ for n in "${order[@]}"; do
   echo "=== bench_$n: exit $rc, $secs s" | tee -a "$out"
   [ "$rc" -ne 0 ] && failed+=("$n")
 done
+
+# the agent (bench_agent.sh, needs perf_event), when bin/flamedb-agent is built
+agent_bin=$(dirname "$flamedb")/flamedb-agent
+if [ -x "$agent_bin" ] && { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" agent "* ]]; }; then
+  echo | tee -a "$out"; echo "=== bench_agent  (load average before: $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$out"
+  bash "$here/bench_agent.sh" "$flamedb" "$agent_bin" 2>&1 | tee -a "$out"
+  [ "${PIPESTATUS[0]}" -ne 0 ] && failed+=(agent)
+  echo | tee -a "$out"; echo "=== bench_agent_fsp" | tee -a "$out"
+  bash "$here/bench_agent_fsp.sh" "$agent_bin" 2>&1 | tee -a "$out"
+  [ "${PIPESTATUS[0]}" -ne 0 ] && failed+=(agent_fsp)
+fi
 
 # the viewer in headless chromium, when make has installed playwright-core
 if [ -d "$here/../node_modules/playwright-core" ] && [ -z "${BENCH_ONLY:-}" ]; then

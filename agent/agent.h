@@ -1,0 +1,368 @@
+/* agent.h — the public face of flamedb-agent's modules (issue 4).
+ *
+ * The agent is a separate binary (bin/flamedb-agent).  It samples call
+ * stacks with perf_event (perf.c), unwinds them from the kernel's
+ * frame-pointer callchain or with libdw over a copied user stack
+ * (unwind_dwarf.c), symbolizes them (maps.c, symbols.c), aggregates them per
+ * interval and per process (fold.c), prunes idle threads (fsp.c), adapts the
+ * sampling frequency (fda.c), pushes folded profiles over libcurl with gzip
+ * (push.c), spools them while the server is unreachable (spool.c), and hands
+ * interpreted runtimes to their own profilers (adapter.c).  main.c wires it.
+ *
+ * Conventions: prefix agent_; functions answer 0 on success and -1 on
+ * failure with a message in an `err` buffer the caller owns (when they take
+ * one); the caller owns memory unless the name says otherwise (_new/_free).
+ */
+#ifndef FLAMEDB_AGENT_H
+#define FLAMEDB_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <asm/perf_regs.h>
+
+/* ------------------------------------------------------------------------
+ * DWARF unwinding (agent/unwind_dwarf.c, owned by the DWARF engineer).
+ *
+ * Samples of processes that need DWARF carry PERF_SAMPLE_REGS_USER with
+ * sample_regs_user = AGENT_DWARF_REGS_MASK and PERF_SAMPLE_STACK_USER with
+ * sample_stack_user = AGENT_DWARF_STACK_SIZE.
+ *
+ * AGENT_DWARF_REGS_MASK selects the 17 x86-64 registers DWARF knows
+ * (DWARF regnos 0..16: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip): perf
+ * bits AX BX CX DX SI DI BP SP IP (0..8) and R8..R15 (16..23), i.e.
+ * 0xff01ff.  The kernel writes the selected registers in increasing bit
+ * order, so agent_user_regs.regs[] holds, by index (AGENT_REG_*):
+ *   0 ax, 1 bx, 2 cx, 3 dx, 4 si, 5 di, 6 bp, 7 sp, 8 ip,
+ *   9 r8, 10 r9, 11 r10, 12 r11, 13 r12, 14 r13, 15 r14, 16 r15.
+ * (Note: perf order, not DWARF order; the unwinder maps them.)
+ * ------------------------------------------------------------------------ */
+#define AGENT_DWARF_REGS_MASK \
+    ((((1ULL << (PERF_REG_X86_IP + 1)) - 1)) | \
+     (((1ULL << PERF_REG_X86_64_MAX) - 1) & ~((1ULL << PERF_REG_X86_R8) - 1)))
+#define AGENT_DWARF_NREGS 17
+#define AGENT_DWARF_STACK_SIZE 16384u   /* bytes of user stack per sample */
+
+enum {
+    AGENT_REG_AX = 0, AGENT_REG_BX, AGENT_REG_CX, AGENT_REG_DX,
+    AGENT_REG_SI, AGENT_REG_DI, AGENT_REG_BP, AGENT_REG_SP, AGENT_REG_IP,
+    AGENT_REG_R8, AGENT_REG_R9, AGENT_REG_R10, AGENT_REG_R11,
+    AGENT_REG_R12, AGENT_REG_R13, AGENT_REG_R14, AGENT_REG_R15
+};
+
+/* Registers and user stack captured with a sample (PERF_SAMPLE_REGS_USER
+ * with AGENT_DWARF_REGS_MASK, PERF_SAMPLE_STACK_USER).  `abi` is the
+ * sample's PERF_SAMPLE_REGS_ABI_* (0 = none: no registers, kernel thread);
+ * `stack` points at `stack_size` valid bytes (the dyn_size the kernel
+ * reports) copied from user memory starting at address `sp`
+ * (= regs[AGENT_REG_SP]).  Pointers are valid only during the call. */
+typedef struct {
+    uint64_t regs[AGENT_DWARF_NREGS];
+    uint64_t abi;
+    const unsigned char *stack;
+    uint64_t stack_size;
+    uint64_t sp;
+} agent_user_regs;
+
+/* Per-process libdw state (a Dwfl with the process's modules from
+ * /proc/PID/maps). */
+typedef struct agent_dwarf agent_dwarf;
+
+agent_dwarf *agent_dwarf_open(pid_t pid);             /* NULL on failure */
+void agent_dwarf_close(agent_dwarf *d);
+/* Unwinds one sample; writes up to max return addresses, leaf first, into
+ * ips; answers how many (0 = failed). */
+int agent_dwarf_unwind(agent_dwarf *d, pid_t tid, const agent_user_regs *u,
+                       uint64_t *ips, int max);
+
+/* ------------------------------------------------------------------------
+ * Process memory maps (maps.c): snapshots of /proc/PID/maps.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    uint64_t start, end, offset;   /* [start, end), file offset of start */
+    int exec;                      /* mapped executable */
+    char *path;                    /* pathname column ("" for anonymous) */
+    long elf;                      /* symbolizer's cache: 0 not looked up,
+                                      -1 unreadable, k > 0 its ELF entry k-1 */
+} agent_map;
+
+typedef struct {
+    agent_map *v;                  /* sorted by start */
+    size_t n;
+} agent_maps;
+
+/* Parses a maps file's text (as /proc/PID/maps prints it). */
+int agent_maps_parse(const char *text, agent_maps *out);
+int agent_maps_read(pid_t pid, agent_maps *out);
+const agent_map *agent_maps_find(const agent_maps *m, uint64_t addr);
+void agent_maps_free(agent_maps *m);
+
+/* ------------------------------------------------------------------------
+ * Symbol tables (symbols.c).
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    uint64_t addr, size;           /* size 0: extends to the next symbol */
+    const char *name;              /* into the pool; valid after agent_symtab_sort */
+    size_t name_off;               /* offset of the name in the pool */
+} agent_sym;
+
+typedef struct {
+    agent_sym *v;                  /* sorted by addr */
+    size_t n, cap;
+    char *pool;                    /* names */
+    size_t pool_len, pool_cap;
+} agent_symtab;
+
+void agent_symtab_init(agent_symtab *t);
+void agent_symtab_free(agent_symtab *t);
+int agent_symtab_add(agent_symtab *t, uint64_t addr, uint64_t size,
+                     const char *name, size_t name_len);
+void agent_symtab_sort(agent_symtab *t);   /* sort, drop duplicates */
+/* The symbol containing addr, or NULL. */
+const agent_sym *agent_symtab_lookup(const agent_symtab *t, uint64_t addr);
+
+/* /proc/kallsyms text (text symbols t/T/w/W only), JIT perf maps
+ * (/tmp/perf-PID.map: "START SIZE name", hex without 0x). */
+int agent_kallsyms_parse(const char *text, agent_symtab *t);
+int agent_perfmap_parse(const char *text, agent_symtab *t);
+int agent_read_file(const char *path, char **text, size_t *len); /* malloc'd, NUL-terminated */
+
+/* GNU build-id of an ELF file as lowercase hex (NUL-terminated); answers
+ * its length in hex digits, 0 if the file has none, -1 if unreadable. */
+int agent_elf_build_id(const char *path, char *hex, size_t cap);
+/* Loads .symtab and .dynsym of an ELF file (or of its debug file: build-id
+ * in debug_root/.build-id/xx/yyyy.debug, then .gnu_debuglink next to it, in
+ * .debug/ and under debug_root), symbol addresses as ELF virtual addresses.
+ * debug_root is normally "/usr/lib/debug". */
+int agent_elf_symtab(const char *path, const char *debug_root,
+                     agent_symtab *t, char *err, size_t errlen);
+
+/* The symbolizer: per-process maps snapshots, ELF symbol tables cached by
+ * build-id (by path+inode when there is none), kernel symbols, perf maps. */
+typedef struct agent_syms agent_syms;
+
+agent_syms *agent_syms_new(const char *debug_root);
+void agent_syms_free(agent_syms *s);
+/* Writes the name of the frame at ip in process pid into buf: the symbol,
+ * "name_[k]" for kernel addresses, the perf-map name for JIT code, or
+ * "module+0xOFFSET" (file offset) when nothing is known, "[unknown]" when
+ * not even the mapping is. */
+void agent_syms_name(agent_syms *s, pid_t pid, uint64_t ip, int kernel,
+                     char *buf, size_t cap);
+/* Forgets a process (after it exited and its samples are flushed). */
+void agent_syms_forget(agent_syms *s, pid_t pid);
+/* Formats the fallback "basename(path)+0x<off>". */
+void agent_module_offset(const char *path, uint64_t off, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------
+ * Labels and folded aggregation (fold.c).
+ * ------------------------------------------------------------------------ */
+#define AGENT_MAX_LABELS 32
+
+typedef struct {
+    char *name[AGENT_MAX_LABELS];
+    char *value[AGENT_MAX_LABELS];
+    int n;
+} agent_labels;
+
+/* Sets (replacing) a label; copies both strings. */
+int agent_labels_set(agent_labels *l, const char *name, const char *value);
+const char *agent_labels_get(const agent_labels *l, const char *name);
+/* Parses "k=v,k=v" (--labels) into l; -1 with err on a malformed pair or
+ * bad name (letters, digits, '_', not starting with a digit). */
+int agent_labels_parse(agent_labels *l, const char *spec, char *err, size_t errlen);
+void agent_labels_free(agent_labels *l);
+void agent_labels_copy(agent_labels *dst, const agent_labels *src);
+/* The ingest URL: server + "/api/v1/ingest?" + labels + rate, from, until,
+ * every value percent-encoded.  malloc'd. */
+char *agent_ingest_url(const char *server, const agent_labels *l,
+                       double rate, int64_t from, int64_t until);
+/* Percent-encodes s (RFC 3986 unreserved kept) into a malloc'd string. */
+char *agent_urlencode(const char *s);
+
+/* A folded profile under construction: stack string (root-first, frames
+ * joined by ';') -> count, in a hash table. */
+typedef struct agent_fold agent_fold;
+
+agent_fold *agent_fold_new(void);
+void agent_fold_free(agent_fold *f);
+void agent_fold_add(agent_fold *f, const char *stack, uint64_t count);
+uint64_t agent_fold_total(const agent_fold *f);
+size_t agent_fold_stacks(const agent_fold *f);
+/* The folded text, lines sorted by stack for determinism.  malloc'd. */
+char *agent_fold_text(const agent_fold *f, size_t *len);
+/* Iterates every (stack, count). */
+void agent_fold_each(const agent_fold *f,
+                     void (*fn)(const char *stack, uint64_t count, void *arg),
+                     void *arg);
+/* Sanitizes a frame name for folded text: ';' -> ':', newlines -> ' ',
+ * empty -> "[unknown]". In place. */
+void agent_frame_clean(char *name);
+
+/* ------------------------------------------------------------------------
+ * Thread pruning, Atys FSP (fsp.c): pure.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    pid_t tid;
+    uint64_t samples;
+} agent_thread_count;
+
+/* Marks keep[i] = 1 for the most active threads whose samples together make
+ * at least p (0 < p <= 1) of the total, 0 for the rest (ties: lower tid
+ * first).  p >= 1 keeps every thread.  Answers the number of samples
+ * dropped; *threads_dropped receives the number of threads dropped. */
+uint64_t agent_fsp_select(const agent_thread_count *t, size_t n, double p,
+                          int *keep, size_t *threads_dropped);
+
+/* ------------------------------------------------------------------------
+ * Adaptive frequency, Atys FDA (fda.c): pure.
+ * ------------------------------------------------------------------------ */
+#define AGENT_FDA_TOP 10
+#define AGENT_FDA_STEADY 5          /* intervals of D <= theta before lowering */
+
+typedef struct {
+    char name[AGENT_FDA_TOP][256];
+    double p[AGENT_FDA_TOP];        /* normalized over the top-N */
+    int n;
+} agent_fda_dist;
+
+typedef struct {
+    double freq, min, max, theta, lambda;
+    agent_fda_dist prev;
+    int have_prev;
+    int steady;                     /* consecutive intervals with D <= theta */
+    double last_d;
+} agent_fda;
+
+/* The top-10 functions by self samples from (name, count) pairs. */
+void agent_fda_top(const char *const *names, const uint64_t *counts, size_t n,
+                   agent_fda_dist *out);
+/* Jensen-Shannon divergence, base 2 (0..1), of two top-N distributions
+ * (functions matched by name, missing ones count 0). */
+double agent_fda_jsd(const agent_fda_dist *a, const agent_fda_dist *b);
+void agent_fda_init(agent_fda *s, double freq, double min, double max,
+                    double theta, double lambda);
+/* Feeds one interval's distribution; answers the frequency to use next. */
+double agent_fda_step(agent_fda *s, const agent_fda_dist *cur);
+
+/* ------------------------------------------------------------------------
+ * Spool (spool.c): profiles kept on disk while the server is unreachable.
+ * One file per profile, named by a sequence number so that replay is in
+ * order; bounded by max_bytes, the oldest dropped first and counted.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    char *dir;
+    uint64_t max_bytes;
+    uint64_t seq;                   /* next sequence number */
+    uint64_t dropped;               /* profiles dropped beyond the bound */
+    uint64_t dropped_bytes;
+} agent_spool;
+
+int agent_spool_open(agent_spool *s, const char *dir, uint64_t max_bytes,
+                     char *err, size_t errlen);
+void agent_spool_close(agent_spool *s);
+/* Stores one profile (its URL and body); drops the oldest files while the
+ * spool would exceed max_bytes. */
+int agent_spool_put(agent_spool *s, const char *url, const void *body,
+                    size_t len, char *err, size_t errlen);
+size_t agent_spool_count(const agent_spool *s);
+/* Replays the spooled profiles oldest first through send(); stops at the
+ * first failure (send answers -1), keeping that one and the rest.  Answers
+ * the number sent. */
+size_t agent_spool_replay(agent_spool *s,
+                          int (*send)(const char *url, const void *body,
+                                      size_t len, void *arg),
+                          void *arg);
+
+/* ------------------------------------------------------------------------
+ * Push (push.c): libcurl, keep-alive, gzip.
+ * ------------------------------------------------------------------------ */
+typedef struct agent_push agent_push;
+
+agent_push *agent_push_new(void);
+void agent_push_free(agent_push *p);
+/* POSTs body gzip'd to url; 0 on a 2xx answer, -1 otherwise with err.
+ * *retryable = 1 for connection failures and 5xx/429, 0 for other 4xx. */
+int agent_push_send(agent_push *p, const char *url, const void *body,
+                    size_t len, int *retryable, char *err, size_t errlen);
+/* gzip (zlib, RFC 1952) into a malloc'd buffer. */
+int agent_gzip(const void *in, size_t len, unsigned char **out, size_t *outlen);
+
+/* ------------------------------------------------------------------------
+ * Process information (proc.c).
+ * ------------------------------------------------------------------------ */
+int agent_proc_comm(pid_t pid, char *buf, size_t cap);     /* /proc/PID/comm */
+int agent_proc_exe(pid_t pid, char *buf, size_t cap);      /* readlink exe */
+/* First 12 hex digits of /proc/PID/exe's build-id into buf (13 bytes),
+ * "" when none. */
+int agent_proc_build(pid_t pid, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------
+ * Language adapters (adapter.c).
+ * ------------------------------------------------------------------------ */
+typedef enum { AGENT_ADAPTER_NONE = 0, AGENT_ADAPTER_PYSPY, AGENT_ADAPTER_ASPROF } agent_adapter_kind;
+
+/* Which adapter applies to pid: exe basename python* with `py-spy` on PATH;
+ * exe basename java or libjvm.so in maps with `asprof` on PATH. */
+agent_adapter_kind agent_adapter_detect(pid_t pid);
+const char *agent_adapter_spy(agent_adapter_kind k);  /* "py-spy", "async-profiler" */
+/* Finds an executable on PATH; 1 if found (full path into buf). */
+int agent_which(const char *name, char *buf, size_t cap);
+
+typedef struct agent_adapter_run agent_adapter_run;
+/* Starts the tool for `seconds` at `hz` on pid, collecting collapsed output
+ * into a temp file.  NULL on failure (err). */
+agent_adapter_run *agent_adapter_start(agent_adapter_kind k, pid_t pid,
+                                       int seconds, int hz,
+                                       char *err, size_t errlen);
+/* Asks the tool to stop early (SIGINT: py-spy and asprof write what they
+ * have); agent_adapter_finish still collects it. */
+void agent_adapter_interrupt(agent_adapter_run *r);
+/* Waits for the tool and adds its collapsed stacks into f; frees r. */
+int agent_adapter_finish(agent_adapter_run *r, agent_fold *f,
+                         char *err, size_t errlen);
+/* Parses collapsed text ("a;b;c N" lines) into f; answers lines used. */
+size_t agent_collapsed_parse(const char *text, agent_fold *f);
+
+/* ------------------------------------------------------------------------
+ * Sampling (perf.c): cpu-clock software events, mmap'd ring buffers.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    pid_t pid, tid;
+    uint64_t time;
+    const uint64_t *chain;          /* callchain, PERF_CONTEXT_* markers included */
+    uint64_t nr;
+    int has_user;                   /* user regs and stack present */
+    agent_user_regs user;
+    const char *comm;               /* non-NULL: not a sample but a
+                                       PERF_RECORD_COMM (exec or rename) of
+                                       pid/tid; nr is 0 */
+} agent_sample;
+
+typedef struct agent_perf agent_perf;
+
+typedef struct {
+    double freq;
+    int no_kernel;
+    int want_stack;                 /* REGS_USER + STACK_USER for DWARF */
+} agent_perf_opts;
+
+/* Every process: one event per online CPU (pid -1). */
+agent_perf *agent_perf_open_all(const agent_perf_opts *o, char *err, size_t errlen);
+/* The given processes: one event per (thread, CPU) with inherit, so the
+ * threads and children they create are followed. */
+agent_perf *agent_perf_open_pids(const pid_t *pids, size_t n, const agent_perf_opts *o,
+                                 char *err, size_t errlen);
+void agent_perf_close(agent_perf *p);
+/* Waits up to timeout_ms for data, then calls fn for every sample read.
+ * Answers the number of samples, -1 on error. */
+int agent_perf_poll(agent_perf *p, int timeout_ms,
+                    void (*fn)(const agent_sample *s, void *arg), void *arg);
+/* Changes the sampling frequency of every event (PERF_EVENT_IOC_PERIOD). */
+int agent_perf_set_freq(agent_perf *p, double freq);
+uint64_t agent_perf_lost(const agent_perf *p);     /* PERF_RECORD_LOST total */
+/* The reason perf_event_open was refused, with how to fix it. */
+void agent_perf_explain(int errnum, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,837 @@
+/* main.c — flamedb-agent: the command line and the sampling loop.
+ *
+ * One thread.  The loop drains the perf rings every 100 ms; each sample is
+ * unwound (the kernel's frame-pointer callchain, or libdw over the copied
+ * user stack for processes that need DWARF), symbolized at once, while the
+ * process and its mappings are known, and counted per process and thread.
+ * At the end of each interval: FSP drops the idle threads, FDA adjusts the
+ * frequency, one folded profile per (service, instance) is pushed (or
+ * written to --output), failed pushes go to the spool and are replayed in
+ * order.  SIGINT/SIGTERM end the loop after a last flush.
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FRAMES 256
+
+typedef enum { UNWIND_FP, UNWIND_DWARF, UNWIND_AUTO } unwind_mode;
+
+typedef struct {
+    const char *server;
+    pid_t *pids; size_t npids;
+    int all;
+    const char *service;
+    agent_labels labels;
+    double freq, min_freq, max_freq;
+    int interval, duration;
+    const char *output;
+    unwind_mode unwind;
+    int no_kernel;
+    double fsp;
+    int fda;
+    double fda_theta, fda_lambda;
+    const char *spool;
+    double spool_mb;
+    int verbose;
+} agent_opts;
+
+typedef struct {
+    pid_t tid;
+    uint64_t samples;
+    agent_fold *fold;
+} thread_state;
+
+typedef struct {
+    pid_t pid;
+    char comm[64];
+    agent_labels labels;            /* service, instance, node, build, user */
+    agent_adapter_kind adapter;
+    agent_adapter_run *run;
+    int probe, shallow, decided, use_dwarf, dwarf_failed;
+    agent_dwarf *dwarf;
+    thread_state *threads; size_t nthreads, capthreads;
+    uint64_t samples;
+    int idle_intervals;
+} proc_state;
+
+typedef struct {
+    agent_opts o;
+    agent_syms *syms;
+    agent_perf *perf;
+    agent_push *push;
+    agent_spool spool;
+    int have_spool, temp_spool;
+    char spool_dir[256];
+    agent_fda fda;
+    double freq;
+    proc_state *procs; size_t nprocs, capprocs;
+    char hostname[256];
+    pid_t self;
+    FILE *out;
+    char *stackbuf;
+    size_t stackcap;
+    uint64_t samples, idle, fsp_samples, fsp_threads, pushed, spooled, failed;
+    uint64_t agg_ns;   /* time merging threads' stacks into process profiles (what FSP saves) */
+    uint64_t lost_reported, dropped_reported;
+    time_t retry_at;
+    int retry_delay;
+    struct { pid_t pid; char comm[32]; } comms[256];   /* from PERF_RECORD_COMM, a ring */
+    size_t ncomms;
+} agent_ctx;
+
+static volatile sig_atomic_t g_stop;   /* set by SIGINT/SIGTERM only */
+
+static void on_signal(int sig) { (void)sig; g_stop = 1; }
+
+static int g_verbose;
+
+static void logmsg(int verbose, const char *fmt, ...)
+{
+    if (verbose && !g_verbose) return;
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(stderr, "flamedb-agent %s: ", ts);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: flamedb-agent (--pid PID[,PID...] | --all) [options]\n"
+"\n"
+"Samples the call stacks of running programs with perf_event and pushes one\n"
+"folded CPU profile per process and interval to a flamedb server.\n"
+"\n"
+"What to profile:\n"
+"  --pid PID[,PID...]   these processes, their existing and future threads\n"
+"                       and the children they fork\n"
+"  --all                every process on this node (one event per CPU)\n"
+"Where profiles go:\n"
+"  --server URL         flamedb server (default http://127.0.0.1:4040);\n"
+"                       profiles are POSTed to URL/api/v1/ingest, gzip'd\n"
+"  --output FILE        write the folded profiles with their labels to FILE\n"
+"                       (\"-\" = stdout) instead of pushing them\n"
+"  --spool DIR          while the server is unreachable, keep profiles in DIR\n"
+"                       and replay them in order once it answers (default: a\n"
+"                       temporary directory, removed at exit)\n"
+"  --spool-max MB       bound of the spool (default 64); beyond it the oldest\n"
+"                       profiles are dropped, counted and logged\n"
+"Labels:\n"
+"  --service NAME       the service label (default: the process's command name)\n"
+"  --labels k=v,...     extra labels (instance, node or build here override the\n"
+"                       defaults: HOSTNAME/PID, the hostname, the first 12 hex\n"
+"                       digits of the executable's GNU build-id)\n"
+"Sampling:\n"
+"  --frequency HZ       sampling frequency (default 99)\n"
+"  --interval SECONDS   length of one profile window (default 10)\n"
+"  --duration SECONDS   stop after this long (default: until SIGINT/SIGTERM,\n"
+"                       which push what is left and exit 0)\n"
+"  --unwind fp|dwarf|auto  user-space unwinding: the kernel's frame-pointer\n"
+"                       callchain; DWARF CFI with libdw over a copy of the\n"
+"                       user stack; or auto (default): frame pointers, and\n"
+"                       DWARF for each process whose first 20 samples have\n"
+"                       mostly 1-2 user frames (code without frame pointers)\n"
+"  --no-kernel          do not sample in kernel mode (exclude_kernel), no\n"
+"                       kernel frames\n"
+"Thread pruning (Atys FSP):\n"
+"  --fsp P              per interval and process keep the most active threads\n"
+"                       that make at least P of the samples (default 0.99;\n"
+"                       1 keeps every thread)\n"
+"Adaptive frequency (Atys FDA):\n"
+"  --fda                adjust the frequency each interval from the JS\n"
+"                       divergence D of the top-10 functions' distribution\n"
+"                       with the previous interval's\n"
+"  --fda-theta T        threshold (default 0.05): D > T raises the frequency\n"
+"                       to f/lambda; D <= T for 5 intervals lowers it to f*lambda\n"
+"  --fda-lambda L       factor, 0 < L < 1 (default 0.8)\n"
+"  --min-frequency HZ   lower bound for --fda (default frequency/4)\n"
+"  --max-frequency HZ   upper bound for --fda (default frequency*4)\n"
+"Other:\n"
+"  --verbose            log every push, unwinding decision, pruning\n"
+"  --help               this text\n"
+"\n"
+"Needs perf_event: root, CAP_PERFMON, or kernel.perf_event_paranoid <= 1 for\n"
+"your own processes (-1 for --all).  Python processes (with py-spy on PATH)\n"
+"and JVMs (with async-profiler's asprof on PATH) are profiled by those tools\n"
+"(label spy).  See docs/agent.md.\n");
+}
+
+static int parse_double(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "flamedb-agent: %s '%s': expected a number in [%g, %g]\n", flag, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *flag, const char *s, int lo, int hi, int *out)
+{
+    double v;
+    if (parse_double(flag, s, lo, hi, &v) < 0) return -1;
+    if (v != (int)v) { fprintf(stderr, "flamedb-agent: %s '%s': expected an integer\n", flag, s); return -1; }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_pids(agent_opts *o, const char *s)
+{
+    char *copy = strdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (end == t || *end || v <= 0 || v > 1 << 22) {
+            fprintf(stderr, "flamedb-agent: --pid '%s': not a process id\n", t);
+            free(copy);
+            return -1;
+        }
+        o->pids = realloc(o->pids, (o->npids + 1) * sizeof *o->pids);
+        o->pids[o->npids++] = (pid_t)v;
+    }
+    free(copy);
+    if (o->npids == 0) { fprintf(stderr, "flamedb-agent: --pid: no process id given\n"); return -1; }
+    return 0;
+}
+
+static int parse_args(agent_opts *o, int argc, char **argv)
+{
+    enum { O_SERVER = 256, O_PID, O_ALL, O_SERVICE, O_LABELS, O_FREQ, O_INTERVAL, O_DURATION,
+           O_OUTPUT, O_UNWIND, O_NOKERNEL, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
+           O_SPOOL, O_SPOOLMAX, O_VERBOSE, O_HELP };
+    static const struct option longopts[] = {
+        { "server", 1, 0, O_SERVER }, { "pid", 1, 0, O_PID }, { "all", 0, 0, O_ALL },
+        { "service", 1, 0, O_SERVICE }, { "labels", 1, 0, O_LABELS },
+        { "frequency", 1, 0, O_FREQ }, { "interval", 1, 0, O_INTERVAL },
+        { "duration", 1, 0, O_DURATION }, { "output", 1, 0, O_OUTPUT },
+        { "unwind", 1, 0, O_UNWIND }, { "no-kernel", 0, 0, O_NOKERNEL },
+        { "fsp", 1, 0, O_FSP }, { "fda", 0, 0, O_FDA }, { "fda-theta", 1, 0, O_THETA },
+        { "fda-lambda", 1, 0, O_LAMBDA }, { "min-frequency", 1, 0, O_MINF },
+        { "max-frequency", 1, 0, O_MAXF }, { "spool", 1, 0, O_SPOOL },
+        { "spool-max", 1, 0, O_SPOOLMAX }, { "verbose", 0, 0, O_VERBOSE },
+        { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 } };
+    char err[256];
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_SERVER: o->server = optarg; break;
+        case O_PID: if (parse_pids(o, optarg) < 0) return -1; break;
+        case O_ALL: o->all = 1; break;
+        case O_SERVICE:
+            if (!*optarg) { fprintf(stderr, "flamedb-agent: --service: empty name\n"); return -1; }
+            o->service = optarg; break;
+        case O_LABELS:
+            if (agent_labels_parse(&o->labels, optarg, err, sizeof err) < 0) {
+                fprintf(stderr, "flamedb-agent: %s\n", err);
+                return -1;
+            }
+            if (agent_labels_get(&o->labels, "service")) {
+                fprintf(stderr, "flamedb-agent: --labels: use --service for the service label\n");
+                return -1;
+            }
+            break;
+        case O_FREQ: if (parse_double("--frequency", optarg, 1, 100000, &o->freq) < 0) return -1; break;
+        case O_INTERVAL: if (parse_int("--interval", optarg, 1, 86400, &o->interval) < 0) return -1; break;
+        case O_DURATION: if (parse_int("--duration", optarg, 1, 100000000, &o->duration) < 0) return -1; break;
+        case O_OUTPUT: o->output = optarg; break;
+        case O_UNWIND:
+            if (strcmp(optarg, "fp") == 0) o->unwind = UNWIND_FP;
+            else if (strcmp(optarg, "dwarf") == 0) o->unwind = UNWIND_DWARF;
+            else if (strcmp(optarg, "auto") == 0) o->unwind = UNWIND_AUTO;
+            else { fprintf(stderr, "flamedb-agent: --unwind '%s': expected fp, dwarf or auto\n", optarg); return -1; }
+            break;
+        case O_NOKERNEL: o->no_kernel = 1; break;
+        case O_FSP:
+            if (parse_double("--fsp", optarg, 0, 1, &o->fsp) < 0) return -1;
+            if (o->fsp <= 0) { fprintf(stderr, "flamedb-agent: --fsp must be > 0\n"); return -1; }
+            break;
+        case O_FDA: o->fda = 1; break;
+        case O_THETA: if (parse_double("--fda-theta", optarg, 0, 1, &o->fda_theta) < 0) return -1; break;
+        case O_LAMBDA:
+            if (parse_double("--fda-lambda", optarg, 0, 1, &o->fda_lambda) < 0) return -1;
+            if (o->fda_lambda <= 0 || o->fda_lambda >= 1) { fprintf(stderr, "flamedb-agent: --fda-lambda must be in (0, 1)\n"); return -1; }
+            break;
+        case O_MINF: if (parse_double("--min-frequency", optarg, 1, 100000, &o->min_freq) < 0) return -1; break;
+        case O_MAXF: if (parse_double("--max-frequency", optarg, 1, 100000, &o->max_freq) < 0) return -1; break;
+        case O_SPOOL: o->spool = optarg; break;
+        case O_SPOOLMAX: if (parse_double("--spool-max", optarg, 0.001, 1e6, &o->spool_mb) < 0) return -1; break;
+        case O_VERBOSE: o->verbose = 1; break;
+        case O_HELP: usage(stdout); exit(0);
+        default:
+            if (optopt >= O_SERVER || optopt == 0)
+                fprintf(stderr, "flamedb-agent: %s: %s\n", argv[optind - 1],
+                        optopt ? "needs a value" : "unknown option");
+            else fprintf(stderr, "flamedb-agent: %s: unknown option\n", argv[optind - 1]);
+            fprintf(stderr, "try flamedb-agent --help\n");
+            return -1;
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "flamedb-agent: unexpected argument '%s'\n", argv[optind]); return -1; }
+    if (!o->all && o->npids == 0) { fprintf(stderr, "flamedb-agent: say what to profile: --pid PID[,PID...] or --all\n"); return -1; }
+    if (o->all && o->npids) { fprintf(stderr, "flamedb-agent: --pid and --all exclude each other\n"); return -1; }
+    if (!o->fda && (o->min_freq || o->max_freq)) {
+        fprintf(stderr, "flamedb-agent: --min-frequency/--max-frequency only apply with --fda\n");
+        return -1;
+    }
+    if (!o->min_freq) o->min_freq = o->freq / 4 < 1 ? 1 : o->freq / 4;
+    if (!o->max_freq) o->max_freq = o->freq * 4;
+    if (o->min_freq > o->max_freq || o->freq < o->min_freq || o->freq > o->max_freq) {
+        fprintf(stderr, "flamedb-agent: need --min-frequency <= --frequency <= --max-frequency\n");
+        return -1;
+    }
+    if (o->output && o->spool) { fprintf(stderr, "flamedb-agent: --spool applies to pushing, not to --output\n"); return -1; }
+    return 0;
+}
+
+/* ---- processes ---- */
+
+static proc_state *proc_get(agent_ctx *c, pid_t pid)
+{
+    for (size_t i = 0; i < c->nprocs; i++)
+        if (c->procs[i].pid == pid) return &c->procs[i];
+    if (c->nprocs == c->capprocs) {
+        size_t cap = c->capprocs ? 2 * c->capprocs : 32;
+        proc_state *v = realloc(c->procs, cap * sizeof *v);
+        if (!v) return NULL;
+        c->procs = v; c->capprocs = cap;
+    }
+    proc_state *p = &c->procs[c->nprocs++];
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    if (agent_proc_comm(pid, p->comm, sizeof p->comm) < 0) {
+        /* gone already: the name the kernel reported at exec, if seen */
+        snprintf(p->comm, sizeof p->comm, "pid-%d", (int)pid);
+        for (size_t i = 0; i < 256 && i < c->ncomms; i++)
+            if (c->comms[i].pid == pid) snprintf(p->comm, sizeof p->comm, "%s", c->comms[i].comm);
+    }
+    char buf[300];
+    agent_labels_set(&p->labels, "service", c->o.service ? c->o.service : p->comm);
+    snprintf(buf, sizeof buf, "%s/%d", c->hostname, (int)pid);
+    agent_labels_set(&p->labels, "instance", buf);
+    agent_labels_set(&p->labels, "node", c->hostname);
+    if (agent_proc_build(pid, buf, sizeof buf) == 0 && buf[0]) agent_labels_set(&p->labels, "build", buf);
+    agent_labels_copy(&p->labels, &c->o.labels);
+    p->adapter = agent_adapter_detect(pid);
+    if (p->adapter) {
+        agent_labels_set(&p->labels, "spy", agent_adapter_spy(p->adapter));
+        logmsg(0, "pid %d (%s): profiled with %s", (int)pid, p->comm, agent_adapter_spy(p->adapter));
+    }
+    if (c->o.unwind == UNWIND_DWARF) p->decided = p->use_dwarf = 1;
+    if (c->o.unwind == UNWIND_FP) p->decided = 1;
+    return p;
+}
+
+static void proc_clear(proc_state *p)
+{
+    for (size_t i = 0; i < p->nthreads; i++) agent_fold_free(p->threads[i].fold);
+    p->nthreads = 0;
+    p->samples = 0;
+}
+
+static void proc_free(proc_state *p)
+{
+    proc_clear(p);
+    free(p->threads);
+    agent_labels_free(&p->labels);
+    if (p->dwarf) agent_dwarf_close(p->dwarf);
+}
+
+static thread_state *proc_thread(proc_state *p, pid_t tid)
+{
+    for (size_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].tid == tid) return &p->threads[i];
+    if (p->nthreads == p->capthreads) {
+        size_t cap = p->capthreads ? 2 * p->capthreads : 8;
+        thread_state *v = realloc(p->threads, cap * sizeof *v);
+        if (!v) return NULL;
+        p->threads = v; p->capthreads = cap;
+    }
+    thread_state *t = &p->threads[p->nthreads];
+    t->fold = agent_fold_new();
+    if (!t->fold) return NULL;
+    t->tid = tid;
+    t->samples = 0;
+    p->nthreads++;
+    return t;
+}
+
+/* ---- samples ---- */
+
+static int proc_alive(pid_t pid);
+
+static void stack_append(agent_ctx *c, size_t *len, const char *frame)
+{
+    size_t fl = strlen(frame);
+    if (*len + fl + 2 > c->stackcap) {
+        size_t cap = 2 * c->stackcap + fl;
+        char *nb = realloc(c->stackbuf, cap);
+        if (!nb) return;
+        c->stackbuf = nb; c->stackcap = cap;
+    }
+    if (*len) c->stackbuf[(*len)++] = ';';
+    memcpy(c->stackbuf + *len, frame, fl + 1);
+    *len += fl;
+}
+
+/* auto: the first 20 user-space samples decide; mostly 1-2 frames deep
+ * means frame pointers are missing. */
+static void auto_decide(agent_ctx *c, proc_state *p, int user_depth)
+{
+    if (user_depth == 0) return;
+    p->probe++;
+    if (user_depth <= 2) p->shallow++;
+    if (p->probe < 20) return;
+    p->decided = 1;
+    p->use_dwarf = p->shallow * 10 >= p->probe * 6;
+    logmsg(1, "pid %d (%s): %d of %d samples had at most 2 user frames: %s unwinding",
+           (int)p->pid, p->comm, p->shallow, p->probe, p->use_dwarf ? "DWARF" : "frame-pointer");
+    (void)c;
+}
+
+static void on_sample(const agent_sample *s, void *arg)
+{
+    agent_ctx *c = arg;
+    if (s->comm) {
+        if (s->pid == s->tid) {
+            size_t i = c->ncomms++ % 256;
+            c->comms[i].pid = s->pid;
+            snprintf(c->comms[i].comm, sizeof c->comms[i].comm, "%s", s->comm);
+        }
+        return;
+    }
+    if (s->pid <= 0 || s->pid == c->self) { c->idle++; return; }
+    proc_state *p = proc_get(c, s->pid);
+    if (!p || p->adapter) return;
+    uint64_t kips[MAX_FRAMES], uips[MAX_FRAMES], dips[MAX_FRAMES];
+    int nk = 0, nu = 0;
+    uint64_t ctx = 0;
+    for (uint64_t i = 0; i < s->nr; i++) {
+        uint64_t ip = s->chain[i];
+        if (ip >= (uint64_t)PERF_CONTEXT_MAX) { ctx = ip; continue; }
+        if (ctx == (uint64_t)PERF_CONTEXT_KERNEL && nk < MAX_FRAMES) kips[nk++] = ip;
+        else if (ctx == (uint64_t)PERF_CONTEXT_USER && nu < MAX_FRAMES) uips[nu++] = ip;
+    }
+    int probing = !p->decided;
+    if (probing) auto_decide(c, p, nu);
+    const uint64_t *user = uips;
+    /* while auto still probes, a shallow sample is unwound with DWARF too,
+     * so the samples that decide are not left with truncated stacks */
+    int dwarf = p->use_dwarf || (probing && nu <= 2);
+    if (dwarf && s->has_user && !p->dwarf_failed) {
+        if (!p->dwarf && !(p->dwarf = agent_dwarf_open(p->pid))) {
+            p->dwarf_failed = 1;
+            logmsg(!proc_alive(p->pid), "pid %d (%s): DWARF unwinding unavailable, using frame pointers",
+                   (int)p->pid, p->comm);
+        }
+        int n = p->dwarf ? agent_dwarf_unwind(p->dwarf, s->tid, &s->user, dips, MAX_FRAMES) : 0;
+        if (n > 0) { user = dips; nu = n; }
+    }
+    char name[1024];
+    size_t len = 0;
+    for (int i = nu - 1; i >= 0; i--) {
+        agent_syms_name(c->syms, p->pid, i > 0 ? user[i] - 1 : user[i], 0, name, sizeof name);
+        stack_append(c, &len, name);
+    }
+    for (int i = nk - 1; i >= 0; i--) {
+        agent_syms_name(c->syms, p->pid, i > 0 ? kips[i] - 1 : kips[i], 1, name, sizeof name);
+        stack_append(c, &len, name);
+    }
+    if (len == 0) stack_append(c, &len, "[unknown]");
+    thread_state *t = proc_thread(p, s->tid);
+    if (!t) return;
+    agent_fold_add(t->fold, c->stackbuf, 1);
+    t->samples++;
+    p->samples++;
+    c->samples++;
+}
+
+/* ---- delivery ---- */
+
+/* 0: delivered; 1: rejected by the server (4xx), dropped; -1: unreachable
+ * or 5xx, to be retried. */
+static int send_cb(const char *url, const void *body, size_t len, void *arg)
+{
+    agent_ctx *c = arg;
+    char err[600];
+    int retryable;
+    if (agent_push_send(c->push, url, body, len, &retryable, err, sizeof err) == 0) return 0;
+    if (!retryable) {                 /* 4xx: the server will never take it */
+        logmsg(0, "push rejected, dropped: %s (%s)", err, url);
+        c->failed++;
+        return 1;
+    }
+    logmsg(1, "push failed: %s", err);
+    return -1;
+}
+
+static void spool_report(agent_ctx *c)
+{
+    if (c->spool.dropped != c->dropped_reported) {
+        logmsg(0, "spool full (%.1f MB): %llu profile(s) dropped so far, oldest first (%llu bytes)",
+               (double)c->spool.max_bytes / 1e6, (unsigned long long)c->spool.dropped,
+               (unsigned long long)c->spool.dropped_bytes);
+        c->dropped_reported = c->spool.dropped;
+    }
+}
+
+/* Replays the spool when its time has come; answers 1 when it is empty. */
+static int spool_drain(agent_ctx *c, int force)
+{
+    if (agent_spool_count(&c->spool) == 0) return 1;
+    if (!force && time(NULL) < c->retry_at) return 0;
+    size_t sent = agent_spool_replay(&c->spool, send_cb, c);
+    size_t left = agent_spool_count(&c->spool);
+    if (sent) logmsg(0, "server answers again: %zu spooled profile(s) replayed, %zu left", sent, left);
+    c->pushed += sent;
+    if (left == 0) { c->retry_delay = 0; return 1; }
+    c->retry_delay = c->retry_delay ? (c->retry_delay * 2 > 60 ? 60 : c->retry_delay * 2) : 1;
+    c->retry_at = time(NULL) + c->retry_delay;
+    return 0;
+}
+
+static void deliver(agent_ctx *c, const char *url, const char *body, size_t len)
+{
+    char err[600];
+    if (spool_drain(c, 1)) {
+        int rc = send_cb(url, body, len, c);
+        if (rc == 0) c->pushed++;
+        if (rc >= 0) return;
+    }
+    if (agent_spool_put(&c->spool, url, body, len, err, sizeof err) < 0) {
+        logmsg(0, "profile dropped: %s", err);
+        c->failed++;
+    } else {
+        c->spooled++;
+        logmsg(0, "server unreachable: profile spooled (%zu waiting in %s)",
+               agent_spool_count(&c->spool), c->spool.dir);
+    }
+    spool_report(c);
+}
+
+static void write_output(agent_ctx *c, const agent_labels *l, int64_t from, int64_t until,
+                         const char *body)
+{
+    fprintf(c->out, "# ");
+    for (int i = 0; i < l->n; i++) fprintf(c->out, "%s=%s ", l->name[i], l->value[i]);
+    fprintf(c->out, "rate=%g from=%lld until=%lld\n%s\n", c->freq, (long long)from,
+            (long long)until, body);
+    fflush(c->out);
+}
+
+/* ---- intervals ---- */
+
+typedef struct { const char **names; uint64_t *counts; size_t n, cap; } self_counts;
+
+static void self_add(const char *stack, uint64_t count, void *arg)
+{
+    self_counts *sc = arg;
+    const char *leaf = strrchr(stack, ';');
+    leaf = leaf ? leaf + 1 : stack;
+    for (size_t i = 0; i < sc->n; i++)
+        if (strcmp(sc->names[i], leaf) == 0) { sc->counts[i] += count; return; }
+    if (sc->n == sc->cap) {
+        size_t cap = sc->cap ? 2 * sc->cap : 64;
+        const char **nn = realloc(sc->names, cap * sizeof *nn);
+        if (!nn) return;
+        sc->names = nn;
+        uint64_t *nc = realloc(sc->counts, cap * sizeof *nc);
+        if (!nc) return;
+        sc->counts = nc;
+        sc->cap = cap;
+    }
+    sc->names[sc->n] = strdup(leaf);
+    sc->counts[sc->n++] = count;
+}
+
+static void labels_del(agent_labels *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->name[i], name) == 0) {
+            free(l->name[i]); free(l->value[i]);
+            l->name[i] = l->name[l->n - 1];
+            l->value[i] = l->value[l->n - 1];
+            l->n--;
+            return;
+        }
+}
+
+static void merge_into(const char *stack, uint64_t count, void *arg)
+{
+    agent_fold_add(arg, stack, count);
+}
+
+static void flush_proc(agent_ctx *c, proc_state *p, int64_t from, int64_t until,
+                       self_counts *sc)
+{
+    agent_fold *f = agent_fold_new();
+    if (!f) return;
+    char err[256];
+    if (p->run) {
+        if (g_stop) agent_adapter_interrupt(p->run);      /* leaving: do not wait out the interval */
+        if (agent_adapter_finish(p->run, f, err, sizeof err) < 0) {
+            logmsg(0, "pid %d (%s): %s; sampling it natively from now on", (int)p->pid, p->comm, err);
+            p->adapter = AGENT_ADAPTER_NONE;
+            labels_del(&p->labels, "spy");
+        }
+        p->run = NULL;
+    } else if (p->nthreads > 0) {
+        agent_thread_count *tc = malloc(p->nthreads * sizeof *tc);
+        int *keep = malloc(p->nthreads * sizeof *keep);
+        if (!tc || !keep) { free(tc); free(keep); agent_fold_free(f); return; }
+        for (size_t i = 0; i < p->nthreads; i++) tc[i] = (agent_thread_count){ p->threads[i].tid, p->threads[i].samples };
+        size_t tdrop = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        uint64_t sdrop = agent_fsp_select(tc, p->nthreads, c->o.fsp, keep, &tdrop);
+        for (size_t i = 0; i < p->nthreads; i++)
+            if (keep[i]) agent_fold_each(p->threads[i].fold, merge_into, f);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        c->agg_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+        if (tdrop) {
+            c->fsp_samples += sdrop;
+            c->fsp_threads += tdrop;
+            logmsg(1, "pid %d (%s): FSP dropped %zu of %zu threads (%llu of %llu samples)",
+                   (int)p->pid, p->comm, tdrop, p->nthreads, (unsigned long long)sdrop,
+                   (unsigned long long)p->samples);
+        }
+        free(tc); free(keep);
+    }
+    if (agent_fold_total(f) > 0) {
+        agent_fold_each(f, self_add, sc);
+        size_t len;
+        char *body = agent_fold_text(f, &len);
+        if (body) {
+            if (c->out) write_output(c, &p->labels, from, until, body);
+            else {
+                char *url = agent_ingest_url(c->o.server, &p->labels, c->freq, from, until);
+                if (url) {
+                    logmsg(1, "pid %d (%s): %llu samples, %zu stacks -> %s", (int)p->pid, p->comm,
+                           (unsigned long long)agent_fold_total(f), agent_fold_stacks(f), url);
+                    deliver(c, url, body, len);
+                    free(url);
+                }
+            }
+            free(body);
+        }
+    }
+    agent_fold_free(f);
+}
+
+static int proc_alive(pid_t pid)
+{
+    char path[64];
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    return stat(path, &st) == 0;
+}
+
+static void flush_interval(agent_ctx *c, int64_t from, int64_t until)
+{
+    self_counts sc = { 0 };
+    for (size_t i = 0; i < c->nprocs; i++) {
+        proc_state *p = &c->procs[i];
+        p->idle_intervals = p->samples || p->run ? 0 : p->idle_intervals + 1;
+        flush_proc(c, p, from, until, &sc);
+        proc_clear(p);
+    }
+    /* forget processes that exited (their samples are flushed now) */
+    for (size_t i = 0; i < c->nprocs;) {
+        proc_state *p = &c->procs[i];
+        if (p->idle_intervals >= 1 && !proc_alive(p->pid)) {
+            agent_syms_forget(c->syms, p->pid);
+            proc_free(p);
+            c->procs[i] = c->procs[--c->nprocs];
+        } else i++;
+    }
+    uint64_t lost = c->perf ? agent_perf_lost(c->perf) : 0;
+    if (lost != c->lost_reported) {
+        logmsg(0, "%llu sample(s) lost by the kernel (ring buffer full)", (unsigned long long)(lost - c->lost_reported));
+        c->lost_reported = lost;
+    }
+    if (c->o.fda) {
+        agent_fda_dist d;
+        agent_fda_top(sc.names, sc.counts, sc.n, &d);
+        double before = c->freq, f = agent_fda_step(&c->fda, &d);
+        if (f != before) {
+            if (c->perf) agent_perf_set_freq(c->perf, f);
+            c->freq = f;
+            logmsg(0, "FDA: D = %.4f, frequency %g -> %g Hz", c->fda.last_d, before, f);
+        } else logmsg(1, "FDA: D = %.4f, frequency stays %g Hz", c->fda.last_d, f);
+    }
+    for (size_t i = 0; i < sc.n; i++) free((char *)sc.names[i]);
+    free(sc.names); free(sc.counts);
+}
+
+static void start_adapters(agent_ctx *c, int seconds)
+{
+    for (size_t i = 0; i < c->nprocs; i++) {
+        proc_state *p = &c->procs[i];
+        if (!p->adapter || p->run || !proc_alive(p->pid)) continue;
+        char err[256];
+        p->run = agent_adapter_start(p->adapter, p->pid, seconds, (int)c->freq, err, sizeof err);
+        if (!p->run) logmsg(0, "pid %d (%s): %s", (int)p->pid, p->comm, err);
+    }
+}
+
+/* ---- main ---- */
+
+static int setup(agent_ctx *c, char *err, size_t errlen)
+{
+    c->self = getpid();
+    if (gethostname(c->hostname, sizeof c->hostname) < 0) snprintf(c->hostname, sizeof c->hostname, "localhost");
+    c->freq = c->o.freq;
+    agent_fda_init(&c->fda, c->o.freq, c->o.min_freq, c->o.max_freq, c->o.fda_theta, c->o.fda_lambda);
+    c->syms = agent_syms_new("/usr/lib/debug");
+    c->stackcap = 65536;
+    c->stackbuf = malloc(c->stackcap);
+    if (!c->syms || !c->stackbuf) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (c->o.output) {
+        c->out = strcmp(c->o.output, "-") == 0 ? stdout : fopen(c->o.output, "w");
+        if (!c->out) { snprintf(err, errlen, "--output %s: %s", c->o.output, strerror(errno)); return -1; }
+    } else {
+        c->push = agent_push_new();
+        if (!c->push) { snprintf(err, errlen, "libcurl initialization failed"); return -1; }
+        const char *dir = c->o.spool;
+        if (!dir) {
+            snprintf(c->spool_dir, sizeof c->spool_dir, "/tmp/flamedb-agent-spool-XXXXXX");
+            if (!mkdtemp(c->spool_dir)) { snprintf(err, errlen, "mkdtemp: %s", strerror(errno)); return -1; }
+            dir = c->spool_dir;
+            c->temp_spool = 1;
+        }
+        if (agent_spool_open(&c->spool, dir, (uint64_t)(c->o.spool_mb * 1e6), err, errlen) < 0) return -1;
+        c->have_spool = 1;
+        size_t waiting = agent_spool_count(&c->spool);
+        if (waiting) logmsg(0, "%zu profile(s) waiting in the spool %s: replaying them first", waiting, dir);
+    }
+    /* the processes named with --pid are known from the start (labels,
+     * adapters); they are all given events, so that a process whose adapter
+     * fails can be sampled natively */
+    for (size_t i = 0; i < c->o.npids; i++) {
+        if (!proc_alive(c->o.pids[i])) { snprintf(err, errlen, "--pid %d: no such process", (int)c->o.pids[i]); return -1; }
+        proc_get(c, c->o.pids[i]);
+    }
+    {
+        agent_perf_opts po = { c->o.freq, c->o.no_kernel, c->o.unwind != UNWIND_FP };
+        c->perf = c->o.all ? agent_perf_open_all(&po, err, errlen)
+                           : agent_perf_open_pids(c->o.pids, c->o.npids, &po, err, errlen);
+        if (!c->perf) return -1;
+    }
+    return 0;
+}
+
+static void teardown(agent_ctx *c)
+{
+    for (size_t i = 0; i < c->nprocs; i++) proc_free(&c->procs[i]);
+    free(c->procs);
+    agent_perf_close(c->perf);
+    agent_syms_free(c->syms);
+    agent_push_free(c->push);
+    if (c->have_spool) {
+        size_t left = agent_spool_count(&c->spool);
+        if (left && c->temp_spool)
+            logmsg(0, "%zu profile(s) could not be delivered and are lost (give --spool DIR to keep them across restarts)", left);
+        else if (left)
+            logmsg(0, "%zu profile(s) left in the spool %s, replayed by the next run", left, c->spool.dir);
+        if (c->temp_spool) {
+            char cmd[300];
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->spool_dir);
+            if (system(cmd) != 0) logmsg(0, "could not remove %s", c->spool_dir);
+        }
+        agent_spool_close(&c->spool);
+    }
+    if (c->out && c->out != stdout) fclose(c->out);
+    free(c->stackbuf);
+    agent_labels_free(&c->o.labels);
+    free(c->o.pids);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    agent_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = (agent_opts){ .server = "http://127.0.0.1:4040", .freq = 99, .interval = 10,
+                        .unwind = UNWIND_AUTO, .fsp = 0.99, .fda_theta = 0.05,
+                        .fda_lambda = 0.8, .spool_mb = 64 };
+    if (parse_args(&c.o, argc, argv) < 0) { agent_labels_free(&c.o.labels); free(c.o.pids); return 2; }
+    g_verbose = c.o.verbose;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    char err[1024];
+    if (setup(&c, err, sizeof err) < 0) {
+        fprintf(stderr, "flamedb-agent: %s\n", err);
+        teardown(&c);
+        return 1;
+    }
+    logmsg(0, "sampling %s at %g Hz, %d s intervals, unwinding %s, %s %s",
+           c.o.all ? "every process" : "the given processes", c.freq, c.o.interval,
+           c.o.unwind == UNWIND_FP ? "fp" : c.o.unwind == UNWIND_DWARF ? "dwarf" : "auto",
+           c.o.output ? "writing to" : "pushing to", c.o.output ? c.o.output : c.o.server);
+    double start = now_s(), win_start = start;
+    int64_t win_from = (int64_t)time(NULL);
+    start_adapters(&c, c.o.interval);
+    while (!g_stop) {
+        if (c.perf) agent_perf_poll(c.perf, 100, on_sample, &c);
+        else usleep(100000);
+        double t = now_s();
+        int done = c.o.duration && t - start >= c.o.duration;
+        if (t - win_start >= c.o.interval || done) {
+            int64_t until = (int64_t)time(NULL);
+            if (until <= win_from) until = win_from + 1;
+            flush_interval(&c, win_from, until);
+            win_from = until;
+            win_start = t;
+            if (done) break;
+            double left = c.o.duration ? c.o.duration - (t - start) : c.o.interval;
+            start_adapters(&c, (int)(left < c.o.interval ? left + 0.5 : c.o.interval));
+        } else if (c.have_spool) spool_drain(&c, 0);
+    }
+    if (g_stop) {                       /* push what is left */
+        if (c.perf) agent_perf_poll(c.perf, 0, on_sample, &c);
+        int64_t until = (int64_t)time(NULL);
+        if (until <= win_from) until = win_from + 1;
+        flush_interval(&c, win_from, until);
+    }
+    if (c.have_spool) spool_drain(&c, 1);
+    logmsg(0, "done: %llu samples, %llu profiles pushed, %llu spooled, %llu dropped; FSP pruned %llu threads (%llu samples); %llu lost; aggregation %.3f ms",
+           (unsigned long long)c.samples, (unsigned long long)c.pushed, (unsigned long long)c.spooled,
+           (unsigned long long)(c.failed + c.spool.dropped), (unsigned long long)c.fsp_threads,
+           (unsigned long long)c.fsp_samples, (unsigned long long)(c.perf ? agent_perf_lost(c.perf) : 0),
+           c.agg_ns / 1e6);
+    teardown(&c);
+    return 0;
+}

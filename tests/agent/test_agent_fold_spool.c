@@ -1,0 +1,233 @@
+/* test_agent_fold_spool.c — folded aggregation (counts, sorted text, frame
+ * cleaning), label parsing and the ingest URL's encoding, gzip, collapsed
+ * text from the adapters, and the spool: bounded, oldest dropped and
+ * counted, replay in order, a failed send keeping the rest, a reopened spool
+ * resuming after the files left behind. */
+#include <string.h>
+
+#include "../unit/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../../agent/agent.h"
+
+static void fold_counts_and_text(void **state)
+{
+    (void)state;
+    agent_fold *f = agent_fold_new();
+    agent_fold_add(f, "main;b", 2);
+    agent_fold_add(f, "main;a", 1);
+    agent_fold_add(f, "main;b", 3);
+    agent_fold_add(f, "main;zero", 0);              /* ignored */
+    for (int i = 0; i < 1000; i++) {                /* forces growth */
+        char s[32];
+        snprintf(s, sizeof s, "main;x%04d", i);
+        agent_fold_add(f, s, 1);
+    }
+    assert_int_equal(agent_fold_total(f), 1006);
+    assert_int_equal(agent_fold_stacks(f), 1002);
+    size_t len;
+    char *text = agent_fold_text(f, &len);
+    assert_int_equal(strlen(text), len);
+    assert_memory_equal(text, "main;a 1\nmain;b 5\nmain;x0000 1\n", 31);
+    assert_non_null(strstr(text, "main;x0999 1\n"));
+    free(text);
+    agent_fold_free(f);
+}
+
+static void frame_clean(void **state)
+{
+    (void)state;
+    char a[32] = "operator;x\nnext", b[32] = "";
+    agent_frame_clean(a);
+    agent_frame_clean(b);
+    assert_string_equal(a, "operator:x next");
+    assert_string_equal(b, "[unknown]");
+}
+
+static void labels_and_url(void **state)
+{
+    (void)state;
+    agent_labels l = { 0 };
+    char err[256];
+    assert_int_equal(agent_labels_set(&l, "service", "my svc"), 0);
+    assert_int_equal(agent_labels_set(&l, "instance", "host/42"), 0);
+    assert_int_equal(agent_labels_parse(&l, "env=prod,region=eu-west,instance=i-1", err, sizeof err), 0);
+    assert_string_equal(agent_labels_get(&l, "instance"), "i-1");   /* replaced */
+    assert_string_equal(agent_labels_get(&l, "env"), "prod");
+    char *url = agent_ingest_url("http://h:4040/", &l, 99, 1700000000, 1700000010);
+    assert_string_equal(url, "http://h:4040/api/v1/ingest?service=my%20svc&instance=i-1&"
+                             "env=prod&region=eu-west&rate=99&from=1700000000&until=1700000010");
+    free(url);
+    char *e = agent_urlencode("a&b=c/d;é");
+    assert_string_equal(e, "a%26b%3Dc%2Fd%3B%C3%A9");
+    free(e);
+    assert_int_equal(agent_labels_parse(&l, "novalue", err, sizeof err), -1);
+    assert_err_contains(err, "not name=value");
+    assert_int_equal(agent_labels_parse(&l, "9x=1", err, sizeof err), -1);
+    assert_err_contains(err, "bad label name '9x'");
+    assert_int_equal(agent_labels_parse(&l, "k=", err, sizeof err), -1);
+    assert_err_contains(err, "empty value");
+    assert_int_equal(agent_labels_parse(&l, "rate=5", err, sizeof err), -1);
+    assert_err_contains(err, "ingest parameter");
+    agent_labels_free(&l);
+}
+
+static void gzip_roundtrip(void **state)
+{
+    (void)state;
+    const char *body = "main;a 1\nmain;b 2\n";
+    unsigned char *gz, out[64];
+    size_t gzlen;
+    assert_int_equal(agent_gzip(body, strlen(body), &gz, &gzlen), 0);
+    assert_true(gz[0] == 0x1f && gz[1] == 0x8b);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+    z.next_in = gz; z.avail_in = (uInt)gzlen;
+    z.next_out = out; z.avail_out = sizeof out;
+    assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+    assert_int_equal(z.total_out, strlen(body));
+    assert_memory_equal(out, body, strlen(body));
+    inflateEnd(&z);
+    free(gz);
+}
+
+static void collapsed_parse(void **state)
+{
+    (void)state;
+    agent_fold *f = agent_fold_new();
+    size_t n = agent_collapsed_parse("<module>;main (app.py:3);work (app.py:9) 12\r\n"
+                                     "garbage line\n\nmain;idle 3\nbad;count x\nmain;idle 2", f);
+    assert_int_equal(n, 3);
+    assert_int_equal(agent_fold_total(f), 17);
+    char *text = agent_fold_text(f, NULL);
+    assert_string_equal(text, "<module>;main (app.py:3);work (app.py:9) 12\nmain;idle 5\n");
+    free(text);
+    agent_fold_free(f);
+}
+
+/* ---- spool ---- */
+
+typedef struct { char urls[16][64]; char bodies[16][64]; int n; int fail_after; } sink;
+
+static int sink_send(const char *url, const void *body, size_t len, void *arg)
+{
+    sink *s = arg;
+    if (s->fail_after >= 0 && s->n >= s->fail_after) return -1;
+    snprintf(s->urls[s->n], sizeof s->urls[s->n], "%s", url);
+    snprintf(s->bodies[s->n], sizeof s->bodies[s->n], "%.*s", (int)len, (const char *)body);
+    s->n++;
+    return 0;
+}
+
+static char tmpdir[64];
+
+static int spool_setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test-agent-spool-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int spool_teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void spool_replay_in_order(void **state)
+{
+    (void)state;
+    agent_spool s;
+    char err[256], dir[128], url[32], body[32];
+    snprintf(dir, sizeof dir, "%s/spool", tmpdir);       /* created by open */
+    assert_int_equal(agent_spool_open(&s, dir, 1 << 20, err, sizeof err), 0);
+    for (int i = 0; i < 12; i++) {                       /* > 10: name order must be numeric */
+        snprintf(url, sizeof url, "http://h/u%d", i);
+        snprintf(body, sizeof body, "main;f%d %d\n", i, i + 1);
+        assert_int_equal(agent_spool_put(&s, url, body, strlen(body), err, sizeof err), 0);
+    }
+    assert_int_equal(agent_spool_count(&s), 12);
+    sink k = { .fail_after = 5 };
+    assert_int_equal(agent_spool_replay(&s, sink_send, &k), 5);   /* server goes away */
+    assert_int_equal(agent_spool_count(&s), 7);
+    k.fail_after = -1;
+    assert_int_equal(agent_spool_replay(&s, sink_send, &k), 7);
+    assert_int_equal(k.n, 12);
+    for (int i = 0; i < 12; i++) {
+        snprintf(url, sizeof url, "http://h/u%d", i);
+        snprintf(body, sizeof body, "main;f%d %d\n", i, i + 1);
+        assert_string_equal(k.urls[i], url);
+        assert_string_equal(k.bodies[i], body);
+    }
+    assert_int_equal(agent_spool_count(&s), 0);
+    assert_int_equal(s.dropped, 0);
+    agent_spool_close(&s);
+}
+
+static void spool_bounded_oldest_dropped(void **state)
+{
+    (void)state;
+    agent_spool s;
+    char err[256], body[101];
+    memset(body, 'x', 100);
+    body[100] = 0;
+    /* each file: "http://h/uN\n" (12 bytes) + 100 = 112; 400 bytes hold 3 */
+    assert_int_equal(agent_spool_open(&s, tmpdir, 400, err, sizeof err), 0);
+    for (int i = 0; i < 6; i++) {
+        char url[32];
+        snprintf(url, sizeof url, "http://h/u%d", i);
+        assert_int_equal(agent_spool_put(&s, url, body, 100, err, sizeof err), 0);
+    }
+    assert_int_equal(agent_spool_count(&s), 3);
+    assert_int_equal(s.dropped, 3);
+    assert_int_equal(s.dropped_bytes, 3 * 112);
+    agent_spool_close(&s);
+    /* a new agent on the same directory resumes after what is left */
+    assert_int_equal(agent_spool_open(&s, tmpdir, 400, err, sizeof err), 0);
+    assert_int_equal(s.seq, 6);
+    assert_int_equal(agent_spool_put(&s, "http://h/u6", body, 100, err, sizeof err), 0);
+    assert_int_equal(s.dropped, 1);
+    sink k = { .fail_after = -1 };
+    assert_int_equal(agent_spool_replay(&s, sink_send, &k), 3);
+    assert_string_equal(k.urls[0], "http://h/u4");                /* oldest survivors first */
+    assert_string_equal(k.urls[1], "http://h/u5");
+    assert_string_equal(k.urls[2], "http://h/u6");
+    /* a profile larger than the whole bound is refused and counted */
+    char big[500];
+    memset(big, 'y', sizeof big);
+    assert_int_equal(agent_spool_put(&s, "http://h/big", big, sizeof big, err, sizeof err), -1);
+    assert_err_contains(err, "larger than the whole spool");
+    assert_int_equal(s.dropped, 2);
+    agent_spool_close(&s);
+}
+
+static void spool_bad_dir(void **state)
+{
+    (void)state;
+    agent_spool s;
+    char err[256];
+    assert_int_equal(agent_spool_open(&s, "/proc/nonexistent/spool", 1000, err, sizeof err), -1);
+    assert_err_contains(err, "--spool /proc/nonexistent/spool");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fold_counts_and_text),
+        cmocka_unit_test(frame_clean),
+        cmocka_unit_test(labels_and_url),
+        cmocka_unit_test(gzip_roundtrip),
+        cmocka_unit_test(collapsed_parse),
+        cmocka_unit_test_setup_teardown(spool_replay_in_order, spool_setup, spool_teardown),
+        cmocka_unit_test_setup_teardown(spool_bounded_oldest_dropped, spool_setup, spool_teardown),
+        cmocka_unit_test(spool_bad_dir),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
