@@ -55,6 +55,16 @@ assert_eq() {
     fi
 }
 
+# assert_near desc want got [tolerance]: numbers within tolerance (default 1e-12).
+assert_near() {
+    local desc=$1 want=$2 got=$3 tol=${4:-1e-12}
+    if ! [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] ||
+        ! awk -v a="$want" -v b="$got" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; then
+        fail "$desc: expected $want (within $tol), got [$got]"
+        return 1
+    fi
+}
+
 assert_contains() {
     local desc=$1 hay=$2 needle=$3
     if [[ "$hay" != *"$needle"* ]]; then
@@ -178,6 +188,12 @@ ingest() {
     shift 2
     # not a pipe: post must run in this shell to set STATUS and BODY
     post "/api/v1/ingest?$qs" --data-binary @- "$@" < <(printf '%s' "$body")
+}
+
+# put QUERY BODY: an ingest that must succeed.
+put() {
+    ingest "$1" "$2"
+    assert_status "ingest $1" 200
 }
 
 # ingest_file QUERYSTRING FILE [curl args...]

@@ -2,10 +2,6 @@
 # matching series, every profile, any time), what it leaves, its refusals,
 # and that the deletion survives a restart.
 
-put() {
-    ingest "$1" "$2"
-    assert_status "ingest $1" 200
-}
 
 # del [name=value ...] — DELETE /api/v1/series with url-encoded params.
 del() {

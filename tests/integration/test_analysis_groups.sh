@@ -6,10 +6,6 @@
 # names its own from/until, so each answer is computable by hand.
 
 # Ingests one profile and requires 200.
-put() {
-    ingest "$1" "$2"
-    assert_status "ingest $1" 200
-}
 
 # The tree of group $1 of $BODY as "path self total" lines, root as <root>.
 group_tree_lines() {

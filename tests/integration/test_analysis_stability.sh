@@ -3,19 +3,7 @@
 # top k functions, the summary and its verdict; and the group_by form, each
 # group against the merge of the whole query.
 
-put() {
-    ingest "$1" "$2"
-    assert_status "ingest $1" 200
-}
 
-assert_near() {
-    local desc=$1 want=$2 got=$3 tol=${4:-1e-12}
-    if ! [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] ||
-        ! awk -v a="$want" -v b="$got" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; then
-        fail "$desc: expected $want (within $tol), got [$got]"
-        return 1
-    fi
-}
 
 # dist_ref "x1 x2 ..." "y1 y2 ...": "manhattan jsd" of two distributions
 # given as values per function (same positions), over all functions.

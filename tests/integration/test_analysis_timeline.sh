@@ -2,19 +2,7 @@
 # to from, the default step, group_by) and GET /api/v1/variance (VProfiler's
 # Cov(s_f, T) / Var(T) over windows or groups).
 
-put() {
-    ingest "$1" "$2"
-    assert_status "ingest $1" 200
-}
 
-assert_near() {
-    local desc=$1 want=$2 got=$3 tol=${4:-1e-12}
-    if ! [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] ||
-        ! awk -v a="$want" -v b="$got" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; then
-        fail "$desc: expected $want (within $tol), got [$got]"
-        return 1
-    fi
-}
 
 points() { jqb '[.points[]|"\(.[0])=\(.[1])"]|join(" ")'; }
 

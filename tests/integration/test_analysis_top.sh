@@ -2,20 +2,7 @@
 # (recursion counted once), ranking and its ties, shares, Wilson 95%
 # intervals from the raw sample count, rate weighting, limit, group_by.
 
-put() {
-    ingest "$1" "$2"
-    assert_status "ingest $1" 200
-}
 
-# assert_near desc want got [tolerance]: numbers within tolerance.
-assert_near() {
-    local desc=$1 want=$2 got=$3 tol=${4:-1e-12}
-    if ! [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] ||
-        ! awk -v a="$want" -v b="$got" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; then
-        fail "$desc: expected $want (within $tol), got [$got]"
-        return 1
-    fi
-}
 
 # wilson P N: "lo hi" of the 95% Wilson score interval (z = 1.96), clamped
 # to [0, 1]; P may be an awk expression like 1/3.
