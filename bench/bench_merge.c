@@ -24,7 +24,7 @@
 
 #include "../query/query.h"
 #include "../storage/store.h"
-#include "gen.h"
+#include "gen_load.h"
 
 #define SEED UINT64_C(0x6d657267652d3031)
 #define POOL 50000
@@ -42,45 +42,6 @@
 #define TARGET_PAIRS_PER_S 100e6
 
 #define N_PROFILES (N_SERIES * N_WINDOWS)
-
-typedef struct {
-    store *st;
-    const gen_pool *pool;
-    const gen_profile *profiles;
-    _Atomic uint32_t next;
-    _Atomic int failed;
-    char instance[N_SERIES][32];
-} load_ctx;
-
-static void *loader(void *arg)
-{
-    load_ctx *c = arg;
-    store_stack *stacks = gen_xmalloc(PAIRS * sizeof *stacks);
-    char err[512];
-    for (;;) {
-        uint32_t i = atomic_fetch_add(&c->next, 1);
-        if (i >= N_PROFILES) break;
-        uint32_t s = i % N_SERIES, w = i / N_SERIES;
-        const gen_profile *pr = &c->profiles[i];
-        for (uint32_t k = 0; k < pr->n; k++) {
-            stacks[k].frames = gen_stack_text(c->pool, pr->stack[k], &stacks[k].len);
-            stacks[k].count = pr->count[k];
-        }
-        store_label labels[3] = { { "instance", c->instance[s] }, { "service", "bench" }, { "type", "cpu" } };
-        store_profile sp = {
-            .labels = labels, .n_labels = 3,
-            .from_ms = BASE_MS + (int64_t)w * WINDOW_MS, .until_ms = BASE_MS + (int64_t)(w + 1) * WINDOW_MS,
-            .rate = 100, .unit = "samples", .stacks = stacks, .n_stacks = pr->n,
-        };
-        if (store_write(c->st, &sp, NULL, err, sizeof err)) {
-            fprintf(stderr, "bench_merge: store_write: %s\n", err);
-            atomic_store(&c->failed, 1);
-            break;
-        }
-    }
-    free(stacks);
-    return NULL;
-}
 
 /* ---- the split: scan, decode, accumulate through the reader API -------- */
 
@@ -230,17 +191,19 @@ int main(void)
         fprintf(stderr, "bench_merge: store_open: %s\n", err);
         return 1;
     }
-    load_ctx *lc = gen_xcalloc(1, sizeof *lc);
-    lc->st = st;
-    lc->pool = &pool;
-    lc->profiles = profiles;
-    for (int s = 0; s < N_SERIES; s++) snprintf(lc->instance[s], sizeof lc->instance[s], "i-%03d", s);
+    static char names[N_SERIES][32];
+    const char *instance[N_SERIES], *service[N_SERIES];
+    for (int s = 0; s < N_SERIES; s++) {
+        snprintf(names[s], sizeof names[s], "i-%03d", s);
+        instance[s] = names[s];
+        service[s] = "bench";
+    }
+    gen_load_ctx lc = { .st = st, .pool = &pool, .profiles = profiles, .n_profiles = N_PROFILES,
+                        .n_series = N_SERIES, .instance = instance, .service = service, .base_ms = BASE_MS,
+                        .window_ms = WINDOW_MS, .max_pairs = PAIRS, .tag = "bench_merge" };
     double t0 = gen_now();
-    pthread_t th[THREADS];
-    for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, loader, lc);
-    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    if (gen_load(&lc, THREADS)) return 1;
     double t_load = gen_now() - t0;
-    if (atomic_load(&lc->failed)) return 1;
     for (uint32_t i = 0; i < N_PROFILES; i++) gen_profile_free(&profiles[i]);
     free(profiles);
     store_stats stats;
@@ -305,7 +268,6 @@ int main(void)
     printf("RESULT merge: target >= %.0f M pairs/s per core; measured/target = %.2f\n", TARGET_PAIRS_PER_S / 1e6,
            rate / TARGET_PAIRS_PER_S);
     printf("  total time %.1f s\n", gen_now() - t_start);
-    free(lc);
     gen_zipf_free(&zipf);
     gen_pool_free(&pool);
     return 0;

@@ -29,7 +29,7 @@
 #include <zlib.h>
 
 #include "../storage/store.h"
-#include "gen.h"
+#include "gen_load.h"
 
 #define SEED UINT64_C(0x666c616d65646231)
 #define POOL 20000
@@ -49,48 +49,6 @@
 #define TARGET_BYTES_PER_PAIR 2.0
 
 #define N_PROFILES (N_SERIES * N_WINDOWS)
-
-typedef struct {
-    store *st;
-    const gen_pool *pool;
-    gen_profile *profiles;
-    _Atomic uint32_t next;
-    _Atomic int failed;
-    char series_name[N_SERIES][32];
-    char service_name[N_SERIES][32];
-} load_ctx;
-
-static void *loader(void *arg)
-{
-    load_ctx *c = arg;
-    store_stack *stacks = gen_xmalloc(PAIRS_MAX * sizeof *stacks);
-    char err[512];
-    for (;;) {
-        uint32_t i = atomic_fetch_add(&c->next, 1);
-        if (i >= N_PROFILES) break;
-        uint32_t s = i % N_SERIES, w = i / N_SERIES;
-        const gen_profile *pr = &c->profiles[i];
-        for (uint32_t k = 0; k < pr->n; k++) {
-            stacks[k].frames = gen_stack_text(c->pool, pr->stack[k], &stacks[k].len);
-            stacks[k].count = pr->count[k];
-        }
-        store_label labels[3] = {
-            { "instance", c->series_name[s] }, { "service", c->service_name[s] }, { "type", "cpu" },
-        };
-        store_profile sp = {
-            .labels = labels, .n_labels = 3,
-            .from_ms = BASE_MS + (int64_t)w * WINDOW_MS, .until_ms = BASE_MS + (int64_t)(w + 1) * WINDOW_MS,
-            .rate = 100, .unit = "samples", .stacks = stacks, .n_stacks = pr->n,
-        };
-        if (store_write(c->st, &sp, NULL, err, sizeof err)) {
-            fprintf(stderr, "bench_storage: store_write: %s\n", err);
-            atomic_store(&c->failed, 1);
-            break;
-        }
-    }
-    free(stacks);
-    return NULL;
-}
 
 /* gzip level 6 of buf; answers the compressed size. */
 static size_t gzip_size(const char *buf, size_t len, unsigned char **out, size_t *cap)
@@ -192,11 +150,11 @@ typedef struct {
     int ok;
     unsigned psize;
     uint64_t used_pages, free_pages;
-    uint64_t db_pages[5], db_entries[5];
+    uint64_t db_pages[6], db_entries[6];
     uint64_t block_value_bytes, blocks;
 } lmdb_breakdown;
 
-static const char *const db_names[5] = { "blocks", "nodes", "strings", "series", "meta" };
+static const char *const db_names[6] = { "blocks", "rollups", "nodes", "strings", "series", "meta" };
 
 static uint64_t stat_pages(const MDB_stat *ms)
 {
@@ -236,7 +194,7 @@ static void inspect_lmdb(const char *dir, lmdb_breakdown *b)
         }
         mdb_cursor_close(c);
     }
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         MDB_dbi dbi;
         if (mdb_dbi_open(txn, db_names[i], 0, &dbi) || mdb_stat(txn, dbi, &ms)) goto out;
         b->db_pages[i] = stat_pages(&ms);
@@ -299,20 +257,20 @@ int main(void)
         fprintf(stderr, "bench_storage: store_open: %s\n", err);
         return 1;
     }
-    load_ctx *lc = gen_xcalloc(1, sizeof *lc);
-    lc->st = st;
-    lc->pool = &pool;
-    lc->profiles = profiles;
+    static char series_name[N_SERIES][32], service_name[N_SERIES][32];
+    const char *instance[N_SERIES], *service[N_SERIES];
     for (int s = 0; s < N_SERIES; s++) {
-        snprintf(lc->series_name[s], sizeof lc->series_name[s], "host-%02d", s);
-        snprintf(lc->service_name[s], sizeof lc->service_name[s], "svc-%d", s / SERIES_PER_SERVICE);
+        snprintf(series_name[s], sizeof series_name[s], "host-%02d", s);
+        snprintf(service_name[s], sizeof service_name[s], "svc-%d", s / SERIES_PER_SERVICE);
+        instance[s] = series_name[s];
+        service[s] = service_name[s];
     }
+    gen_load_ctx lc = { .st = st, .pool = &pool, .profiles = profiles, .n_profiles = N_PROFILES,
+                        .n_series = N_SERIES, .instance = instance, .service = service, .base_ms = BASE_MS,
+                        .window_ms = WINDOW_MS, .max_pairs = PAIRS_MAX, .tag = "bench_storage" };
     double t0 = gen_now();
-    pthread_t th[THREADS];
-    for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, loader, lc);
-    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    if (gen_load(&lc, THREADS)) return 1;
     double t_load = gen_now() - t0;
-    if (atomic_load(&lc->failed)) return 1;
     store_stats stats;
     store_get_stats(st, &stats);
     block_sizes bs = { 0 };
@@ -349,13 +307,13 @@ int main(void)
         double ps = b.psize;
         printf("  LMDB (%u-byte pages): %llu pages used, of which %llu free (reusable)\n", b.psize,
                (unsigned long long)b.used_pages, (unsigned long long)b.free_pages);
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < 6; i++)
             printf("    %-8s %8llu pages %9.2f MB %7.3f B/pair  (%llu entries)\n", db_names[i],
                    (unsigned long long)b.db_pages[i], b.db_pages[i] * ps / 1e6, b.db_pages[i] * ps / (double)pairs,
                    (unsigned long long)b.db_entries[i]);
         printf("    %-8s %8llu pages %9.2f MB %7.3f B/pair\n", "free", (unsigned long long)b.free_pages,
                b.free_pages * ps / 1e6, b.free_pages * ps / (double)pairs);
-        printf("  block values: %llu blocks, %.3f B/pair encoded (lz4'd varints + header), %.0f B/block; "
+        printf("  block values: %llu blocks, %.3f B/pair encoded (zstd'd varints + header), %.0f B/block; "
                "pages hold %.3f B/pair: %.0f%% overhead of page rounding and B-tree\n",
                (unsigned long long)b.blocks, (double)b.block_value_bytes / (double)pairs,
                (double)b.block_value_bytes / (double)(b.blocks ? b.blocks : 1), b.db_pages[0] * ps / (double)pairs,
@@ -363,8 +321,8 @@ int main(void)
     } else {
         printf("  (could not open data.mdb read-only to split it by database)\n");
     }
-    printf("  blocks (reader API): %llu blocks, %llu pairs; payload before lz4 %.3f B/pair, stored value %.3f B/pair "
-           "(lz4 saves %.0f%%)\n",
+    printf("  blocks (reader API): %llu blocks, %llu pairs; payload before zstd %.3f B/pair, stored value %.3f B/pair "
+           "(zstd saves %.0f%%)\n",
            (unsigned long long)bs.blocks, (unsigned long long)bs.pairs, (double)bs.raw_bytes / (double)pairs,
            (double)bs.value_bytes / (double)pairs, 100.0 * (1 - (double)bs.value_bytes / (double)bs.raw_bytes));
     printf("  folded text: %.1f B/pair raw, gzip -6 %.3f B/pair (measured on %u of %u profiles, %.1f MB of text in %.1f s)\n",
@@ -382,7 +340,6 @@ int main(void)
 
     for (uint32_t i = 0; i < N_PROFILES; i++) gen_profile_free(&profiles[i]);
     free(profiles);
-    free(lc);
     free(dir);
     gen_zipf_free(&zipf);
     gen_pool_free(&pool);

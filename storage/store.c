@@ -2,7 +2,7 @@
  * databases, loading the dictionaries into memory, and statistics.
  *
  * Databases in one environment (one data.mdb file in the data directory):
- *   meta     "format" -> "flamedb-3"
+ *   meta     "format" -> "flamedb-4"
  *   strings  u32 first id -> chunk of strings       (dict_disk.c)
  *   nodes    u32 first id -> chunk of tree nodes    (dict_disk.c)
  *   series   u32 id -> {u32 name, u32 value}[] (sorted labels)
@@ -22,7 +22,7 @@
 
 #include "store_internal.h"
 
-#define STORE_FORMAT "flamedb-3"
+#define STORE_FORMAT "flamedb-4"
 
 const double store_commit_bucket_le[STORE_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5

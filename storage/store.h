@@ -152,7 +152,7 @@ typedef int (*store_block_fn)(const store_block *b, void *ctx);
 int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms,
                       store_block_fn fn, void *ctx);
 
-/* Like store_blocks_scan, but where whole rollup buckets (1 h, 1 min) lie
+/* Like store_blocks_scan, but where whole rollup buckets (1 h, 10 min) lie
  * inside the range, calls fn once per pre-merged bucket instead of once per
  * profile: values already weighted (rate 0, unit as store_value_unit
  * says), n_profiles > 1, from/until the bucket's.  The blocks together hold

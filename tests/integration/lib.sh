@@ -65,6 +65,18 @@ assert_near() {
     fi
 }
 
+# dist_ref "x1 x2 ..." "y1 y2 ...": the reference "manhattan jsd" of two
+# distributions given as values per function (same positions), over all of them.
+dist_ref() {
+    awk -v xs="$1" -v ys="$2" 'function kl(p, m) { return p > 0 ? p * log(p / m) / log(2) : 0 }
+        BEGIN { n = split(xs, x, " "); split(ys, y, " ")
+                for (i = 1; i <= n; i++) { sx += x[i]; sy += y[i] }
+                for (i = 1; i <= n; i++) {
+                    p = x[i] / sx; q = y[i] / sy; m = (p + q) / 2
+                    man += (p > q ? p - q : q - p); jsd += kl(p, m) / 2 + kl(q, m) / 2 }
+                printf "%.17g %.17g", man, jsd }'
+}
+
 assert_contains() {
     local desc=$1 hay=$2 needle=$3
     if [[ "$hay" != *"$needle"* ]]; then

@@ -3,19 +3,6 @@
 # and GET /api/v1/diff (the union of two trees); both with per-side time
 # overrides (left_from, left_until, right_from, right_until).
 
-
-
-# dist_ref "x1 x2 ..." "y1 y2 ...": "manhattan jsd" over all positions given.
-dist_ref() {
-    awk -v xs="$1" -v ys="$2" 'function kl(p, m) { return p > 0 ? p * log(p / m) / log(2) : 0 }
-        BEGIN { n = split(xs, x, " "); split(ys, y, " ")
-                for (i = 1; i <= n; i++) { sx += x[i]; sy += y[i] }
-                for (i = 1; i <= n; i++) {
-                    p = x[i] / sx; q = y[i] / sy; m = (p + q) / 2
-                    man += (p > q ? p - q : q - p); jsd += kl(p, m) / 2 + kl(q, m) / 2 }
-                printf "%.17g %.17g", man, jsd }'
-}
-
 # significant X1 N1 X2 N2: true when the pooled two-proportion |z| > 1.96.
 significant() {
     awk -v x1="$1" -v n1="$2" -v x2="$3" -v n2="$4" 'BEGIN {

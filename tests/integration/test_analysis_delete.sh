@@ -2,7 +2,6 @@
 # matching series, every profile, any time), what it leaves, its refusals,
 # and that the deletion survives a restart.
 
-
 # del [name=value ...] — DELETE /api/v1/series with url-encoded params.
 del() {
     local kv args=(-G)

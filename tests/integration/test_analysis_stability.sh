@@ -3,20 +3,6 @@
 # top k functions, the summary and its verdict; and the group_by form, each
 # group against the merge of the whole query.
 
-
-
-# dist_ref "x1 x2 ..." "y1 y2 ...": "manhattan jsd" of two distributions
-# given as values per function (same positions), over all functions.
-dist_ref() {
-    awk -v xs="$1" -v ys="$2" 'function kl(p, m) { return p > 0 ? p * log(p / m) / log(2) : 0 }
-        BEGIN { n = split(xs, x, " "); split(ys, y, " ")
-                for (i = 1; i <= n; i++) { sx += x[i]; sy += y[i] }
-                for (i = 1; i <= n; i++) {
-                    p = x[i] / sx; q = y[i] / sy; m = (p + q) / 2
-                    man += (p > q ? p - q : q - p); jsd += kl(p, m) / 2 + kl(q, m) / 2 }
-                printf "%.17g %.17g", man, jsd }'
-}
-
 # window_line W: "from until profiles total samples entropy manhattan jsd" of window W.
 window_line() {
     jqb ".windows[$1]|\"\(.from) \(.until) \(.profiles) \(.total) \(.samples) \(.entropy) \(.manhattan) \(.jsd)\""

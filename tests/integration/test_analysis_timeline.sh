@@ -2,8 +2,6 @@
 # to from, the default step, group_by) and GET /api/v1/variance (VProfiler's
 # Cov(s_f, T) / Var(T) over windows or groups).
 
-
-
 points() { jqb '[.points[]|"\(.[0])=\(.[1])"]|join(" ")'; }
 
 test_timeline_points() {

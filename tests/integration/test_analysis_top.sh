@@ -2,8 +2,6 @@
 # (recursion counted once), ranking and its ties, shares, Wilson 95%
 # intervals from the raw sample count, rate weighting, limit, group_by.
 
-
-
 # wilson P N: "lo hi" of the 95% Wilson score interval (z = 1.96), clamped
 # to [0, 1]; P may be an awk expression like 1/3.
 wilson() {
