@@ -13,7 +13,7 @@ BUILD   ?= build
 BIN     ?= bin
 PREFIX  ?= /usr/local
 SAN     ?=
-PKGS    := lmdb libmicrohttpd jansson libzstd zlib libprotobuf-c libcurl
+PKGS    := lmdb libmicrohttpd jansson libzstd zlib libprotobuf-c libcurl libxxhash
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g

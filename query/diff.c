@@ -9,7 +9,11 @@
 
 typedef struct { store_reader *r; const query_tree *a, *b; } diff_ctx;
 
-static uint64_t both(const diff_ctx *c, uint32_t id) { return c->a->total[id] + c->b->total[id]; }
+/* A tree's values at id; ids past its arrays were not hit. */
+static uint64_t self_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->self[id] : 0; }
+static uint64_t total_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->total[id] : 0; }
+static int hit(const query_tree *t, uint32_t id) { return id < t->n_nodes && ((t->touched[id >> 6] >> (id & 63)) & 1); }
+static uint64_t both(const diff_ctx *c, uint32_t id) { return total_at(c->a, id) + total_at(c->b, id); }
 
 static int edge_cmp(const void *x, const void *y, void *arg)
 {
@@ -37,23 +41,23 @@ static json_t *node_json(const diff_ctx *c, const query_view *v, uint32_t id)
     if (!kids) return NULL;
     return json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}",
                      "name", id ? store_string(c->r, store_node_func(c->r, id), NULL) : "root",
-                     "left_self", (json_int_t)(id ? c->a->self[id] : 0), "left_total", (json_int_t)c->a->total[id],
-                     "right_self", (json_int_t)(id ? c->b->self[id] : 0), "right_total", (json_int_t)c->b->total[id],
+                     "left_self", (json_int_t)(id ? self_at(c->a, id) : 0), "left_total", (json_int_t)total_at(c->a, id),
+                     "right_self", (json_int_t)(id ? self_at(c->b, id) : 0), "right_total", (json_int_t)total_at(c->b, id),
                      "children", kids);
 }
 
 json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tree *right)
 {
-    /* Both trees come from one reader, so they have the same size. */
-    uint32_t n_nodes = left->n_nodes < right->n_nodes ? left->n_nodes : right->n_nodes;
+    /* Both trees come from one reader, so their node ids agree; the later
+     * merged may be the larger. */
+    uint32_t n_nodes = left->n_nodes > right->n_nodes ? left->n_nodes : right->n_nodes;
     size_t n = 0;
-    for (uint32_t id = 1; id < n_nodes; id++)
-        n += ((left->touched[id >> 6] | right->touched[id >> 6]) >> (id & 63)) & 1;
+    for (uint32_t id = 1; id < n_nodes; id++) n += hit(left, id) | hit(right, id);
     query_view v = { 0 };
     v.edges = malloc((n ? n : 1) * sizeof *v.edges);
     if (!v.edges) return NULL;
     for (uint32_t id = 1; id < n_nodes; id++)
-        if (((left->touched[id >> 6] | right->touched[id >> 6]) >> (id & 63)) & 1)
+        if (hit(left, id) | hit(right, id))
             v.edges[v.n_edges++] = (query_edge){ store_node_parent(r, id), id };
     diff_ctx c = { r, left, right };
     qsort_r(v.edges, v.n_edges, sizeof *v.edges, edge_cmp, &c);

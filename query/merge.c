@@ -1,12 +1,15 @@
 /* merge.c — merging stored profiles into one call tree.
  *
- * Because every stack is a node of the store's global call tree, merging is
- * addition into flat arrays indexed by node id: for each block in range,
- * self[node] += count * weight, and a bitmap remembers which nodes were hit.
- * Totals come from one backwards pass over the bitmap (children have larger
- * ids than their parents), which also marks the ancestors of every hit node.
- * The arrays come from calloc, so pages of the id space no block touches are
- * never backed by memory.
+ * One time partition at a time: every stack of a partition is a node of
+ * that partition's call tree, so merging is addition into flat arrays
+ * indexed by its node ids: for each block in range, self[node] += count *
+ * weight, and a bitmap remembers which nodes were hit (the arrays come from
+ * calloc, so pages no block touches are never backed by memory).  Then the
+ * hit nodes are folded into the reader's call tree (store_part_node: one
+ * tree across partitions, by function names) and added to the answer's
+ * arrays, which grow as the reader's tree does.  Totals come from one
+ * backwards pass over the answer's bitmap (children have larger ids than
+ * their parents), which also marks the ancestors of every hit node.
  *
  * Weight.  A `samples` profile that carries a sampling rate is answered in
  * CPU time: each count weighs round(1e9 / rate) nanoseconds, so profiles
@@ -30,6 +33,7 @@ typedef struct {
 typedef struct {
     store_reader *r;
     query_tree *t;
+    uint64_t *acc, *acc_touched;   /* the partition being merged */
     const char *want;       /* the unit to merge, or NULL: take the first seen */
     unit_count units[16];
     int n_units;
@@ -69,7 +73,7 @@ static int add_block(const store_block *b, void *arg)
     }
     if (strcmp(unit, c->want) != 0) return 0;
     uint64_t sum;
-    if (store_block_accumulate(c->r, b, w, t->self, t->touched, &sum)) {
+    if (store_block_accumulate(c->r, b, w, c->acc, c->acc_touched, &sum)) {
         c->failed = 1;
         return 1;
     }
@@ -109,16 +113,78 @@ static int alloc_tree(query_tree *t, uint32_t n_nodes)
     return t->self && t->total && t->touched ? 0 : -1;
 }
 
+/* Grows the answer's arrays to n nodes, zero-filled. */
+static int grow_tree(query_tree *t, uint32_t n)
+{
+    if (n <= t->n_nodes) return 0;
+    uint32_t cap = t->n_nodes ? t->n_nodes : 1024;
+    while (cap < n) cap *= 2;
+    uint64_t *s = realloc(t->self, cap * sizeof *s);
+    if (s) t->self = s;
+    uint64_t *tot = realloc(t->total, cap * sizeof *tot);
+    if (tot) t->total = tot;
+    size_t ow = (t->n_nodes + 63) / 64, nw = (cap + 63) / 64;
+    uint64_t *tb = realloc(t->touched, nw * sizeof *tb);
+    if (tb) t->touched = tb;
+    if (!s || !tot || !tb) return -1;
+    memset(t->self + t->n_nodes, 0, (cap - t->n_nodes) * sizeof *s);
+    memset(t->total + t->n_nodes, 0, (cap - t->n_nodes) * sizeof *tot);
+    memset(t->touched + ow, 0, (nw - ow) * sizeof *tb);
+    t->n_nodes = cap;
+    return 0;
+}
+
+/* Adds one partition's hit nodes into the answer under the reader's ids. */
+static int fold_part(store_reader *r, store_part *p, uint32_t nl, query_tree *t, const uint64_t *acc,
+                     const uint64_t *touched)
+{
+    int failed = 0;
+    for (size_t w = 0; w < (nl + 63) / 64; w++) {
+        uint64_t bits = touched[w];
+        while (bits) {
+            int b = __builtin_ctzll(bits);
+            bits &= bits - 1;
+            uint32_t x = (uint32_t)(w * 64 + (size_t)b);
+            uint32_t q = store_part_node(r, p, x, &failed);
+            if (failed) return -1;
+            if (q >= t->n_nodes && grow_tree(t, q + 1)) return -2;
+            t->self[q] += acc[x];
+            t->touched[q >> 6] |= UINT64_C(1) << (q & 63);
+        }
+    }
+    return 0;
+}
+
+/* Answers 0, -1 when a block could not be decoded, -2 out of memory. */
 static int merge_pass(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
                       query_tree *t, merge_ctx *c)
 {
-    for (size_t i = 0; i < set->n_series; i++) {
-        uint64_t before = t->profiles;
-        store_blocks_scan_merged(r, set->series[i], from_ms, until_ms, add_block, c);
-        if (c->failed) return -1;
-        if (t->profiles > before) t->series++;
+    store_part **parts;
+    size_t np = store_reader_parts(r, from_ms, until_ms, &parts);
+    unsigned char *seen = calloc(set->n_series + 1, 1);
+    if (!seen) return -2;
+    int rc = 0;
+    for (size_t k = 0; k < np && !rc; k++) {
+        uint32_t nl = store_part_nodes(r, parts[k]);
+        if (!nl) continue;
+        c->acc = calloc(nl, sizeof *c->acc);
+        c->acc_touched = calloc((nl + 63) / 64, sizeof *c->acc_touched);
+        if (!c->acc || !c->acc_touched) rc = -2;
+        for (size_t i = 0; i < set->n_series && !rc; i++) {
+            uint64_t before = t->profiles;
+            store_part_scan_merged(r, parts[k], set->series[i], from_ms, until_ms, add_block, c);
+            if (c->failed) rc = -1;
+            if (t->profiles > before) seen[i] = 1;
+        }
+        if (!rc) rc = fold_part(r, parts[k], nl, t, c->acc, c->acc_touched);
+        free(c->acc);
+        free(c->acc_touched);
+        c->acc = c->acc_touched = NULL;
     }
-    return 0;
+    for (size_t i = 0; i < set->n_series; i++) t->series += seen[i];
+    free(seen);
+    if (!rc && grow_tree(t, store_node_max(r) + 1)) rc = -2;
+    return rc;
 }
 
 static int unit_cmp(const void *a, const void *b)
@@ -142,7 +208,8 @@ int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t fr
         snprintf(out->unit, sizeof out->unit, "%s", unit);
         c.want = out->unit;
     }
-    if (merge_pass(r, set, from_ms, until_ms, out, &c)) goto corrupt;
+    int mrc = merge_pass(r, set, from_ms, until_ms, out, &c);
+    if (mrc) goto failed;
 
     /* The unit with the most profiles wins; merge again if it was not the
      * first one seen (rare: one type pushed both with and without a rate). */
@@ -162,7 +229,7 @@ int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t fr
         if (alloc_tree(out, n_nodes)) goto oom;
         snprintf(out->unit, sizeof out->unit, "%s", want);
         merge_ctx c2 = { .r = r, .t = out, .want = out->unit };
-        if (merge_pass(r, set, from_ms, until_ms, out, &c2)) goto corrupt;
+        if ((mrc = merge_pass(r, set, from_ms, until_ms, out, &c2))) goto failed;
     }
     if (best >= 0 && c.n_units > 1) {
         out->other_units = calloc((size_t)c.n_units, sizeof *out->other_units);
@@ -181,7 +248,8 @@ oom:
     query_tree_free(out);
     snprintf(err, errlen, "out of memory merging profiles");
     return -1;
-corrupt:
+failed:
+    if (mrc == -2) goto oom;
     query_tree_free(out);
     snprintf(err, errlen, "a stored profile could not be decoded (damaged data file?)");
     return -1;

@@ -187,7 +187,7 @@ static int prep_fill(store *st, ingest_profile *p, pprof_prep *pr)
         pr->stacks[i].len = p->stacks[i].len;
         pr->stacks[i].count = p->stacks[i].count;
     }
-    store_resolve(st, pr->stacks, p->n_stacks, pr->leaves);
+    store_resolve(st, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
     pr->sp = (store_profile){
         .labels = pr->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
@@ -263,7 +263,7 @@ static void job_parse(void *arg)
     }
     /* Known stacks are looked up here, so the single writer thread only
      * interns what is new. */
-    store_resolve(rq->srv->st, job->stacks, p->n_stacks, job->leaves);
+    store_resolve(rq->srv->st, p->from_ms, job->stacks, p->n_stacks, job->leaves);
     job->sp = (store_profile){
         .labels = job->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = job->stacks, .n_stacks = p->n_stacks,

@@ -8,6 +8,7 @@
  * no handler runs in the middle of a request. */
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ static const char usage_main[] =
     "\n"
     "Usage:\n"
     "  flamedb serve [flags]    run the server (flamedb serve --help for its flags)\n"
+    "  flamedb migrate DIR      move a data directory of an older format (flamedb-4)\n"
+    "                           into this one; serve does it too when it opens one\n"
     "  flamedb import [flags] FILE...\n"
     "                           load perf script text or folded files into a server\n"
     "                           (flamedb import --help for its flags)\n"
@@ -43,6 +46,9 @@ static const char usage_serve[] =
     "  --max-body BYTES       largest request body, also after gzip decompression;\n"
     "                         suffixes k, m, g (default 64m)\n"
     "  --threads N            HTTP worker threads (default 32)\n"
+    "  --partition DURATION   time partition length of a new data directory, whole hours\n"
+    "                         (default 1d); retention drops whole partitions.  An existing\n"
+    "                         directory keeps its own; a different value is refused\n"
     "  --help                 this text\n";
 
 /* Parses BYTES with an optional k, m or g suffix (powers of 1024). */
@@ -63,7 +69,7 @@ static int parse_bytes(const char *s, size_t *out)
 
 typedef struct {
     const char *listen, *data;
-    int64_t retention_ms;
+    int64_t retention_ms, partition_ms;
     size_t max_body;
     unsigned threads;
 } serve_flags;
@@ -74,6 +80,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->listen = "127.0.0.1:4040";
     f->data = "./data";
     f->retention_ms = 30LL * 24 * 3600 * 1000;
+    f->partition_ms = 0;
     f->max_body = 64u << 20;
     f->threads = 32;
     for (int i = 0; i < argc; i++) {
@@ -83,7 +90,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             fputs(usage_serve, stdout);
             return 1;
         }
-        static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", NULL };
+        static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -107,6 +114,12 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         } else if (!strcmp(a, "--max-body")) {
             if (parse_bytes(v, &f->max_body)) {
                 fprintf(stderr, "flamedb serve: --max-body '%s': expected a size in bytes like 67108864 or 64m\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--partition")) {
+            if (query_duration_parse(v, &f->partition_ms, err, sizeof err) || f->partition_ms <= 0 ||
+                f->partition_ms % 3600000) {
+                fprintf(stderr, "flamedb serve: --partition '%s': expected whole hours like 1h, 6h or 1d\n", v);
                 return -1;
             }
         } else { /* --threads */
@@ -137,16 +150,21 @@ static int serve(int argc, char **argv)
 
     char err[1024];
     srv_ctx srv = { .max_body = f.max_body };
-    store_options opt = { .dir = f.data, .retention_ms = f.retention_ms };
-    if (store_open(&srv.st, &opt, err, sizeof err)) {
+    store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms };
+    store_status ss = store_open(&srv.st, &opt, err, sizeof err);
+    if (ss) {
         srv_log("cannot open the store: %s", err);
-        return 1;
+        return ss == STORE_EINVAL ? 2 : 1;
     }
     store_stats stats;
     store_get_stats(srv.st, &stats);
-    srv_log("data in %s: %llu series, %llu call-tree nodes, %llu bytes; retention %lld s", f.data,
-            (unsigned long long)stats.series, (unsigned long long)stats.nodes,
-            (unsigned long long)stats.db_bytes, (long long)(f.retention_ms / 1000));
+    if (stats.migrated_profiles)
+        srv_log("migrated %llu profiles from the flamedb-4 format; the old file is in %s/flamedb-4-backup",
+                (unsigned long long)stats.migrated_profiles, f.data);
+    srv_log("data in %s: %llu series, %llu partitions of %lld h, %llu bytes; retention %lld s", f.data,
+            (unsigned long long)stats.series, (unsigned long long)stats.partitions,
+            (long long)(store_partition_ms(srv.st) / 3600000), (unsigned long long)stats.db_bytes,
+            (long long)(f.retention_ms / 1000));
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (srv_workpool_start(&srv.pool, cores > 0 ? (unsigned)cores : 1)) {
         srv_log("cannot start the parsing threads");
@@ -169,6 +187,36 @@ static int serve(int argc, char **argv)
     return 0;
 }
 
+/* flamedb migrate DIR: opens the store (which migrates) and closes it. */
+static int migrate(int argc, char **argv)
+{
+    if (argc != 1 || argv[0][0] == '-') {
+        fprintf(stderr, "usage: flamedb migrate DIR\n");
+        return 2;
+    }
+    struct stat sb;
+    if (stat(argv[0], &sb) || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "flamedb migrate: %s is not a directory\n", argv[0]);
+        return 2;
+    }
+    char err[1024];
+    store *st;
+    store_options opt = { .dir = argv[0] };
+    if (store_open(&st, &opt, err, sizeof err)) {
+        fprintf(stderr, "flamedb migrate: %s\n", err);
+        return 1;
+    }
+    store_stats stats;
+    store_get_stats(st, &stats);
+    store_close(st);
+    if (stats.migrated_profiles)
+        printf("migrated %llu profiles of %s to format flamedb-5; the old file is in %s/flamedb-4-backup\n",
+               (unsigned long long)stats.migrated_profiles, argv[0], argv[0]);
+    else
+        printf("%s: nothing to migrate (already format flamedb-5)\n", argv[0]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -181,6 +229,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "serve")) return serve(argc - 2, argv + 2);
     if (!strcmp(argv[1], "import")) return srv_import_main(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "migrate")) return migrate(argc - 2, argv + 2);
     fprintf(stderr, "flamedb: unknown command '%s'\n\n%s", argv[1], usage_main);
     return 2;
 }

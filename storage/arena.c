@@ -3,7 +3,7 @@
  * requests get a block of their own) and freed all at once at close. */
 #include <stdlib.h>
 
-#include "store_internal.h"
+#include "arena.h"
 
 #define ARENA_BLOCK (1u << 20)
 

@@ -27,43 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_internal.h"
+#include "block.h"
+#include "varint.h"
 
 #define BLOCK_VERSION 1
 #define FLAG_RATE 2
 #define FLAG_ZSTD 4
-
-static unsigned char *put_varint(unsigned char *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (unsigned char)v;
-    return p;
-}
-
-/* Reads a varint from [*p, end); answers -1 when it runs off the end. */
-static inline int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-    const unsigned char *s = *p;
-    if (s < end && *s < 0x80) {
-        *v = *s;
-        *p = s + 1;
-        return 0;
-    }
-    uint64_t r = 0;
-    for (int shift = 0; s < end && shift < 64; shift += 7) {
-        unsigned char b = *s++;
-        r |= (uint64_t)(b & 0x7f) << shift;
-        if (b < 0x80) {
-            *v = r;
-            *p = s;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 const char *store_value_unit(const char *unit, double rate, uint64_t *weight)
 {
@@ -105,11 +74,11 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
     unsigned char *p = raw;
     uint32_t prev = 0;
     for (uint32_t i = 0; i < h->n_pairs; i++) {
-        p = put_varint(p, nodes[i] - prev);
+        p = varint_put(p, nodes[i] - prev);
         prev = nodes[i];
     }
     size_t nodes_bytes = (size_t)(p - raw);
-    for (uint32_t i = 0; i < h->n_pairs; i++) p = put_varint(p, counts[i]);
+    for (uint32_t i = 0; i < h->n_pairs; i++) p = varint_put(p, counts[i]);
     size_t raw_len = (size_t)(p - raw);
 
     size_t bound = ZSTD_compressBound(raw_len);
@@ -119,22 +88,22 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
         return STORE_ENOMEM;
     }
     unsigned char *q = val + 2;
-    q = put_varint(q, h->unit);
-    q = put_varint(q, h->n_pairs);
-    q = put_varint(q, h->n_profiles);
-    q = put_varint(q, raw_len);
-    q = put_varint(q, nodes_bytes);
-    q = put_varint(q, (uint64_t)h->duration_ms);
+    q = varint_put(q, h->unit);
+    q = varint_put(q, h->n_pairs);
+    q = varint_put(q, h->n_profiles);
+    q = varint_put(q, raw_len);
+    q = varint_put(q, nodes_bytes);
+    q = varint_put(q, (uint64_t)h->duration_ms);
     unsigned char flags = 0;
     if (h->rate > 0) {
         flags |= FLAG_RATE;
         memcpy(q, &h->rate, 8);
         q += 8;
     }
-    q = put_varint(q, h->samples);
+    q = varint_put(q, h->samples);
     uint64_t count_sum = 0;
     for (uint32_t i = 0; i < h->n_pairs; i++) count_sum += counts[i];
-    q = put_varint(q, count_sum);
+    q = varint_put(q, count_sum);
     size_t clen = raw_len < 64 ? 0
                   : zcctx ? ZSTD_compressCCtx(zcctx, q, bound, raw, raw_len, 1)
                           : ZSTD_compress(q, bound, raw, raw_len, 1);
@@ -161,9 +130,9 @@ int block_parse_header(const void *val, size_t len, block_header *h,
     unsigned char flags = p[1];
     p += 2;
     uint64_t unit, n_pairs, n_profiles, raw_len, nodes_bytes, duration, samples;
-    if (get_varint(&p, end, &unit) || get_varint(&p, end, &n_pairs) ||
-        get_varint(&p, end, &n_profiles) || get_varint(&p, end, &raw_len) ||
-        get_varint(&p, end, &nodes_bytes) || get_varint(&p, end, &duration))
+    if (varint_get(&p, end, &unit) || varint_get(&p, end, &n_pairs) ||
+        varint_get(&p, end, &n_profiles) || varint_get(&p, end, &raw_len) ||
+        varint_get(&p, end, &nodes_bytes) || varint_get(&p, end, &duration))
         return -1;
     h->rate = 0;
     if (flags & FLAG_RATE) {
@@ -172,7 +141,7 @@ int block_parse_header(const void *val, size_t len, block_header *h,
         p += 8;
     }
     uint64_t count_sum;
-    if (get_varint(&p, end, &samples) || get_varint(&p, end, &count_sum)) return -1;
+    if (varint_get(&p, end, &samples) || varint_get(&p, end, &count_sum)) return -1;
     if (n_pairs > UINT32_MAX || raw_len > UINT32_MAX || unit > UINT32_MAX || nodes_bytes > raw_len) return -1;
     h->unit = (uint32_t)unit;
     h->n_pairs = (uint32_t)n_pairs;
@@ -207,13 +176,13 @@ int block_decode(const block_header *h, const void *payload, size_t payload_len,
     const unsigned char *end = p + h->raw_len;
     uint64_t node = 0, v;
     for (uint32_t i = 0; i < h->n_pairs; i++) {
-        if (get_varint(&p, end, &v)) return -1;
+        if (varint_get(&p, end, &v)) return -1;
         node += v;
         if (node > UINT32_MAX) return -1;
         nodes[i] = (uint32_t)node;
     }
     for (uint32_t i = 0; i < h->n_pairs; i++) {
-        if (get_varint(&p, end, &v)) return -1;
+        if (varint_get(&p, end, &v)) return -1;
         counts[i] = v;
     }
     return 0;
@@ -228,7 +197,7 @@ int block_accumulate(const block_header *h, const void *payload, size_t payload_
     const unsigned char *pn = raw, *nend = raw + h->nodes_bytes, *pc = nend, *end = raw + h->raw_len;
     uint64_t node = 0, total = 0, d, c;
     for (uint32_t i = 0; i < h->n_pairs; i++) {
-        if (get_varint(&pn, nend, &d) || get_varint(&pc, end, &c)) return -1;
+        if (varint_get(&pn, nend, &d) || varint_get(&pc, end, &c)) return -1;
         node += d;
         if (node >= n_nodes) return -1;
         acc[node] += c * weight;

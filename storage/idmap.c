@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_internal.h"
+#include "idmap.h"
+#include "hash.h"
 
 int idmap_init(idmap *m, size_t cap)
 {
@@ -33,7 +34,7 @@ void idmap_clear(idmap *m)
 
 static void put_slot(idmap_slot *slots, size_t cap, uint64_t key, uint32_t id)
 {
-    size_t i = store_hash_u64(key) & (cap - 1);
+    size_t i = hash_u64(key) & (cap - 1);
     while (slots[i].id) i = (i + 1) & (cap - 1);
     slots[i].key = key;
     slots[i].id = id;
@@ -59,8 +60,13 @@ int idmap_put(idmap *m, uint64_t key, uint32_t id)
 uint32_t idmap_find(const idmap *m, uint64_t key, int (*eq)(void *ctx, uint32_t id), void *ctx)
 {
     if (!m->cap) return 0;
-    size_t i = store_hash_u64(key) & (m->cap - 1);
+    size_t i = hash_u64(key) & (m->cap - 1);
     for (; m->slots[i].id; i = (i + 1) & (m->cap - 1))
         if (m->slots[i].key == key && (!eq || eq(ctx, m->slots[i].id))) return m->slots[i].id;
     return 0;
+}
+
+size_t idmap_bytes(const idmap *m)
+{
+    return m->cap * sizeof *m->slots;
 }

@@ -1,51 +1,105 @@
-/* reader.c — read snapshots: an LMDB read transaction plus the counts of
- * dictionary entries it may reference.
+/* reader.c — read snapshots across partitions, and one call tree for them.
  *
- * store_reader_begin opens the LMDB snapshot first and loads the published
- * counts after it (see store_internal.h): every node or string id that a
- * block in the snapshot references is then below the count and readable
- * without a lock.  Series are listed up to the committed count, so a reader
- * never sees a series whose creation might still be rolled back.  Decoding
- * scratch is per reader, so readers never share mutable state. */
+ * store_reader_begin copies the partition list (a reference each) and the
+ * catalog's published counts; a partition's LMDB read transaction is begun
+ * the first time a scan reaches it, and its dictionaries are read straight
+ * from the memory map (pdict_r).  Scans visit the partitions of a range in
+ * time order, so answers keep their order.
+ *
+ * One call tree across partitions.  Each partition numbers its own nodes
+ * and strings, so a reader keeps its own tree: node = (reader parent,
+ * reader function name), interned as the merge translates the nodes it
+ * touched (store_part_node: walk up to the first translated ancestor, then
+ * intern down), with per-partition arrays remembering each translation.
+ * Parents are interned before their children, so reader ids keep the
+ * "parent id < child id" order the merge's backwards pass relies on.  The
+ * cost follows the nodes a query touches, not the size of the partitions.
+ * Function names point into the maps and live as long as the reader. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <zstd.h>
 
+#include "block.h"
+#include "env.h"
+#include "hash.h"
+#include "idmap.h"
+#include "rollup.h"
 #include "store_internal.h"
+
+#define NAME_SEED UINT64_C(0x3c6ef372fe94f82b)
+
+struct store_part {
+    part *p;
+    int state;              /* 0 not begun, 1 open, -1 unreadable */
+    MDB_txn *txn;
+    MDB_cursor *cur, *rcur; /* blocks, rollups */
+    pdict_r *d;
+    uint32_t *node_q;       /* partition node -> reader node (0: not yet) */
+    uint32_t *str_q;        /* partition string -> reader string */
+};
 
 struct store_reader {
     store *st;
-    MDB_txn *txn;
-    MDB_cursor *cur, *rcur;           /* blocks, rollups */
+    uint32_t n_series, n_labels;
+    store_part *parts;
+    size_t n_parts;
+    store_part **sel;       /* store_reader_parts' answer */
     int use_rollups;
     int64_t rollup_from[ROLLUP_LEVELS]; /* first bucket retention has not touched */
-    uint32_t n_strings, n_nodes, n_series;
-    char *scratch;          /* decompressed payload */
-    ZSTD_DCtx *zctx;        /* reused across blocks */
-    uint32_t *nodes;        /* decoded pairs */
+    /* the reader's call tree and names */
+    uint32_t *tparent, *tfunc;
+    uint32_t n_nodes, cap_nodes;
+    idmap node_map;
+    const char **name;
+    uint32_t *name_len;
+    uint32_t n_names, cap_names;
+    idmap name_map;
+    /* decoding */
+    char *scratch;
+    ZSTD_DCtx *zctx;
+    uint32_t *nodes;
     uint64_t *counts;
     size_t scratch_cap, pairs_cap;
 };
 
 store_status store_reader_begin(store *st, store_reader **out)
 {
+    *out = NULL;
     store_reader *r = calloc(1, sizeof *r);
     if (!r) return STORE_ENOMEM;
     r->st = st;
-    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &r->txn);
-    if (!rc) rc = mdb_cursor_open(r->txn, st->db_blocks, &r->cur);
-    if (!rc) rc = mdb_cursor_open(r->txn, st->db_rollups, &r->rcur);
-    if (rc) {
-        if (r->cur) mdb_cursor_close(r->cur);
-        if (r->txn) mdb_txn_abort(r->txn);
-        free(r);
-        return store_status_of(rc);
+    r->n_series = catalog_series_committed(st->cat);
+    r->n_labels = catalog_strings_pending(st->cat);
+    part **v;
+    ssize_t n = store_parts_copy(st, 1, 0, &v);
+    r->cap_nodes = r->cap_names = 1024;
+    r->tparent = malloc(r->cap_nodes * sizeof *r->tparent);
+    r->tfunc = malloc(r->cap_nodes * sizeof *r->tfunc);
+    r->name = malloc(r->cap_names * sizeof *r->name);
+    r->name_len = malloc(r->cap_names * sizeof *r->name_len);
+    if (n >= 0) {
+        r->parts = calloc((size_t)n + 1, sizeof *r->parts);
+        r->sel = calloc((size_t)n + 1, sizeof *r->sel);
     }
-    r->n_strings = atomic_load_explicit(&st->strings->pending, memory_order_acquire);
-    r->n_nodes = atomic_load_explicit(&st->nodes->pending, memory_order_acquire);
-    r->n_series = atomic_load_explicit(&st->series->committed, memory_order_acquire);
+    if (n < 0 || !r->parts || !r->sel || !r->tparent || !r->tfunc || !r->name || !r->name_len ||
+        idmap_init(&r->node_map, 1024) || idmap_init(&r->name_map, 1024)) {
+        if (n >= 0) {
+            for (ssize_t i = 0; i < n; i++) part_unref(v[i]);
+            free(v);
+        }
+        store_reader_end(r);
+        return STORE_ENOMEM;
+    }
+    for (ssize_t i = 0; i < n; i++) r->parts[i].p = v[i];
+    r->n_parts = (size_t)n;
+    free(v);
+    r->tparent[0] = r->tfunc[0] = 0;
+    r->n_nodes = 1;
+    r->name[0] = "";
+    r->name_len[0] = 0;
+    r->n_names = 1;
     r->use_rollups = 1;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -56,12 +110,29 @@ store_status store_reader_begin(store *st, store_reader **out)
     return STORE_OK;
 }
 
+static void view_close(store_part *v)
+{
+    if (v->cur) mdb_cursor_close(v->cur);
+    if (v->rcur) mdb_cursor_close(v->rcur);
+    if (v->txn) mdb_txn_abort(v->txn);
+    pdict_r_free(v->d);
+    free(v->node_q);
+    free(v->str_q);
+    part_unref(v->p);
+}
+
 void store_reader_end(store_reader *r)
 {
     if (!r) return;
-    mdb_cursor_close(r->cur);
-    mdb_cursor_close(r->rcur);
-    mdb_txn_abort(r->txn);
+    for (size_t i = 0; i < r->n_parts; i++) view_close(&r->parts[i]);
+    free(r->parts);
+    free(r->sel);
+    free(r->tparent);
+    free(r->tfunc);
+    free(r->name);
+    free(r->name_len);
+    idmap_free(&r->node_map);
+    idmap_free(&r->name_map);
     ZSTD_freeDCtx(r->zctx);
     free(r->scratch);
     free(r->nodes);
@@ -69,106 +140,235 @@ void store_reader_end(store_reader *r)
     free(r);
 }
 
+/* Begins the partition's snapshot on first use; answers 0 when readable. */
+static int view_open(store_reader *r, store_part *v)
+{
+    if (v->state) return v->state > 0 ? 0 : -1;
+    store *st = r->st;
+    v->state = -1;
+    if (part_open(v->p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0)) return -1;
+    if (mdb_txn_begin(part_env(v->p), NULL, MDB_RDONLY, &v->txn)) return -1;
+    if (mdb_cursor_open(v->txn, part_dbi(v->p, PART_BLOCKS), &v->cur) ||
+        mdb_cursor_open(v->txn, part_dbi(v->p, PART_ROLLUPS), &v->rcur) ||
+        pdict_r_open(&v->d, v->txn, part_dbi(v->p, PART_META), part_dbi(v->p, PART_STRINGS),
+                     part_dbi(v->p, PART_NODES)))
+        return -1;
+    v->state = 1;
+    return 0;
+}
+
+static int overlaps(const store_part *v, int64_t from, int64_t until)
+{
+    return part_start(v->p) < until && part_end(v->p) > from;
+}
+
+size_t store_reader_parts(store_reader *r, int64_t from_ms, int64_t until_ms, store_part ***parts)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_parts; i++)
+        if (overlaps(&r->parts[i], from_ms, until_ms)) r->sel[n++] = &r->parts[i];
+    *parts = r->sel;
+    return n;
+}
+
+uint32_t store_part_nodes(store_reader *r, store_part *v)
+{
+    return view_open(r, v) ? 0 : pdict_r_nodes(v->d);
+}
+
+/* ---- the reader's call tree ---- */
+
+typedef struct { const store_reader *r; const char *s; uint32_t len; } name_probe;
+
+static int name_eq(void *ctx, uint32_t id)
+{
+    name_probe *pr = ctx;
+    return pr->r->name_len[id] == pr->len && memcmp(pr->r->name[id], pr->s, pr->len) == 0;
+}
+
+static uint32_t reader_name(store_reader *r, const char *s, uint32_t len)
+{
+    uint64_t h = hash_bytes(s, len, NAME_SEED);
+    name_probe pr = { r, s, len };
+    uint32_t id = idmap_find(&r->name_map, h, name_eq, &pr);
+    if (id) return id;
+    if (r->n_names == r->cap_names) {
+        uint32_t cap = r->cap_names * 2;
+        const char **nn = realloc(r->name, cap * sizeof *nn);
+        if (nn) r->name = nn;
+        uint32_t *nl = realloc(r->name_len, cap * sizeof *nl);
+        if (nl) r->name_len = nl;
+        if (!nn || !nl) return 0;
+        r->cap_names = cap;
+    }
+    id = r->n_names;
+    r->name[id] = s;
+    r->name_len[id] = len;
+    if (idmap_put(&r->name_map, h, id)) return 0;
+    r->n_names++;
+    return id;
+}
+
+static uint32_t reader_node(store_reader *r, uint32_t parent, uint32_t func)
+{
+    uint64_t key = ((uint64_t)parent << 32) | func;
+    uint32_t id = idmap_find(&r->node_map, key, NULL, NULL);
+    if (id) return id;
+    if (r->n_nodes == r->cap_nodes) {
+        uint32_t cap = r->cap_nodes * 2;
+        uint32_t *np = realloc(r->tparent, cap * sizeof *np);
+        if (np) r->tparent = np;
+        uint32_t *nf = realloc(r->tfunc, cap * sizeof *nf);
+        if (nf) r->tfunc = nf;
+        if (!np || !nf) return 0;
+        r->cap_nodes = cap;
+    }
+    id = r->n_nodes;
+    r->tparent[id] = parent;
+    r->tfunc[id] = func;
+    if (idmap_put(&r->node_map, key, id)) return 0;
+    r->n_nodes++;
+    return id;
+}
+
+static uint32_t part_name(store_reader *r, store_part *v, uint32_t sid)
+{
+    if (!v->str_q && !(v->str_q = calloc(pdict_r_strings(v->d) + 1, sizeof *v->str_q))) return 0;
+    if (v->str_q[sid]) return v->str_q[sid];
+    uint32_t len;
+    const char *s = pdict_r_string(v->d, sid, &len);
+    return s ? (v->str_q[sid] = reader_name(r, s, len)) : 0;
+}
+
+uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *failed)
+{
+    if (!node) return 0;
+    if (view_open(r, v) || node >= pdict_r_nodes(v->d) ||
+        (!v->node_q && !(v->node_q = calloc(pdict_r_nodes(v->d), sizeof *v->node_q)))) {
+        *failed = 1;
+        return 0;
+    }
+    if (v->node_q[node]) return v->node_q[node];
+    /* Walk up to a translated ancestor, then intern the path down. */
+    uint32_t chain[1100], n = 0, x = node, parent, func;
+    while (x && !v->node_q[x]) {
+        if (n == sizeof chain / sizeof *chain || pdict_r_node(v->d, x, &parent, &func)) {
+            *failed = 1;
+            return 0;
+        }
+        chain[n++] = x;
+        x = parent;
+    }
+    uint32_t q = x ? v->node_q[x] : 0;
+    while (n--) {
+        uint32_t y = chain[n], f;
+        pdict_r_node(v->d, y, &parent, &func);
+        if (!(f = part_name(r, v, func)) || !(q = reader_node(r, q, f))) {
+            *failed = 1;
+            return 0;
+        }
+        v->node_q[y] = q;
+    }
+    return q;
+}
+
 uint32_t store_series_max(const store_reader *r) { return r->n_series - 1; }
 uint32_t store_node_max(const store_reader *r) { return r->n_nodes - 1; }
-uint32_t store_string_max(const store_reader *r) { return r->n_strings - 1; }
+uint32_t store_string_max(const store_reader *r) { return r->n_names - 1; }
 
 uint32_t store_node_parent(const store_reader *r, uint32_t node)
 {
-    return node && node < r->n_nodes ? ((const node_entry *)table_at(r->st->nodes, node))->parent : 0;
+    return node < r->n_nodes ? r->tparent[node] : 0;
 }
 
 uint32_t store_node_func(const store_reader *r, uint32_t node)
 {
-    return node && node < r->n_nodes ? ((const node_entry *)table_at(r->st->nodes, node))->func : 0;
+    return node < r->n_nodes ? r->tfunc[node] : 0;
 }
 
 const char *store_string(const store_reader *r, uint32_t id, uint32_t *len)
 {
-    if (!id || id >= r->n_strings) {
-        if (len) *len = 0;
-        return "";
-    }
-    const str_entry *e = table_at(r->st->strings, id);
-    if (len) *len = e->len;
-    return e->ptr;
+    if (id >= r->n_names) id = 0;
+    if (len) *len = r->name_len[id];
+    return r->name[id];
 }
+
+/* ---- series ---- */
 
 int store_series_labels(const store_reader *r, uint32_t sid, store_label *out, int max)
 {
-    if (!sid || sid >= r->n_series) return 0;
-    const series_entry *e = table_at(r->st->series, sid);
-    for (uint32_t i = 0; i < e->n && (int)i < max; i++) {
-        out[i].name = store_string(r, e->pairs[2 * i], NULL);
-        out[i].value = store_string(r, e->pairs[2 * i + 1], NULL);
-    }
-    return (int)e->n;
+    return sid < r->n_series ? catalog_series_labels(r->st->cat, sid, out, max) : 0;
 }
 
 const char *store_series_label(const store_reader *r, uint32_t sid, const char *name)
 {
-    if (!sid || sid >= r->n_series) return NULL;
-    const series_entry *e = table_at(r->st->series, sid);
-    for (uint32_t i = 0; i < e->n; i++)
-        if (strcmp(store_string(r, e->pairs[2 * i], NULL), name) == 0)
-            return store_string(r, e->pairs[2 * i + 1], NULL);
-    return NULL;
+    return sid < r->n_series ? catalog_series_label(r->st->cat, sid, name) : NULL;
 }
 
-store_status store_postings(const store_reader *r, const char *name, const char *value,
-                            uint32_t **ids, size_t *n)
+store_status store_postings(const store_reader *r, const char *name, const char *value, uint32_t **ids, size_t *n)
 {
-    return series_postings_copy(r->st, name, value, r->n_strings, r->n_series, ids, n);
+    return catalog_postings(r->st->cat, name, value, r->n_labels, r->n_series, ids, n);
 }
+
+/* ---- scans ---- */
 
 /* Fills b from a block value (the caller sets series and times). */
-static int parse_value(const MDB_val *v, const store_reader *r, store_block *b)
+static int parse_value(const MDB_val *v, store_part *pv, store_block *b)
 {
     block_header h;
     const void *payload;
     size_t plen;
     int compressed;
     if (block_parse_header(v->mv_data, v->mv_size, &h, &payload, &plen, &compressed)) return -1;
+    const char *unit = pdict_r_string(pv->d, h.unit, NULL);
+    if (!unit) return -1;
     b->until_ms = h.duration_ms; /* the caller adds the start */
     b->rate = h.rate;
-    b->unit = store_string(r, h.unit, NULL);
+    b->unit = unit;
     b->samples = h.samples;
     b->counts = h.count_sum;
     b->n_pairs = h.n_pairs;
     b->n_profiles = h.n_profiles;
-    b->data = v->mv_data;  /* the whole value: store_block_pairs re-parses */
+    b->data = v->mv_data;  /* the whole value: accumulate re-parses */
     b->data_len = v->mv_size;
     b->raw_len = h.raw_len;
+    b->part = pv;
     return 0;
 }
 
-static int parse_block(const MDB_val *k, const MDB_val *v, const store_reader *r, store_block *b)
+static int scan_part(store_reader *r, store_part *v, uint32_t sid, int64_t from_ms, int64_t until_ms,
+                     store_block_fn fn, void *ctx)
 {
-    if (k->mv_size != BLOCK_KEY_LEN || parse_value(v, r, b)) return -1;
-    int64_t duration = b->until_ms;
-    block_key_parse(k->mv_data, &b->series, &b->from_ms, NULL);
-    b->until_ms = b->from_ms + duration;
-    return 0;
-}
-
-int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms,
-                      store_block_fn fn, void *ctx)
-{
+    if (view_open(r, v)) return 0;
     unsigned char key[BLOCK_KEY_LEN];
     block_key(key, sid, from_ms, 0);
-    MDB_val k = { BLOCK_KEY_LEN, key }, v;
-    int rc = mdb_cursor_get(r->cur, &k, &v, MDB_SET_RANGE);
+    MDB_val k = { BLOCK_KEY_LEN, key }, val;
+    int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
     while (rc == 0) {
         uint32_t ksid;
         int64_t kfrom;
+        if (k.mv_size != BLOCK_KEY_LEN) break;
         block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
         if (ksid != sid || kfrom >= until_ms) break;
         store_block b;
-        if (parse_block(&k, &v, r, &b) == 0) {
+        if (parse_value(&val, v, &b) == 0) {
+            b.series = sid;
+            b.from_ms = kfrom;
+            b.until_ms += kfrom;
             int stop = fn(&b, ctx);
             if (stop) return stop;
         }
-        rc = mdb_cursor_get(r->cur, &k, &v, MDB_NEXT);
+        rc = mdb_cursor_get(v->cur, &k, &val, MDB_NEXT);
+    }
+    return 0;
+}
+
+int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn, void *ctx)
+{
+    for (size_t i = 0; i < r->n_parts; i++) {
+        if (!overlaps(&r->parts[i], from_ms, until_ms)) continue;
+        int stop = scan_part(r, &r->parts[i], sid, from_ms, until_ms, fn, ctx);
+        if (stop) return stop;
     }
     return 0;
 }
@@ -176,13 +376,13 @@ int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t un
 void store_reader_use_rollups(store_reader *r, int on) { r->use_rollups = on; }
 
 /* Calls fn for the rollup blocks of one level with buckets in [a, b). */
-static int scan_rollups(store_reader *r, int level, uint32_t sid, int64_t a, int64_t b, store_block_fn fn, void *ctx)
+static int scan_rollups(store_part *v, int level, uint32_t sid, int64_t a, int64_t b, store_block_fn fn, void *ctx)
 {
     unsigned char key[ROLLUP_KEY_LEN];
     rollup_key(key, level, sid, a, 0);
-    MDB_val k = { ROLLUP_KEY_LEN, key }, v;
-    int rc = mdb_cursor_get(r->rcur, &k, &v, MDB_SET_RANGE);
-    for (; rc == 0; rc = mdb_cursor_get(r->rcur, &k, &v, MDB_NEXT)) {
+    MDB_val k = { ROLLUP_KEY_LEN, key }, val;
+    int rc = mdb_cursor_get(v->rcur, &k, &val, MDB_SET_RANGE);
+    for (; rc == 0; rc = mdb_cursor_get(v->rcur, &k, &val, MDB_NEXT)) {
         int kl;
         uint32_t ksid;
         int64_t bucket;
@@ -190,7 +390,7 @@ static int scan_rollups(store_reader *r, int level, uint32_t sid, int64_t a, int
         rollup_key_parse(k.mv_data, &kl, &ksid, &bucket, NULL);
         if (kl != level || ksid != sid || bucket >= b) break;
         store_block blk;
-        if (parse_value(&v, r, &blk)) continue;
+        if (parse_value(&val, v, &blk)) continue;
         blk.series = sid;
         blk.from_ms = bucket;
         blk.until_ms = bucket + rollup_size_ms[level];
@@ -201,40 +401,63 @@ static int scan_rollups(store_reader *r, int level, uint32_t sid, int64_t a, int
 }
 
 /* Covers [from, until) with whole buckets of this level where it can, and
- * finer levels (at last raw blocks) at the edges. */
-static int plan(store_reader *r, uint32_t sid, int64_t from, int64_t until, int level, store_block_fn fn, void *ctx)
+ * finer levels (at last raw blocks) at the edges.  Buckets never straddle
+ * partitions: partitions are whole hours, aligned. */
+static int plan(store_reader *r, store_part *v, uint32_t sid, int64_t from, int64_t until, int level,
+                store_block_fn fn, void *ctx)
 {
     if (from >= until) return 0;
     const int64_t lim = INT64_C(1) << 60; /* far beyond any real time: raw */
     if (level >= ROLLUP_LEVELS || !r->use_rollups || from < -lim || until > lim)
-        return store_blocks_scan(r, sid, from, until, fn, ctx);
+        return scan_part(r, v, sid, from, until, fn, ctx);
     int64_t size = rollup_size_ms[level];
     int64_t a = -rollup_floor(-from, size), b = rollup_floor(until, size);
     if (a < r->rollup_from[level]) a = r->rollup_from[level];
-    if (a >= b) return plan(r, sid, from, until, level + 1, fn, ctx);
-    int rc = plan(r, sid, from, a, level + 1, fn, ctx);
-    if (!rc) rc = scan_rollups(r, level, sid, a, b, fn, ctx);
-    if (!rc) rc = plan(r, sid, b, until, level + 1, fn, ctx);
+    if (a >= b) return plan(r, v, sid, from, until, level + 1, fn, ctx);
+    int rc = plan(r, v, sid, from, a, level + 1, fn, ctx);
+    if (!rc) rc = scan_rollups(v, level, sid, a, b, fn, ctx);
+    if (!rc) rc = plan(r, v, sid, b, until, level + 1, fn, ctx);
     return rc;
+}
+
+int store_part_scan_merged(store_reader *r, store_part *v, uint32_t sid, int64_t from_ms, int64_t until_ms,
+                           store_block_fn fn, void *ctx)
+{
+    if (view_open(r, v)) return 0;
+    int64_t a = from_ms > part_start(v->p) ? from_ms : part_start(v->p);
+    int64_t b = until_ms < part_end(v->p) ? until_ms : part_end(v->p);
+    return plan(r, v, sid, a, b, 0, fn, ctx);
 }
 
 int store_blocks_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn,
                              void *ctx)
 {
-    return plan(r, sid, from_ms, until_ms, 0, fn, ctx);
+    for (size_t i = 0; i < r->n_parts; i++) {
+        if (!overlaps(&r->parts[i], from_ms, until_ms)) continue;
+        int stop = store_part_scan_merged(r, &r->parts[i], sid, from_ms, until_ms, fn, ctx);
+        if (stop) return stop;
+    }
+    return 0;
 }
 
 int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms)
 {
-    unsigned char key[BLOCK_KEY_LEN];
-    block_key(key, sid, from_ms, 0);
-    MDB_val k = { BLOCK_KEY_LEN, key }, v;
-    if (mdb_cursor_get(r->cur, &k, &v, MDB_SET_RANGE)) return 0;
-    uint32_t ksid;
-    int64_t kfrom;
-    block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
-    return ksid == sid && kfrom < until_ms;
+    for (size_t i = 0; i < r->n_parts; i++) {
+        store_part *v = &r->parts[i];
+        if (!overlaps(v, from_ms, until_ms) || view_open(r, v)) continue;
+        unsigned char key[BLOCK_KEY_LEN];
+        block_key(key, sid, from_ms, 0);
+        MDB_val k = { BLOCK_KEY_LEN, key }, val;
+        if (mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE)) continue;
+        uint32_t ksid;
+        int64_t kfrom;
+        block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+        if (ksid == sid && kfrom < until_ms) return 1;
+    }
+    return 0;
 }
+
+/* ---- decoding ---- */
 
 /* Parses a block's header and readies the decompression scratch. */
 static store_status prepare(store_reader *r, const store_block *b, block_header *h, const void **payload,
@@ -260,9 +483,18 @@ store_status store_block_accumulate(store_reader *r, const store_block *b, uint6
     int compressed;
     store_status ss = prepare(r, b, &h, &payload, &plen, &compressed);
     if (ss) return ss;
-    if (block_accumulate(&h, payload, plen, compressed, r->zctx, r->scratch, r->n_nodes, weight, acc, touched, sum))
+    if (block_accumulate(&h, payload, plen, compressed, r->zctx, r->scratch, pdict_r_nodes(b->part->d), weight, acc,
+                         touched, sum))
         return STORE_EIO;
     return STORE_OK;
+}
+
+typedef struct { uint32_t node; uint64_t count; } pair;
+
+static int pair_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const pair *)a)->node, y = ((const pair *)b)->node;
+    return (x > y) - (x < y);
 }
 
 store_status store_block_pairs(store_reader *r, const store_block *b, const uint32_t **nodes,
@@ -284,8 +516,23 @@ store_status store_block_pairs(store_reader *r, const store_block *b, const uint
         r->pairs_cap = cap;
     }
     if (block_decode(&h, payload, plen, compressed, r->zctx, r->scratch, r->nodes, r->counts)) return STORE_EIO;
-    for (uint32_t i = 0; i < h.n_pairs; i++)
-        if (r->nodes[i] >= r->n_nodes) return STORE_EIO;
+    pair *tmp = malloc((h.n_pairs ? h.n_pairs : 1) * sizeof *tmp);
+    if (!tmp) return STORE_ENOMEM;
+    int failed = 0;
+    for (uint32_t i = 0; i < h.n_pairs && !failed; i++) {
+        tmp[i].node = store_part_node(r, b->part, r->nodes[i], &failed);
+        tmp[i].count = r->counts[i];
+    }
+    if (failed) {
+        free(tmp);
+        return STORE_EIO;
+    }
+    qsort(tmp, h.n_pairs, sizeof *tmp, pair_cmp);
+    for (uint32_t i = 0; i < h.n_pairs; i++) {
+        r->nodes[i] = tmp[i].node;
+        r->counts[i] = tmp[i].count;
+    }
+    free(tmp);
     *nodes = r->nodes;
     *counts = r->counts;
     *n = h.n_pairs;

@@ -1,16 +1,52 @@
-/* retention.c — deleting profiles: those whose window started before now
- * minus the retention period, and every profile of series being deleted.
+/* retention.c — deleting profiles: whole partitions whose window has
+ * expired, the expired profiles of the partition straddling the cutoff,
+ * and every profile of series being deleted.
  *
- * Blocks are keyed by (series, start), so each series' expired blocks are a
- * contiguous run at the front of its key range: one seek per series, then
- * deletes until the first young block.  A pass is cut into steps of a
- * bounded number of deletions, each its own transaction, so the writer
- * thread can serve ingest between steps.  LMDB reuses the pages freed here,
- * so in steady state the data file stops growing.  Series and dictionary
- * entries are kept: they are small, and the same services come back. */
+ * A partition whose end is at or before now − retention is dropped whole:
+ * its file goes, and with it its strings and call tree, so the disk and the
+ * memory follow what is kept.  In the partition that straddles the cutoff,
+ * each series' expired blocks are a contiguous run at the front of its key
+ * range: one seek per series, then deletes until the first young block, in
+ * steps of a bounded number of deletions, each its own transaction, so the
+ * writer thread serves ingest between steps.  That partition's dictionaries
+ * stay until it is dropped in its turn. */
 #include <errno.h>
+#include <stdlib.h>
 
+#include "block.h"
+#include "env.h"
+#include "rollup.h"
 #include "store_internal.h"
+
+/* Drops every partition ending at or before cutoff; counts its profiles. */
+static store_status drop_expired(store *st, int64_t cutoff, uint64_t *deleted)
+{
+    part **v;
+    ssize_t n = store_parts_copy(st, 1, 0, &v);
+    if (n < 0) return STORE_ENOMEM;
+    uint64_t dropped = 0;
+    for (ssize_t i = 0; i < n; i++) {
+        part *p = v[i];
+        if (part_end(p) <= cutoff) {
+            MDB_txn *txn;
+            MDB_stat ms;
+            if (!part_open(p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0) &&
+                !mdb_txn_begin(part_env(p), NULL, MDB_RDONLY, &txn)) {
+                if (!mdb_stat(txn, part_dbi(p, PART_BLOCKS), &ms)) *deleted += ms.ms_entries;
+                mdb_txn_abort(txn);
+            }
+            writer_forget_part(st, p);
+            store_part_remove(st, p);
+            dropped++;
+        }
+        part_unref(p);
+    }
+    free(v);
+    pthread_mutex_lock(&st->lock);
+    st->stats.retention_partitions += dropped;
+    pthread_mutex_unlock(&st->lock);
+    return STORE_OK;
+}
 
 store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished)
 {
@@ -20,15 +56,32 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
         return STORE_OK;
     }
     int64_t cutoff = now_ms - st->opt.retention_ms;
-    uint32_t max = st->series->len;
-    MDB_txn *txn;
-    MDB_cursor *c, *rc_cur;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc) return store_status_of(rc);
-    if ((rc = mdb_cursor_open(txn, st->db_blocks, &c)) || (rc = mdb_cursor_open(txn, st->db_rollups, &rc_cur))) {
-        mdb_txn_abort(txn);
-        return store_status_of(rc);
+    if (st->retention_sid <= 1) {
+        store_status ss = drop_expired(st, cutoff, deleted);
+        if (ss) return ss;
+        st->retention_sid = 1;
     }
+    part *p = store_part_at(st, cutoff, 0, NULL, 0);
+    if (!p || part_start(p) == cutoff) { /* nothing straddles the cutoff */
+        part_unref(p);
+        *finished = 1;
+        st->retention_sid = 1;
+        return STORE_OK;
+    }
+    store_status ss = part_open(p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0);
+    MDB_txn *txn = NULL;
+    MDB_cursor *c = NULL, *rc_cur = NULL;
+    int rc = ss ? EIO : mdb_txn_begin(part_env(p), NULL, 0, &txn);
+    if (!rc && ((rc = mdb_cursor_open(txn, part_dbi(p, PART_BLOCKS), &c)) ||
+                (rc = mdb_cursor_open(txn, part_dbi(p, PART_ROLLUPS), &rc_cur)))) {
+        if (c) mdb_cursor_close(c);
+        mdb_txn_abort(txn);
+    }
+    if (rc) {
+        part_unref(p);
+        return env_status(rc);
+    }
+    uint32_t max = catalog_series_committed(st->cat);
     uint64_t n = 0, rollup_budget = budget;
     uint32_t sid = st->retention_sid ? st->retention_sid : 1;
     for (; sid < max && n < budget; sid++) {
@@ -63,31 +116,39 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
     mdb_cursor_close(rc_cur);
     if (rc) {
         mdb_txn_abort(txn);
-        return store_status_of(rc);
+        part_unref(p);
+        return env_status(rc);
     }
-    if ((rc = mdb_txn_commit(txn))) return store_status_of(rc);
+    rc = mdb_txn_commit(txn);
+    part_unref(p);
+    if (rc) return env_status(rc);
     st->retention_sid = sid;
     *deleted += n;
-    if (sid >= max) *finished = 1;
+    if (sid >= max) {
+        *finished = 1;
+        st->retention_sid = 1;
+    }
     return STORE_OK;
 }
 
-/* Deletes every block of the given series, in transactions of at most
- * `budget` deletions each. */
-store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted)
+/* Deletes every block and rollup of the given series in one partition, in
+ * transactions of at most 10,000 deletions. */
+static store_status delete_in_part(store *st, part *p, const uint32_t *ids, size_t n, uint64_t *deleted)
 {
+    store_status ss = part_open(p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0);
+    if (ss) return ss;
     size_t i = 0;
     while (i < n) {
         MDB_txn *txn;
         MDB_cursor *c, *rcur;
-        int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-        if (rc) return store_status_of(rc);
-        if ((rc = mdb_cursor_open(txn, st->db_blocks, &c)) || (rc = mdb_cursor_open(txn, st->db_rollups, &rcur))) {
+        int rc = mdb_txn_begin(part_env(p), NULL, 0, &txn);
+        if (rc) return env_status(rc);
+        if ((rc = mdb_cursor_open(txn, part_dbi(p, PART_BLOCKS), &c)) ||
+            (rc = mdb_cursor_open(txn, part_dbi(p, PART_ROLLUPS), &rcur))) {
             mdb_txn_abort(txn);
-            return store_status_of(rc);
+            return env_status(rc);
         }
         uint64_t k = 0, rollup_budget = 10000;
-        size_t start_i = i;
         for (; i < n && k < 10000; i++) {
             store_status rs = rollup_delete(rcur, ids[i], INT64_MAX, &rollup_budget);
             if (rs || !rollup_budget) {
@@ -112,11 +173,26 @@ store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint
         }
         mdb_cursor_close(c);
         mdb_cursor_close(rcur);
-        if (rc || (rc = mdb_txn_commit(txn))) {
-            if (rc) i = start_i;
-            return store_status_of(rc);
+        if (rc) {
+            mdb_txn_abort(txn);
+            return env_status(rc);
         }
+        if ((rc = mdb_txn_commit(txn))) return env_status(rc);
         *deleted += k;
     }
     return STORE_OK;
+}
+
+store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted)
+{
+    part **v;
+    ssize_t np = store_parts_copy(st, 1, 0, &v);
+    if (np < 0) return STORE_ENOMEM;
+    store_status ss = STORE_OK;
+    for (ssize_t i = 0; i < np; i++) {
+        if (!ss) ss = delete_in_part(st, v[i], ids, n, deleted);
+        part_unref(v[i]);
+    }
+    free(v);
+    return ss;
 }

@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_internal.h"
+#include "block.h"
+#include "env.h"
+#include "rollup.h"
 
 /* 1 hour, then 10 minutes for the edges of a range.  A finer level costs
  * more space than it saves time: each bucket re-stores the union of its
@@ -72,7 +74,7 @@ static uint32_t merge_pairs(const uint32_t *an, const uint64_t *ac, uint32_t na,
 }
 
 /* Adds one profile's pairs into its bucket at one level. */
-static store_status add_level(store *st, MDB_txn *txn, int level, uint32_t sid, int64_t from_ms, uint32_t unit,
+static store_status add_level(MDB_txn *txn, MDB_dbi dbi, void *zcctx, int level, uint32_t sid, int64_t from_ms, uint32_t unit,
                               uint64_t weight, const uint32_t *nodes, const uint64_t *counts, uint32_t n,
                               uint64_t samples)
 {
@@ -85,8 +87,8 @@ static store_status add_level(store *st, MDB_txn *txn, int level, uint32_t sid, 
     uint64_t *oc = NULL, *ec = NULL;
     char *scratch = NULL;
     store_status ss = STORE_OK;
-    int rc = mdb_get(txn, st->db_rollups, &k, &v);
-    if (rc && rc != MDB_NOTFOUND) return store_status_of(rc);
+    int rc = mdb_get(txn, dbi, &k, &v);
+    if (rc && rc != MDB_NOTFOUND) return env_status(rc);
     block_header old = { 0 };
     const void *payload = NULL;
     size_t plen = 0;
@@ -110,11 +112,11 @@ static store_status add_level(store *st, MDB_txn *txn, int level, uint32_t sid, 
     h.samples += old.samples;
     void *val;
     size_t len;
-    if ((ss = block_encode(&h, on, oc, st->zcctx, &val, &len))) goto out;
+    if ((ss = block_encode(&h, on, oc, zcctx, &val, &len))) goto out;
     MDB_val nv = { len, val };
     k.mv_size = ROLLUP_KEY_LEN;
     k.mv_data = key;
-    ss = store_status_of(mdb_put(txn, st->db_rollups, &k, &nv, 0));
+    ss = env_status(mdb_put(txn, dbi, &k, &nv, 0));
     free(val);
 out:
     free(en);
@@ -125,15 +127,16 @@ out:
     return ss;
 }
 
-store_status rollup_add(store *st, MDB_txn *txn, uint32_t sid, int64_t from_ms, const char *unit, double rate,
-                        const uint32_t *nodes, const uint64_t *counts, uint32_t n, uint64_t samples)
+store_status rollup_add(MDB_txn *txn, MDB_dbi dbi, pdict_w *d, void *zcctx, uint32_t sid, int64_t from_ms,
+                        const char *unit, double rate, const uint32_t *nodes, const uint64_t *counts, uint32_t n,
+                        uint64_t samples)
 {
     uint64_t weight;
     const char *vunit = store_value_unit(unit, rate, &weight);
     uint32_t unit_id;
-    store_status ss = dict_intern_string(st, vunit, (uint32_t)strlen(vunit), &unit_id);
+    store_status ss = pdict_w_string(d, vunit, (uint32_t)strlen(vunit), &unit_id);
     for (int level = 0; !ss && level < ROLLUP_LEVELS; level++)
-        ss = add_level(st, txn, level, sid, from_ms, unit_id, weight, nodes, counts, n, samples);
+        ss = add_level(txn, dbi, zcctx, level, sid, from_ms, unit_id, weight, nodes, counts, n, samples);
     return ss;
 }
 
@@ -152,7 +155,7 @@ store_status rollup_delete(MDB_cursor *c, uint32_t sid, int64_t cutoff_ms, uint6
             /* Only whole buckets: all of it older than the cutoff. */
             if (kl != level || ksid != sid || bucket > cutoff_ms - rollup_size_ms[level]) break;
             memcpy(key, k.mv_data, ROLLUP_KEY_LEN);
-            if ((rc = mdb_cursor_del(c, 0))) return store_status_of(rc);
+            if ((rc = mdb_cursor_del(c, 0))) return env_status(rc);
             (*budget)--;
             k.mv_size = ROLLUP_KEY_LEN;
             k.mv_data = key;

@@ -1,51 +1,35 @@
-/* store.c — opening and closing the store: the LMDB environment, its named
- * databases, loading the dictionaries into memory, and statistics.
+/* store.c — opening and closing the store, the directory lock, the list of
+ * time partitions, store_resolve and statistics.
  *
- * Databases in one environment (one data.mdb file in the data directory):
- *   meta     "format" -> "flamedb-4"
- *   strings  u32 first id -> chunk of strings       (dict_disk.c)
- *   nodes    u32 first id -> chunk of tree nodes    (dict_disk.c)
- *   series   u32 id -> {u32 name, u32 value}[] (sorted labels)
- *   blocks   (series, start, seq) -> encoded pairs (block.c)
- *   rollups  (level, series, bucket, unit) -> pre-merged pairs (rollup.c)
- * LMDB commits with fsync by default, so a committed transaction survives
- * kill -9 and power loss, and the file is always openable (copy-on-write
- * B-trees, no recovery step). */
+ * Data directory:
+ *   LOCK              flock'd by the open store, holds its pid
+ *   catalog.mdb       series, label strings, format, partition length
+ *   parts/<start>.mdb one LMDB file per time partition (part.c)
+ * Opening reads the catalog and lists parts/: no partition file is opened
+ * until a write or a read needs it, so opening costs the same whatever the
+ * history.  A flamedb-4 directory (DATA/data.mdb) is migrated (migrate.c)
+ * before the store answers. */
+#include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <zstd.h>
 
+#include "env.h"
 #include "store_internal.h"
 
-#define STORE_FORMAT "flamedb-4"
+#define DAY_MS (INT64_C(24) * 3600 * 1000)
+#define HOUR_MS (INT64_C(3600) * 1000)
 
 const double store_commit_bucket_le[STORE_COMMIT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 };
-
-void store_set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-store_status store_status_of(int rc)
-{
-    switch (rc) {
-    case 0: return STORE_OK;
-    case MDB_MAP_FULL: case ENOSPC: case MDB_TXN_FULL: return STORE_EFULL;
-    case ENOMEM: return STORE_ENOMEM;
-    default: return STORE_EIO;
-    }
-}
 
 static int mkdir_p(const char *dir)
 {
@@ -64,142 +48,205 @@ static int mkdir_p(const char *dir)
     return 0;
 }
 
-static int check_format(store *st, MDB_txn *txn, char *err, size_t errlen)
+/* Takes DATA/LOCK exclusively.  flock dies with the process (kill -9
+ * frees it) and is per open file description, so two stores in one process
+ * exclude each other too. */
+static int lock_dir(store *st, char *err, size_t errlen)
 {
-    MDB_val k = { 6, "format" }, v;
-    int rc = mdb_get(txn, st->db_meta, &k, &v);
-    if (rc == MDB_NOTFOUND) {
-        v.mv_data = STORE_FORMAT;
-        v.mv_size = strlen(STORE_FORMAT);
-        rc = mdb_put(txn, st->db_meta, &k, &v, 0);
-    } else if (rc == 0 && (v.mv_size != strlen(STORE_FORMAT) || memcmp(v.mv_data, STORE_FORMAT, v.mv_size))) {
-        store_set_err(err, errlen, "%s holds data of format '%.*s', this flamedb reads '%s'",
-                      st->path, (int)v.mv_size, (const char *)v.mv_data, STORE_FORMAT);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/LOCK", st->dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        env_set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
-    if (rc) store_set_err(err, errlen, "reading %s: %s", st->path, mdb_strerror(rc));
-    return rc ? -1 : 0;
-}
-
-/* Loads the series database, checking its ids are dense. */
-static int load_db(store *st, MDB_txn *txn, MDB_dbi dbi, const char *what,
-                   int (*add)(store *, uint32_t, MDB_val *), char *err, size_t errlen)
-{
-    MDB_cursor *c;
-    MDB_val k, v;
-    int rc = mdb_cursor_open(txn, dbi, &c);
-    if (rc) goto fail;
-    uint32_t expect = 1;
-    while ((rc = mdb_cursor_get(c, &k, &v, expect == 1 ? MDB_FIRST : MDB_NEXT)) == 0) {
-        uint32_t id;
-        memcpy(&id, k.mv_data, sizeof id);
-        if (k.mv_size != sizeof id || id != expect) {
-            mdb_cursor_close(c);
-            store_set_err(err, errlen, "%s: %s ids are not dense at %u: the file is damaged", st->path, what, expect);
-            return -1;
-        }
-        if (add(st, id, &v)) {
-            mdb_cursor_close(c);
-            store_set_err(err, errlen, "%s: cannot load %s %u (out of memory or damaged)", st->path, what, id);
-            return -1;
-        }
-        expect++;
-    }
-    mdb_cursor_close(c);
-    if (rc == MDB_NOTFOUND) return 0;
-fail:
-    store_set_err(err, errlen, "%s: reading %s: %s", st->path, what, mdb_strerror(rc));
-    return -1;
-}
-
-static int add_series(store *st, uint32_t id, MDB_val *v)
-{
-    if (v->mv_size % 8 || v->mv_size == 0) return -1;
-    uint32_t n = (uint32_t)(v->mv_size / 8);
-    uint32_t *pairs = malloc(v->mv_size);
-    if (!pairs) return -1;
-    memcpy(pairs, v->mv_data, v->mv_size);
-    store_status ss = series_add_loaded(st, id, pairs, n);
-    free(pairs);
-    return ss ? -1 : 0;
-}
-
-static int open_dbs(store *st, char *err, size_t errlen)
-{
-    MDB_txn *txn;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    if (rc) {
-        store_set_err(err, errlen, "%s: %s", st->path, mdb_strerror(rc));
+    if (flock(fd, LOCK_EX | LOCK_NB)) {
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        env_set_err(err, errlen, "data directory %s is in use by another flamedb (pid %s); stop it first",
+                    st->dir, *pid ? pid : "unknown");
+        close(fd);
         return -1;
     }
-    if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &st->db_meta)) ||
-        (rc = mdb_dbi_open(txn, "strings", MDB_CREATE | MDB_INTEGERKEY, &st->db_strings)) ||
-        (rc = mdb_dbi_open(txn, "nodes", MDB_CREATE | MDB_INTEGERKEY, &st->db_nodes)) ||
-        (rc = mdb_dbi_open(txn, "series", MDB_CREATE | MDB_INTEGERKEY, &st->db_series)) ||
-        (rc = mdb_dbi_open(txn, "blocks", MDB_CREATE, &st->db_blocks)) ||
-        (rc = mdb_dbi_open(txn, "rollups", MDB_CREATE, &st->db_rollups))) {
-        store_set_err(err, errlen, "%s: opening databases: %s", st->path, mdb_strerror(rc));
-        mdb_txn_abort(txn);
-        return -1;
-    }
-    if (check_format(st, txn, err, errlen) ||
-        dict_load(st, txn, 0, err, errlen) || dict_load(st, txn, 1, err, errlen) ||
-        load_db(st, txn, st->db_series, "series", add_series, err, errlen)) {
-        mdb_txn_abort(txn);
-        return -1;
-    }
-    rc = mdb_txn_commit(txn);
-    if (rc) {
-        store_set_err(err, errlen, "%s: %s", st->path, mdb_strerror(rc));
-        return -1;
-    }
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n) { /* informative only */ }
+    st->lock_fd = fd;
     return 0;
 }
 
-static store *store_alloc(const store_options *opt)
+int64_t store_partition_ms(const store *st) { return st->part_ms; }
+
+int64_t store_part_floor(const store *st, int64_t t)
 {
-    store *st = calloc(1, sizeof *st);
-    if (!st) return NULL;
-    st->opt = *opt;
-    if (!st->opt.map_size) st->opt.map_size = UINT64_C(1) << 40;
-    if (!st->opt.retention_every_ms) st->opt.retention_every_ms = 60000;
-    st->path = strdup(opt->dir);
-    st->strings = table_new(sizeof(str_entry));
-    st->nodes = table_new(sizeof(node_entry));
-    st->series = table_new(sizeof(series_entry));
-    st->stack_cache = calloc(STACK_CACHE_SLOTS, sizeof *st->stack_cache);
-    st->zcctx = ZSTD_createCCtx();
-    if (!st->path || !st->zcctx || !st->strings || !st->nodes || !st->series || !st->stack_cache ||
-        idmap_init(&st->string_map, 1024) || idmap_init(&st->node_map, 1024) ||
-        idmap_init(&st->series_map, 64) || idmap_init(&st->postings_map, 64) || idmap_init(&st->label_strings, 64) ||
-        !table_slot(st->strings, 0) || !table_slot(st->nodes, 0) || !table_slot(st->series, 0)) {
-        return st; /* the caller sees the missing pieces and frees */
+    int64_t q = t / st->part_ms;
+    if (t % st->part_ms < 0) q--;
+    return q * st->part_ms;
+}
+
+/* Index of the first partition starting at or after t. */
+static size_t lower_bound(const store *st, int64_t t)
+{
+    size_t lo = 0, hi = st->n_parts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (part_start(st->parts[mid]) < t) lo = mid + 1;
+        else hi = mid;
     }
-    st->strings->len = st->nodes->len = st->series->len = 1; /* id 0 is "none" / the root */
-    pthread_rwlock_init(&st->index_lock, NULL);
-    pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->work, NULL);
-    pthread_cond_init(&st->done, NULL);
-    return st;
+    return lo;
+}
+
+static int insert_part(store *st, part *p)
+{
+    if (st->n_parts == st->cap_parts) {
+        size_t cap = st->cap_parts ? st->cap_parts * 2 : 64;
+        part **np = realloc(st->parts, cap * sizeof *np);
+        if (!np) return -1;
+        st->parts = np;
+        st->cap_parts = cap;
+    }
+    size_t i = lower_bound(st, part_start(p));
+    memmove(st->parts + i + 1, st->parts + i, (st->n_parts - i) * sizeof *st->parts);
+    st->parts[i] = p;
+    st->n_parts++;
+    return 0;
+}
+
+part *store_part_at(store *st, int64_t t, int create, char *err, size_t errlen)
+{
+    int64_t start = store_part_floor(st, t);
+    pthread_rwlock_rdlock(&st->parts_lock);
+    size_t i = lower_bound(st, start);
+    part *p = i < st->n_parts && part_start(st->parts[i]) == start ? st->parts[i] : NULL;
+    if (p) part_ref(p);
+    pthread_rwlock_unlock(&st->parts_lock);
+    if (p || !create) return p;
+    /* Only the writer thread creates partitions: no one else can race. */
+    p = part_new(st->parts_dir, start, st->part_ms);
+    if (!p) {
+        env_set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (part_open(p, st->part_map_size, st->opt.map_size != 0, 1, err, errlen)) {
+        part_unref(p);
+        return NULL;
+    }
+    pthread_rwlock_wrlock(&st->parts_lock);
+    int fail = insert_part(st, p);
+    pthread_rwlock_unlock(&st->parts_lock);
+    if (fail) {
+        part_drop(p);
+        part_unref(p);
+        env_set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    part_ref(p);
+    return p;
+}
+
+ssize_t store_parts_copy(store *st, int64_t from, int64_t until, part ***out)
+{
+    pthread_rwlock_rdlock(&st->parts_lock);
+    size_t a = 0, b = st->n_parts;
+    if (from <= until) {
+        a = lower_bound(st, store_part_floor(st, from));
+        b = lower_bound(st, until);
+    }
+    part **v = malloc((b > a ? b - a : 1) * sizeof *v);
+    if (v)
+        for (size_t i = a; i < b; i++) {
+            v[i - a] = st->parts[i];
+            part_ref(v[i - a]);
+        }
+    pthread_rwlock_unlock(&st->parts_lock);
+    *out = v;
+    return v ? (ssize_t)(b > a ? b - a : 0) : -1;
+}
+
+void store_part_set_writer(store *st, part *p, pdict_w *w)
+{
+    pthread_rwlock_wrlock(&st->parts_lock);
+    pdict_w *old = part_writer(p);
+    part_set_writer(p, w);
+    pthread_rwlock_unlock(&st->parts_lock);
+    pdict_w_free(old);
+}
+
+void store_part_remove(store *st, part *p)
+{
+    pthread_rwlock_wrlock(&st->parts_lock);
+    size_t i = lower_bound(st, part_start(p));
+    if (i < st->n_parts && st->parts[i] == p) {
+        memmove(st->parts + i, st->parts + i + 1, (st->n_parts - i - 1) * sizeof *st->parts);
+        st->n_parts--;
+    } else {
+        p = NULL;
+    }
+    pdict_w *w = p ? part_writer(p) : NULL;
+    if (p) part_set_writer(p, NULL);
+    pthread_rwlock_unlock(&st->parts_lock);
+    if (!p) return;
+    pdict_w_free(w);
+    part_drop(p);
+    part_unref(p);
+}
+
+void store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves)
+{
+    int64_t start = store_part_floor(st, from_ms);
+    pthread_rwlock_rdlock(&st->parts_lock);
+    size_t i = lower_bound(st, start);
+    const pdict_w *w = i < st->n_parts && part_start(st->parts[i]) == start ? part_writer(st->parts[i]) : NULL;
+    for (size_t k = 0; k < n; k++)
+        leaves[k] = w ? pdict_w_resolve(w, hash_bytes128(stacks[k].frames, stacks[k].len)) : 0;
+    pthread_rwlock_unlock(&st->parts_lock);
+}
+
+/* Lists parts/ into the partition list (no file is opened). */
+static int list_parts(store *st, char *err, size_t errlen)
+{
+    DIR *d = opendir(st->parts_dir);
+    if (!d) {
+        env_set_err(err, errlen, "cannot read %s: %s", st->parts_dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d))) {
+        int64_t start;
+        if (part_parse_name(e->d_name, &start)) continue;
+        if (store_part_floor(st, start) != start) {
+            env_set_err(err, errlen, "%s/%s does not start on a partition boundary of this store (%lld ms)",
+                        st->parts_dir, e->d_name, (long long)st->part_ms);
+            rc = -1;
+            break;
+        }
+        part *p = part_new(st->parts_dir, start, st->part_ms);
+        if (!p || insert_part(st, p)) {
+            part_unref(p);
+            env_set_err(err, errlen, "out of memory");
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
 }
 
 static void store_release(store *st)
 {
-    if (st->env) mdb_env_close(st->env);
-    for (uint32_t i = 0; i < st->n_postings; i++) free(st->postings[i].ids);
-    free(st->postings);
-    idmap_free(&st->string_map);
-    idmap_free(&st->node_map);
-    idmap_free(&st->series_map);
-    idmap_free(&st->postings_map);
-    idmap_free(&st->label_strings);
-    table_free(st->strings);
-    table_free(st->nodes);
-    table_free(st->series);
-    free(st->stack_cache);
+    for (size_t i = 0; i < st->n_parts; i++) part_unref(st->parts[i]);
+    free(st->parts);
+    catalog_close(st->cat);
     ZSTD_freeCCtx(st->zcctx);
-    arena_free(&st->bytes);
-    free(st->path);
+    if (st->lock_fd >= 0) close(st->lock_fd);
+    pthread_rwlock_destroy(&st->parts_lock);
+    pthread_mutex_destroy(&st->lock);
+    pthread_cond_destroy(&st->work);
+    pthread_cond_destroy(&st->done);
+    free(st->dir);
+    free(st->parts_dir);
     free(st);
 }
 
@@ -207,53 +254,87 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
 {
     *out = NULL;
     if (!opt || !opt->dir || !*opt->dir) {
-        store_set_err(err, errlen, "no data directory given");
+        env_set_err(err, errlen, "no data directory given");
+        return STORE_EINVAL;
+    }
+    if (opt->partition_ms < 0 || opt->partition_ms % HOUR_MS) {
+        env_set_err(err, errlen, "the partition length must be whole hours");
         return STORE_EINVAL;
     }
     if (mkdir_p(opt->dir)) {
-        store_set_err(err, errlen, "cannot create data directory %s: %s", opt->dir, strerror(errno));
+        env_set_err(err, errlen, "cannot create data directory %s: %s", opt->dir, strerror(errno));
         return STORE_EIO;
     }
-    store *st = store_alloc(opt);
-    if (!st || !st->strings || st->strings->len != 1) {
-        if (st) store_release(st);
-        store_set_err(err, errlen, "out of memory opening the store");
+    store *st = calloc(1, sizeof *st);
+    if (!st) return STORE_ENOMEM;
+    st->lock_fd = -1;
+    pthread_rwlock_init(&st->parts_lock, NULL);
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_cond_init(&st->work, NULL);
+    pthread_cond_init(&st->done, NULL);
+    st->opt = *opt;
+    if (!st->opt.retention_every_ms) st->opt.retention_every_ms = 60000;
+    st->part_map_size = opt->map_size ? opt->map_size : UINT64_C(256) << 30;
+    st->dir = strdup(opt->dir);
+    size_t n = strlen(opt->dir) + 8;
+    st->parts_dir = malloc(n);
+    st->zcctx = ZSTD_createCCtx();
+    if (!st->dir || !st->parts_dir || !st->zcctx) {
+        store_release(st);
+        env_set_err(err, errlen, "out of memory opening the store");
         return STORE_ENOMEM;
     }
-    /* Without a size given, reserve 1 TiB of address space (LMDB grows the
-     * file only as data arrives) and halve it while the system refuses
-     * (ulimit -v, valgrind), down to 1 GiB. */
-    uint64_t size = st->opt.map_size;
-    int rc;
-    for (;;) {
-        rc = mdb_env_create(&st->env);
-        if (!rc) rc = mdb_env_set_maxdbs(st->env, 8);
-        if (!rc) rc = mdb_env_set_maxreaders(st->env, 1024);
-        if (!rc) rc = mdb_env_set_mapsize(st->env, (size_t)size);
-        if (!rc) rc = mdb_env_open(st->env, opt->dir, MDB_NOTLS, 0644);
-        if (!rc || opt->map_size || size <= (UINT64_C(1) << 30) || (rc != EINVAL && rc != ENOMEM)) break;
-        mdb_env_close(st->env);
-        st->env = NULL;
-        size /= 4;
-    }
-    if (rc) {
-        store_set_err(err, errlen, "cannot open LMDB environment in %s: %s%s", opt->dir, mdb_strerror(rc),
-                      rc == EAGAIN || rc == EBUSY ? " (is another flamedb using it?)" : "");
+    snprintf(st->parts_dir, n, "%s/parts", opt->dir);
+    if (lock_dir(st, err, errlen)) {
         store_release(st);
         return STORE_EIO;
     }
-    st->opt.map_size = size;
-    if (open_dbs(st, err, errlen)) {
+    int v4 = store_has_v4(st->dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/catalog.mdb", st->dir);
+    if (v4) { /* an earlier migration did not finish: start again */
+        env_remove(path);
+        char cmd[4300];
+        DIR *d = opendir(st->parts_dir);
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            if (e->d_name[0] != '.') {
+                snprintf(cmd, sizeof cmd, "%s/%s", st->parts_dir, e->d_name);
+                unlink(cmd);
+            }
+        if (d) closedir(d);
+    }
+    st->part_ms = opt->partition_ms ? opt->partition_ms : DAY_MS;
+    store_status ss = catalog_open(&st->cat, path, opt->map_size ? opt->map_size : UINT64_C(64) << 30,
+                                   opt->map_size != 0, &st->part_ms, err, errlen);
+    if (ss) {
+        store_release(st);
+        return ss;
+    }
+    if (opt->partition_ms && opt->partition_ms != st->part_ms) {
+        env_set_err(err, errlen, "%s was created with partitions of %lld h; it cannot be opened with %lld h",
+                    st->dir, (long long)(st->part_ms / HOUR_MS), (long long)(opt->partition_ms / HOUR_MS));
+        store_release(st);
+        return STORE_EINVAL;
+    }
+    if (mkdir_p(st->parts_dir) || list_parts(st, err, errlen)) {
+        if (errno && !*err) env_set_err(err, errlen, "cannot create %s: %s", st->parts_dir, strerror(errno));
         store_release(st);
         return STORE_EIO;
     }
-    dict_publish_committed(st);
-    st->next_retention_ms = 0;
-    st->retention_sid = 1;
     if (pthread_create(&st->writer, NULL, writer_main, st)) {
-        store_set_err(err, errlen, "cannot start the writer thread");
+        env_set_err(err, errlen, "cannot start the writer thread");
         store_release(st);
         return STORE_ENOMEM;
+    }
+    if (v4) {
+        uint64_t profiles = 0;
+        ss = store_migrate_v4(st, &profiles, err, errlen);
+        if (ss) {
+            store_close(st);
+            return ss;
+        }
+        st->stats.migrated_profiles = profiles;
     }
     *out = st;
     return STORE_OK;
@@ -267,10 +348,6 @@ void store_close(store *st)
     pthread_cond_broadcast(&st->work);
     pthread_mutex_unlock(&st->lock);
     pthread_join(st->writer, NULL);
-    pthread_rwlock_destroy(&st->index_lock);
-    pthread_mutex_destroy(&st->lock);
-    pthread_cond_destroy(&st->work);
-    pthread_cond_destroy(&st->done);
     store_release(st);
 }
 
@@ -279,11 +356,22 @@ void store_get_stats(store *st, store_stats *out)
     pthread_mutex_lock(&st->lock);
     *out = st->stats;
     pthread_mutex_unlock(&st->lock);
-    out->series = atomic_load(&st->series->committed) - 1;
-    out->nodes = atomic_load(&st->nodes->committed) - 1;
-    out->strings = atomic_load(&st->strings->committed) - 1;
+    out->series = catalog_series_committed(st->cat) - 1;
+    out->nodes = out->strings = 0;
+    out->dict_memory = catalog_memory(st->cat);
     char path[4200];
-    struct stat sb;
-    snprintf(path, sizeof path, "%s/data.mdb", st->path);
-    out->db_bytes = stat(path, &sb) == 0 ? (uint64_t)sb.st_blocks * 512 : 0;
+    snprintf(path, sizeof path, "%s/catalog.mdb", st->dir);
+    out->db_bytes = env_file_bytes(path);
+    pthread_rwlock_rdlock(&st->parts_lock);
+    out->partitions = st->n_parts;
+    for (size_t i = 0; i < st->n_parts; i++) {
+        const pdict_w *w = part_writer(st->parts[i]);
+        if (w) {
+            out->nodes += pdict_w_nodes(w) - 1;
+            out->strings += pdict_w_strings(w) - 1;
+            out->dict_memory += pdict_w_memory(w);
+        }
+        out->db_bytes += env_file_bytes(part_path(st->parts[i]));
+    }
+    pthread_rwlock_unlock(&st->parts_lock);
 }

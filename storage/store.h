@@ -1,23 +1,24 @@
 /* store.h — the public face of storage/: the LMDB environment and the
  * on-disk format of flamedb.
  *
- * Model.  A series is a sorted set of labels.  A profile is a series, a time
- * window [from, until), a unit, an optional sampling rate and stacks with
- * counts.  Every frame name and label string is interned to a dense id;
- * every stack is a node of one global call tree (node = parent node +
- * function id, parents always have smaller ids), so a profile is a list of
- * (node id, count) pairs: its block.  See docs/ARCHITECTURE.md for the
- * layout on disk.
+ * Model.  A series is a sorted set of labels, with a global id.  A profile
+ * is a series, a time window [from, until), a unit, an optional sampling
+ * rate and stacks with counts.  Profiles live in time partitions (a day by
+ * default) by the start of their window; each partition interns its own
+ * frame names and call tree (node = parent node + function, parents have
+ * smaller ids), so a stored profile is a list of (node id, count) pairs of
+ * its partition: its block.  Readers see one call tree across partitions:
+ * the node and string ids a reader answers are the reader's own, built as
+ * it merges.  See docs/ARCHITECTURE.md for the layout on disk.
  *
  * Writes go through one writer thread that commits the profiles of
  * concurrent callers in one LMDB transaction (group commit); store_write
  * returns only once its profile is durable, or failed and left no trace.
  *
- * Reads take a store_reader: an LMDB read snapshot plus the in-memory
- * dictionaries, valid until store_reader_end.  Readers never block writers.
- *
- * Strings returned by readers (label names and values, frame names) are
- * owned by the store and stay valid until store_close. */
+ * Reads take a store_reader: read snapshots of the partitions it touches
+ * plus the catalog, valid until store_reader_end.  Readers never block
+ * writers.  Label strings stay valid until store_close; frame names and
+ * units until store_reader_end. */
 #ifndef FLAMEDB_STORE_H
 #define FLAMEDB_STORE_H
 
@@ -26,6 +27,7 @@
 
 typedef struct store store;
 typedef struct store_reader store_reader;
+typedef struct store_part store_part;   /* a reader's view of one partition */
 
 typedef enum {
     STORE_OK = 0,
@@ -63,20 +65,31 @@ typedef struct {
     uint64_t map_size;            /* LMDB map size in bytes; 0 = 1 TiB */
     int64_t retention_ms;         /* delete profiles older than this; 0 = keep */
     int64_t retention_every_ms;   /* how often retention runs; 0 = 60 s */
+    int64_t partition_ms;         /* partition length of a new store, whole hours; 0 = 1 day.
+                                     An existing store keeps its own (store_partition_ms) */
 } store_options;
 
-/* Opens (creating) the store in opt->dir and starts its writer thread. */
+/* The data directory's layout: LOCK, catalog.mdb, parts/<start>.mdb.  A
+ * flamedb-4 directory (one data.mdb) is migrated by store_open. */
+
+/* Opens (creating) the store in opt->dir and starts its writer thread.
+ * Takes an exclusive lock on the directory (a second opener fails at once,
+ * naming the holder's pid); migrates a flamedb-4 directory first. */
 store_status store_open(store **out, const store_options *opt, char *err, size_t errlen);
+
+/* The partition length of the open store, in ms. */
+int64_t store_partition_ms(const store *st);
 
 /* Finishes queued writes, stops the writer thread, closes LMDB. */
 void store_close(store *st);
 
-/* Optional, on the caller's thread before a write: finds the call-tree
- * node of every stack the store has already committed (leaves[i], or 0 when
- * unknown), so that, passed as profile.leaves, the writer thread only has to
- * intern the new ones.  Lock-free; safe from any number of threads while
- * the writer runs. */
-void store_resolve(store *st, const store_stack *stacks, size_t n, uint32_t *leaves);
+/* Optional, on the caller's thread before a write of a profile starting at
+ * from_ms: finds the call-tree node of every stack that partition has
+ * already committed (leaves[i], or 0 when unknown), so that, passed as
+ * profile.leaves, the writer thread only has to intern the new ones.  A
+ * stack is known by its 128-bit hash.  Safe from any number of threads
+ * while the writer runs. */
+void store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves);
 
 /* Stores one profile durably.  Thread-safe; blocks until committed.
  * *series_id receives the profile's series (may be NULL). */
@@ -137,6 +150,7 @@ typedef struct {
     const void *data;       /* the encoded pairs */
     size_t data_len;
     uint32_t raw_len;       /* decoded size of data */
+    store_part *part;       /* the partition it lives in: its node ids are that partition's */
 } store_block;
 
 /* The unit a profile's values are answered in, and the weight of one
@@ -172,20 +186,37 @@ store_status store_block_pairs(store_reader *r, const store_block *b,
                                const uint32_t **nodes, const uint64_t **counts,
                                uint32_t *n);
 
-/* Adds the block's counts times weight into acc[node] (acc indexed by
- * node id, at least store_node_max(r) + 1 entries) and sets each node's
- * bit in the bitmap touched; *sum receives the block's total times weight.
- * One pass, no intermediate arrays: the inner loop of a merge. */
+/* Adds the block's counts times weight into acc[node] and sets each node's
+ * bit in the bitmap touched, with node ids of the block's partition (acc
+ * has at least store_part_nodes(b->part) entries); *sum receives the
+ * block's total times weight.  One pass, no intermediate arrays: the inner
+ * loop of a merge.  store_part_node turns the partition's ids into the
+ * reader's. */
 store_status store_block_accumulate(store_reader *r, const store_block *b, uint64_t weight,
                                     uint64_t *acc, uint64_t *touched, uint64_t *sum);
 
-/* Call tree.  Node 0 is the root (no name); nodes are 1..store_node_max(r). */
+/* ---- partitions, for merges that accumulate one partition at a time ---- */
+
+/* How many partitions may hold profiles starting in [from_ms, until_ms),
+ * and the i-th of them in time order. */
+size_t store_reader_parts(store_reader *r, int64_t from_ms, int64_t until_ms, store_part ***parts);
+/* Node ids of the partition are below this (0 when it cannot be read). */
+uint32_t store_part_nodes(store_reader *r, store_part *p);
+/* Like store_blocks_scan_merged, inside one partition. */
+int store_part_scan_merged(store_reader *r, store_part *p, uint32_t sid, int64_t from_ms, int64_t until_ms,
+                           store_block_fn fn, void *ctx);
+/* The reader's id of the partition's node (its path, by function names);
+ * 0 when the partition is damaged or memory ran out (with *failed set). */
+uint32_t store_part_node(store_reader *r, store_part *p, uint32_t node, int *failed);
+
+/* Call tree across partitions, as far as this reader has merged: node 0 is
+ * the root (no name); nodes are 1..store_node_max(r). */
 uint32_t store_node_max(const store_reader *r);
 uint32_t store_node_parent(const store_reader *r, uint32_t node);
 uint32_t store_node_func(const store_reader *r, uint32_t node);
 
-/* Interned strings: ids 1..store_string_max(r); answers the bytes
- * (NUL-terminated) and length. */
+/* Function names met by this reader: ids 1..store_string_max(r); answers
+ * the bytes (NUL-terminated) and length. */
 uint32_t store_string_max(const store_reader *r);
 const char *store_string(const store_reader *r, uint32_t id, uint32_t *len);
 
@@ -195,12 +226,17 @@ const char *store_string(const store_reader *r, uint32_t id, uint32_t *len);
 extern const double store_commit_bucket_le[STORE_COMMIT_BUCKETS]; /* seconds */
 
 typedef struct {
-    uint64_t series, nodes, strings;
-    uint64_t db_bytes;                 /* size of the data file */
+    uint64_t series;
+    uint64_t nodes, strings;           /* in the partitions the writer holds in memory */
+    uint64_t partitions;
+    uint64_t db_bytes;                 /* size of the catalog and partition files */
+    uint64_t dict_memory;              /* bytes of the writer's maps and the catalog */
     uint64_t commits;
     uint64_t commit_bucket[STORE_COMMIT_BUCKETS]; /* cumulative counts */
     double commit_seconds_sum;
     uint64_t retention_deleted;        /* profiles deleted by retention */
+    uint64_t retention_partitions;     /* partitions dropped by retention */
+    uint64_t migrated_profiles;        /* profiles moved from a flamedb-4 directory at open */
 } store_stats;
 
 void store_get_stats(store *st, store_stats *out);

@@ -3,10 +3,10 @@
  * Entry i lives in chunk i >> 16 at offset i & 0xffff.  Chunks are allocated
  * zeroed on first use and freed only with the table, so a reader that holds
  * an index below the published count can read the entry without a lock
- * while the writer appends (see store_internal.h for the publication rule). */
+ * while the writer appends (see table.h for the publication rule). */
 #include <stdlib.h>
 
-#include "store_internal.h"
+#include "table.h"
 
 table *table_new(size_t elem)
 {

@@ -1,19 +1,32 @@
 /* writer.c — the single writer thread and group commit.
  *
  * store_write queues a request and sleeps.  The writer takes every request
- * queued so far, writes each one in a nested transaction of one shared
- * write transaction (so one bad request is rolled back alone), commits once
- * (one fsync for the whole group), publishes the new dictionary entries and
- * wakes the callers.  Under load the batch grows by itself: while one
- * commit syncs, the next batch queues up.  Retention runs on the same
- * thread between batches, in bounded steps, so LMDB only ever has one
- * writer and requests never wait long behind a retention pass. */
+ * queued so far and writes them in one write transaction per file they
+ * touch: the catalog (new series) and the partition of each profile.  Each
+ * request runs in nested transactions of those (so one bad request is
+ * rolled back alone) and writes its new dictionary entries there too, so a
+ * rolled-back request only has to drop the partition's in-memory maps,
+ * which are reloaded from the parent transaction on next use.  Then the
+ * catalog commits (series first: a block never names a series that is not
+ * durable), then each partition (one fsync each for the whole group), the
+ * new entries are published and the callers woken.  Under load the batch
+ * grows by itself: while one commit syncs, the next batch queues up.
+ * Retention runs on the same thread between batches, in bounded steps.
+ *
+ * The writer keeps dictionary maps (pdict_w) for the STORE_WRITER_PARTS
+ * partitions written most recently; late data for an older partition
+ * loads its maps from its file and the oldest maps go. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "block.h"
+#include "env.h"
+#include "rollup.h"
 #include "store_internal.h"
+
+#include <stdio.h>
 
 typedef struct { uint32_t node; uint64_t count; } pair;
 
@@ -23,6 +36,19 @@ typedef struct {
     uint64_t *counts;
     size_t cap;
 } writer_scratch;
+
+/* One partition's transaction in a batch. */
+typedef struct {
+    part *p;
+    MDB_txn *txn;
+    int failed;
+} batch_part;
+
+typedef struct {
+    MDB_txn *ctxn;            /* the catalog's */
+    batch_part parts[64];
+    int n_parts;
+} batch;
 
 static int64_t now_ms(void)
 {
@@ -57,9 +83,8 @@ static int scratch_reserve(writer_scratch *s, size_t n)
 }
 
 /* Sorts pairs by node: LSD radix sort, 11 bits a pass, skipping passes in
- * which every key has the same digit (the high bits, usually).  A profile's
- * few thousand pairs sort in a few microseconds, several times faster than
- * qsort with a comparison callback.  Answers the buffer holding the result. */
+ * which every key has the same digit (the high bits, usually).  Answers the
+ * buffer holding the result. */
 static pair *sort_pairs(pair *a, pair *tmp, size_t n)
 {
     for (int shift = 0; shift < 32; shift += 11) {
@@ -81,17 +106,17 @@ static pair *sort_pairs(pair *a, pair *tmp, size_t n)
 }
 
 /* Puts the block under (sid, from, seq) with the first free seq. */
-static store_status put_block(store *st, MDB_txn *txn, uint32_t sid, int64_t from_ms, void *val, size_t len)
+static store_status put_block(MDB_txn *txn, MDB_dbi dbi, uint32_t sid, int64_t from_ms, void *val, size_t len)
 {
     unsigned char key[BLOCK_KEY_LEN];
     block_key(key, sid, from_ms, 0);
     MDB_val k = { BLOCK_KEY_LEN, key }, v = { len, val };
-    int rc = mdb_put(txn, st->db_blocks, &k, &v, MDB_NOOVERWRITE);
-    if (rc != MDB_KEYEXIST) return store_status_of(rc);
+    int rc = mdb_put(txn, dbi, &k, &v, MDB_NOOVERWRITE);
+    if (rc != MDB_KEYEXIST) return env_status(rc);
     /* Another profile of this series starts at the same moment: find the
      * last sequence number used for that start and take the next. */
     MDB_cursor *c;
-    if ((rc = mdb_cursor_open(txn, st->db_blocks, &c))) return store_status_of(rc);
+    if ((rc = mdb_cursor_open(txn, dbi, &c))) return env_status(rc);
     block_key(key, sid, from_ms, UINT32_MAX);
     MDB_val ck = { BLOCK_KEY_LEN, key }, cv;
     rc = mdb_cursor_get(c, &ck, &cv, MDB_SET_RANGE);
@@ -99,38 +124,124 @@ static store_status put_block(store *st, MDB_txn *txn, uint32_t sid, int64_t fro
     uint32_t seq = 0;
     if (rc == 0) block_key_parse(ck.mv_data, NULL, NULL, &seq);
     mdb_cursor_close(c);
-    if (rc || seq == UINT32_MAX) return rc ? store_status_of(rc) : STORE_EFULL;
+    if (rc || seq == UINT32_MAX) return rc ? env_status(rc) : STORE_EFULL;
     /* On MDB_KEYEXIST LMDB pointed v at the existing value: reset both. */
     block_key(key, sid, from_ms, seq + 1);
     k.mv_size = BLOCK_KEY_LEN;
     k.mv_data = key;
     v.mv_size = len;
     v.mv_data = val;
-    return store_status_of(mdb_put(txn, st->db_blocks, &k, &v, MDB_NOOVERWRITE));
+    return env_status(mdb_put(txn, dbi, &k, &v, MDB_NOOVERWRITE));
 }
 
-static store_status write_profile(store *st, MDB_txn *txn, writer_scratch *s, write_req *rq)
+/* Marks p as the most recently written partition with maps; the maps of
+ * partitions beyond STORE_WRITER_PARTS go (only between batches: see
+ * evict_maps). */
+static void touch_writer_part(store *st, part *p)
+{
+    int i = 0;
+    while (i < st->n_wparts && st->wparts[i] != p) i++;
+    if (i == st->n_wparts) {
+        if (st->n_wparts == (int)(sizeof st->wparts / sizeof *st->wparts)) return;
+        part_ref(p);
+        st->n_wparts++;
+    }
+    memmove(st->wparts + 1, st->wparts, (size_t)i * sizeof *st->wparts);
+    st->wparts[0] = p;
+}
+
+static void evict_maps(store *st)
+{
+    while (st->n_wparts > STORE_WRITER_PARTS) {
+        part *p = st->wparts[--st->n_wparts];
+        store_part_set_writer(st, p, NULL);
+        part_unref(p);
+    }
+}
+
+void writer_forget_part(store *st, part *p)
+{
+    for (int i = 0; i < st->n_wparts; i++) {
+        if (st->wparts[i] != p) continue;
+        store_part_set_writer(st, p, NULL);
+        memmove(st->wparts + i, st->wparts + i + 1, (size_t)(st->n_wparts - i - 1) * sizeof *st->wparts);
+        st->n_wparts--;
+        part_unref(p);
+        return;
+    }
+}
+
+/* The batch's transaction on the partition of time t, begun on first use;
+ * the partition's maps loaded. */
+static batch_part *batch_part_for(store *st, batch *b, int64_t t, char *err, size_t errlen, store_status *ss)
+{
+    part *p = store_part_at(st, t, 1, err, errlen);
+    if (!p) {
+        *ss = STORE_EIO;
+        return NULL;
+    }
+    batch_part *bp = NULL;
+    for (int i = 0; i < b->n_parts; i++)
+        if (b->parts[i].p == p) bp = &b->parts[i];
+    if (!bp) {
+        if (b->n_parts == (int)(sizeof b->parts / sizeof *b->parts)) {
+            part_unref(p);
+            *ss = STORE_EFULL; /* a later batch takes it */
+            env_set_err(err, errlen, "too many partitions in one commit; retry");
+            return NULL;
+        }
+        bp = &b->parts[b->n_parts];
+        *ss = part_open(p, st->part_map_size, st->opt.map_size != 0, 0, err, errlen);
+        int rc = *ss ? 0 : mdb_txn_begin(part_env(p), NULL, 0, &bp->txn);
+        if (*ss || rc) {
+            if (rc) {
+                *ss = env_status(rc);
+                env_set_err(err, errlen, "cannot begin a write in %s: %s", part_path(p), mdb_strerror(rc));
+            }
+            part_unref(p);
+            return NULL;
+        }
+        bp->p = p;
+        bp->failed = 0;
+        b->n_parts++;
+    } else {
+        part_unref(p);
+    }
+    if (!part_writer(bp->p)) {
+        pdict_w *w;
+        *ss = pdict_w_load(&w, bp->txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
+                           part_dbi(bp->p, PART_NODES));
+        if (*ss) return NULL;
+        store_part_set_writer(st, bp->p, w);
+    }
+    touch_writer_part(st, bp->p);
+    return bp;
+}
+
+static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_txn *txn, writer_scratch *s,
+                                  write_req *rq)
 {
     const store_profile *p = rq->profile;
+    pdict_w *w = part_writer(bp->p);
     uint32_t sid, unit;
-    store_status ss = series_intern(st, txn, p, &sid);
-    if (!ss) ss = dict_intern_string(st, p->unit, (uint32_t)strlen(p->unit), &unit);
+    store_status ss = catalog_series_intern(st->cat, ctxn, p->labels, p->n_labels, &sid);
+    if (!ss) ss = pdict_w_string(w, p->unit, (uint32_t)strlen(p->unit), &unit);
     if (ss) return ss;
     if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
 
     uint64_t samples = 0;
-    uint32_t committed = atomic_load_explicit(&st->nodes->committed, memory_order_relaxed);
+    uint32_t committed = pdict_w_committed_nodes(w);
     for (size_t i = 0; i < p->n_stacks; i++) {
         const store_stack *k = &p->stacks[i];
         uint32_t known = p->leaves ? p->leaves[i] : 0;
         if (known && known < committed) { /* resolved by store_resolve */
             s->pairs[i].node = known;
         } else {
-            ss = dict_stack_leaf(st, k->frames, k->len, &s->pairs[i].node);
+            ss = pdict_w_stack(w, k->frames, k->len, hash_bytes128(k->frames, k->len), &s->pairs[i].node);
             if (ss) return ss;
         }
-        s->pairs[i].count = p->stacks[i].count;
-        samples += p->stacks[i].count;
+        s->pairs[i].count = k->count;
+        samples += k->count;
     }
     const pair *sorted = sort_pairs(s->pairs, s->tmp, p->n_stacks);
     uint32_t n = 0;
@@ -150,9 +261,14 @@ static store_status write_profile(store *st, MDB_txn *txn, writer_scratch *s, wr
     void *val;
     size_t len;
     if ((ss = block_encode(&h, s->nodes, s->counts, st->zcctx, &val, &len))) return ss;
-    ss = put_block(st, txn, sid, p->from_ms, val, len);
+    ss = put_block(txn, part_dbi(bp->p, PART_BLOCKS), sid, p->from_ms, val, len);
     free(val);
-    if (!ss) ss = rollup_add(st, txn, sid, p->from_ms, p->unit, p->rate, s->nodes, s->counts, n, samples);
+    if (!ss)
+        ss = rollup_add(txn, part_dbi(bp->p, PART_ROLLUPS), w, st->zcctx, sid, p->from_ms, p->unit, p->rate,
+                        s->nodes, s->counts, n, samples);
+    if (!ss)
+        ss = pdict_w_flush(w, txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
+                           part_dbi(bp->p, PART_NODES));
     rq->series = sid;
     return ss;
 }
@@ -177,58 +293,93 @@ static const char *status_text(store_status ss)
     }
 }
 
-static void process_writes(store *st, writer_scratch *s, write_req *batch)
+static void fail_req(write_req *rq, store_status ss, const char *what, int rc)
 {
-    MDB_txn *txn;
-    dict_mark batch_mark = dict_mark_now(st);
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
-    for (write_req *rq = batch; rq; rq = rq->next) {
+    rq->status = ss;
+    snprintf(rq->err, rq->errlen, "%s: %s", what, mdb_strerror(rc));
+}
+
+static void process_writes(store *st, writer_scratch *s, write_req *reqs)
+{
+    batch b = { 0 };
+    catalog_mark batch_mark = catalog_mark_now(st->cat);
+    int rc = mdb_txn_begin(catalog_env(st->cat), NULL, 0, &b.ctxn);
+    for (write_req *rq = reqs; rq; rq = rq->next) {
         if (rq->kind != REQ_WRITE) continue;
         if (rc) {
-            rq->status = store_status_of(rc);
-            store_set_err(rq->err, rq->errlen, "cannot begin a write: %s", mdb_strerror(rc));
+            fail_req(rq, env_status(rc), "cannot begin a write", rc);
             continue;
         }
-        MDB_txn *child;
-        dict_mark m = dict_mark_now(st);
-        int crc = mdb_txn_begin(st->env, txn, 0, &child);
-        store_status ss = crc ? store_status_of(crc) : write_profile(st, child, s, rq);
-        if (!ss && (crc = mdb_txn_commit(child))) ss = store_status_of(crc);
-        else if (ss && !crc) mdb_txn_abort(child);
+        store_status ss = STORE_OK;
+        batch_part *bp = batch_part_for(st, &b, rq->profile->from_ms, rq->err, rq->errlen, &ss);
+        if (!bp) {
+            rq->status = ss ? ss : STORE_EIO;
+            if (!rq->err[0]) snprintf(rq->err, rq->errlen, "%s", status_text(rq->status));
+            continue;
+        }
+        MDB_txn *cchild = NULL, *pchild = NULL;
+        catalog_mark m = catalog_mark_now(st->cat);
+        int crc = mdb_txn_begin(catalog_env(st->cat), b.ctxn, 0, &cchild);
+        if (!crc) crc = mdb_txn_begin(part_env(bp->p), bp->txn, 0, &pchild);
+        ss = crc ? env_status(crc) : write_profile(st, cchild, bp, pchild, s, rq);
+        int series_kept = 0;
+        if (!ss) { /* the catalog first: a kept block always has its series */
+            crc = mdb_txn_commit(cchild);
+            cchild = NULL;
+            series_kept = !crc;
+            if (crc) ss = env_status(crc);
+        }
+        if (!ss) {
+            crc = mdb_txn_commit(pchild);
+            pchild = NULL;
+            if (crc) ss = env_status(crc);
+        }
         if (ss) {
-            dict_rollback(st, m);
-            store_set_err(rq->err, rq->errlen, "%s", status_text(ss));
+            if (pchild) mdb_txn_abort(pchild);
+            if (cchild) mdb_txn_abort(cchild);
+            /* A series already merged into the batch stays (harmless, and
+             * consistent with the catalog's transaction). */
+            if (!series_kept) catalog_rollback(st->cat, m);
+            /* The maps hold the failed request's entries: reload them from
+             * the batch's transaction on next use. */
+            writer_forget_part(st, bp->p);
+            snprintf(rq->err, rq->errlen, "%s", status_text(ss));
         }
         rq->status = ss;
     }
     if (rc) return;
-    store_status fs = dict_flush(st, txn);
-    if (fs) {
-        mdb_txn_abort(txn);
-        rc = fs == STORE_EFULL ? MDB_MAP_FULL : EIO;
-    } else {
-        dict_publish_pending(st);
-    }
+    /* Commit the catalog first: blocks name series that are then durable. */
+    store_status fs = catalog_flush(st->cat, b.ctxn);
+    if (!fs) catalog_publish_pending(st->cat);
     double t0 = mono_seconds();
-    if (!rc) rc = mdb_txn_commit(txn);
-    if (rc) {
-        dict_rollback(st, batch_mark);
-        for (write_req *rq = batch; rq; rq = rq->next) {
-            if (rq->kind != REQ_WRITE || rq->status) continue;
-            rq->status = store_status_of(rc);
-            store_set_err(rq->err, rq->errlen, "commit failed: %s", mdb_strerror(rc));
+    int crc = fs ? (fs == STORE_EFULL ? MDB_MAP_FULL : EIO) : mdb_txn_commit(b.ctxn);
+    if (fs) mdb_txn_abort(b.ctxn);
+    if (crc) catalog_rollback(st->cat, batch_mark);
+    for (int i = 0; i < b.n_parts; i++) {
+        batch_part *bp = &b.parts[i];
+        int prc = crc ? crc : mdb_txn_commit(bp->txn);
+        if (crc) mdb_txn_abort(bp->txn);
+        if (prc) {
+            writer_forget_part(st, bp->p);
+            for (write_req *rq = reqs; rq; rq = rq->next) {
+                if (rq->kind != REQ_WRITE || rq->status) continue;
+                if (store_part_floor(st, rq->profile->from_ms) != part_start(bp->p)) continue;
+                fail_req(rq, env_status(prc), "commit failed", prc);
+            }
+        } else if (part_writer(bp->p)) {
+            pdict_w_publish(part_writer(bp->p));
         }
-        return;
+        part_unref(bp->p);
     }
+    if (!crc) catalog_publish_committed(st->cat);
+    evict_maps(st);
     record_commit(st, mono_seconds() - t0);
-    dict_publish_committed(st);
 }
 
 static void run_retention_now(store *st, write_req *rq)
 {
     uint64_t deleted = 0;
     int finished = 0;
-    st->retention_sid = 1;
     rq->status = STORE_OK;
     while (!finished && !rq->status)
         rq->status = writer_retention_step(st, rq->now_ms, 10000, &deleted, &finished);
@@ -300,11 +451,11 @@ void *writer_main(void *arg)
         pthread_mutex_lock(&st->lock);
         st->stats.retention_deleted += deleted;
         if (finished) {
-            st->retention_sid = 1;
             st->next_retention_ms = now + st->opt.retention_every_ms;
         }
     }
     pthread_mutex_unlock(&st->lock);
+    while (st->n_wparts) writer_forget_part(st, st->wparts[0]);
     free(s.pairs);
     free(s.tmp);
     free(s.nodes);
@@ -318,7 +469,7 @@ static store_status submit(store *st, write_req *rq)
     pthread_mutex_lock(&st->lock);
     if (st->stopping) {
         pthread_mutex_unlock(&st->lock);
-        store_set_err(rq->err, rq->errlen, "the server is shutting down");
+        snprintf(rq->err, rq->errlen, "the server is shutting down");
         return STORE_ECLOSED;
     }
     if (st->queue_tail) st->queue_tail->next = rq;
@@ -337,12 +488,12 @@ static store_status submit(store *st, write_req *rq)
 static store_status check_profile(const store_profile *p, char *err, size_t errlen)
 {
     if (!p || p->n_labels <= 0 || !p->unit || p->from_ms >= p->until_ms) {
-        store_set_err(err, errlen, "invalid profile: labels, unit and a window are required");
+        env_set_err(err, errlen, "invalid profile: labels, unit and a window are required");
         return STORE_EINVAL;
     }
     for (size_t i = 0; i < p->n_stacks; i++) {
         if (!p->stacks[i].len || !p->stacks[i].count) {
-            store_set_err(err, errlen, "invalid profile: stack %zu is empty or has a zero count", i + 1);
+            env_set_err(err, errlen, "invalid profile: stack %zu is empty or has a zero count", i + 1);
             return STORE_EINVAL;
         }
     }

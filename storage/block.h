@@ -1,0 +1,45 @@
+/* block.h — the encoded form of one stored profile's (node, count) pairs,
+ * and block keys.  Pure codec: no store, no LMDB. */
+#ifndef FLAMEDB_BLOCK_H
+#define FLAMEDB_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct {
+    uint32_t unit;        /* string id in the block's partition */
+    uint32_t n_pairs, n_profiles, raw_len, nodes_bytes;
+    int64_t duration_ms;
+    double rate;
+    uint64_t samples;     /* raw samples behind the block */
+    uint64_t count_sum;   /* sum of the counts as stored (weighted, in rollups) */
+} block_header;
+
+/* Encodes pairs (nodes ascending, unique) into a malloc'd value; zcctx is
+ * a reusable ZSTD_CCtx (or NULL). */
+store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
+                          void *zcctx, void **out, size_t *out_len);
+/* Parses a value's header; *payload points at the encoded pairs. */
+int block_parse_header(const void *val, size_t len, block_header *h,
+                       const void **payload, size_t *payload_len, int *compressed);
+/* Decodes payload into nodes/counts (capacity h->n_pairs); scratch holds
+ * at least h->raw_len bytes when compressed; zctx a reusable ZSTD_DCtx
+ * (or NULL). */
+int block_decode(const block_header *h, const void *payload, size_t payload_len, int compressed,
+                 void *zctx, char *scratch, uint32_t *nodes, uint64_t *counts);
+/* Adds count x weight of every pair into acc[node] and sets the node's bit
+ * in touched, in one pass; *sum receives the block's sum x weight.  Node
+ * ids must be below n_nodes. */
+int block_accumulate(const block_header *h, const void *payload, size_t payload_len, int compressed,
+                     void *zctx, char *scratch, uint32_t n_nodes, uint64_t weight,
+                     uint64_t *acc, uint64_t *touched, uint64_t *sum);
+
+/* Block keys: series (big-endian u32), window start (big-endian, sign bit
+ * flipped so negatives sort first), sequence number for equal starts. */
+#define BLOCK_KEY_LEN 16
+void block_key(unsigned char key[BLOCK_KEY_LEN], uint32_t sid, int64_t from_ms, uint32_t seq);
+void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, uint32_t *seq);
+
+#endif

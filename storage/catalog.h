@@ -1,0 +1,50 @@
+/* catalog.h — the store's catalog: every series (a sorted label set) with
+ * a dense id, the label strings, and the label index.  One small LMDB file
+ * (DATA/catalog.mdb) that also holds the format and the partition length.
+ * Series ids are global: the same series keeps its id in every time
+ * partition.  The catalog is read into memory at open; only the writer
+ * thread changes it. */
+#ifndef FLAMEDB_CATALOG_H
+#define FLAMEDB_CATALOG_H
+
+#include <lmdb.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define CATALOG_FORMAT "flamedb-5"
+
+typedef struct catalog catalog;
+
+/* Opens or creates the catalog in file path.  A new catalog stores
+ * *part_ms; an existing one answers its own in *part_ms. */
+store_status catalog_open(catalog **out, const char *path, uint64_t map_size, int fixed_map, int64_t *part_ms,
+                          char *err, size_t errlen);
+void catalog_close(catalog *c);
+MDB_env *catalog_env(catalog *c);
+
+/* ---- the writer thread ---- */
+typedef struct { uint32_t strings, series, postings, strings_open; } catalog_mark;
+catalog_mark catalog_mark_now(const catalog *c);
+/* Forgets everything added after m (a failed transaction). */
+void catalog_rollback(catalog *c, catalog_mark m);
+/* The id of the series with these labels (sorted by name, unique),
+ * created in txn when new. */
+store_status catalog_series_intern(catalog *c, MDB_txn *txn, const store_label *labels, int n, uint32_t *sid);
+/* Writes the label strings added since the last flush. */
+store_status catalog_flush(catalog *c, MDB_txn *txn);
+/* Before the commit: readers may see the new strings; after it: the new
+ * series too. */
+void catalog_publish_pending(catalog *c);
+void catalog_publish_committed(catalog *c);
+
+/* ---- readers (any thread) ---- */
+uint32_t catalog_series_committed(const catalog *c);  /* series ids are below this */
+uint32_t catalog_strings_pending(const catalog *c);   /* string ids are below this */
+int catalog_series_labels(const catalog *c, uint32_t sid, store_label *out, int max);
+const char *catalog_series_label(const catalog *c, uint32_t sid, const char *name);
+store_status catalog_postings(catalog *c, const char *name, const char *value, uint32_t n_strings,
+                              uint32_t n_series, uint32_t **ids, size_t *n);
+uint64_t catalog_memory(const catalog *c);
+
+#endif

@@ -1,0 +1,32 @@
+/* env.h — opening one LMDB environment: a single file (MDB_NOSUBDIR) with
+ * its "-lock" file beside it, named databases, no thread-bound readers
+ * (MDB_NOTLS: a reader may be ended by another thread).  Both the catalog
+ * and every time partition are one such file. */
+#ifndef FLAMEDB_ENV_H
+#define FLAMEDB_ENV_H
+
+#include <lmdb.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* Opens (creating when create is set) the environment in file path with
+ * room for map_size bytes.  Without an explicit size (fixed = 0) it halves
+ * the map while the system refuses the address space (ulimit -v,
+ * valgrind), down to 1 GiB; *got receives the size obtained. */
+store_status env_open(MDB_env **out, const char *path, uint64_t map_size, int fixed, int create,
+                      uint64_t *got, char *err, size_t errlen);
+
+/* Removes an environment's file and its lock file. */
+void env_remove(const char *path);
+
+/* Bytes the environment's file takes on disk (allocated blocks). */
+uint64_t env_file_bytes(const char *path);
+
+/* LMDB and errno codes as store codes. */
+store_status env_status(int rc);
+
+/* printf into err (when err is given). */
+void env_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,50 @@
+/* part.h — one time partition: the profiles whose window starts in
+ * [start, start + length), with their own dictionaries (frame names, call
+ * tree), blocks and rollups, in one LMDB file DATA/parts/YYYYMMDDTHHMMZ.mdb.
+ *
+ * A partition is a handle that costs nothing until used: its file is opened
+ * on first use (part_open), read through LMDB's memory map, and removed by
+ * part_drop; the environment stays valid for whoever still holds a
+ * reference (part_ref / part_unref) and closes with the last one. */
+#ifndef FLAMEDB_PART_H
+#define FLAMEDB_PART_H
+
+#include <lmdb.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct part part;
+typedef struct pdict_w pdict_w;
+
+enum { PART_META, PART_STRINGS, PART_NODES, PART_BLOCKS, PART_ROLLUPS, PART_NDBS };
+
+/* A handle for the partition starting at start_ms, its file in dir.  Holds
+ * one reference. */
+part *part_new(const char *dir, int64_t start_ms, int64_t len_ms);
+/* Opens the file (creating it when create is set).  Thread-safe and
+ * idempotent. */
+store_status part_open(part *p, uint64_t map_size, int fixed_map, int create, char *err, size_t errlen);
+int part_is_open(part *p);
+void part_ref(part *p);
+void part_unref(part *p);
+/* Removes the files now; the environment lives on until the last unref. */
+void part_drop(part *p);
+
+int64_t part_start(const part *p);
+int64_t part_end(const part *p);
+const char *part_path(const part *p);
+MDB_env *part_env(const part *p);
+MDB_dbi part_dbi(const part *p, int which);
+
+/* The writer thread's dictionary state of this partition, or NULL when not
+ * loaded.  Set only by the writer, under the store's partition lock. */
+pdict_w *part_writer(const part *p);
+void part_set_writer(part *p, pdict_w *w);
+
+/* "YYYYMMDDTHHMMZ.mdb" for a partition start (years 1970..9999), or
+ * "t<start ms>.mdb"; and back.  part_parse_name answers -1 for other names. */
+void part_file_name(char *buf, size_t cap, int64_t start_ms);
+int part_parse_name(const char *name, int64_t *start_ms);
+
+#endif

@@ -1,0 +1,457 @@
+/* pdict.c — a partition's dictionaries: the writer's maps and open chunks,
+ * the readers' views of the map (see pdict.h for the layout). */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "idmap.h"
+#include "pdict.h"
+
+#define CACHE_BITS 18
+#define CACHE_SLOTS (1u << CACHE_BITS)
+
+static const MDB_val counts_key = { 6, "counts" };
+
+int pdict_init_meta(MDB_txn *txn, MDB_dbi meta, int64_t start_ms, int64_t len_ms)
+{
+    MDB_val v;
+    int rc = mdb_get(txn, meta, (MDB_val *)&counts_key, &v);
+    if (rc != MDB_NOTFOUND) return rc;
+    uint32_t counts[2] = { 0, 0 };
+    int64_t span[2] = { start_ms, len_ms };
+    MDB_val cv = { sizeof counts, counts }, sk = { 4, "span" }, sv = { sizeof span, span };
+    rc = mdb_put(txn, meta, (MDB_val *)&counts_key, &cv, 0);
+    return rc ? rc : mdb_put(txn, meta, &sk, &sv, 0);
+}
+
+static int read_counts(MDB_txn *txn, MDB_dbi meta, uint32_t *strings, uint32_t *nodes)
+{
+    MDB_val v;
+    int rc = mdb_get(txn, meta, (MDB_val *)&counts_key, &v);
+    if (rc == MDB_NOTFOUND) {
+        *strings = *nodes = 0;
+        return 0;
+    }
+    if (rc) return rc;
+    if (v.mv_size != 8) return MDB_CORRUPTED;
+    uint32_t c[2];
+    memcpy(c, v.mv_data, sizeof c);
+    *strings = c[0];
+    *nodes = c[1];
+    return 0;
+}
+
+static inline uint32_t rd32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* ---- the writer's state ---- */
+
+typedef struct {
+    _Atomic uint64_t lo, hi;
+    _Atomic uint32_t leaf;
+} cache_slot;
+
+struct pdict_w {
+    uint32_t n_strings, n_nodes;          /* next ids */
+    uint32_t flushed_strings, flushed_nodes;
+    _Atomic uint32_t committed_nodes;
+    uint32_t pending_nodes;               /* flushed, to publish at commit */
+    idmap str_map;                        /* low 64 bits -> id */
+    uint64_t *str_hi;                     /* high 64 bits by id */
+    size_t str_hi_cap;
+    idmap node_map;                       /* (parent, func) -> id */
+    cache_slot *cache;
+    /* open chunks: entries from s_first / n_first (chunk-aligned) on */
+    uint32_t s_first, n_first;
+    char *sbytes;
+    size_t sbytes_len, sbytes_cap;
+    uint32_t *soff;                       /* start of entry s_first + i */
+    size_t soff_cap;
+    uint32_t *nent;                       /* parent, func of entry n_first + i */
+    size_t nent_cap;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Appends a string to the open chunks (not to the maps). */
+static int push_string(pdict_w *w, const void *s, uint32_t len)
+{
+    uint32_t i = w->n_strings - w->s_first;
+    if (grow((void **)&w->soff, &w->soff_cap, (size_t)i + 1, sizeof *w->soff) ||
+        grow((void **)&w->sbytes, &w->sbytes_cap, w->sbytes_len + len + 1, 1))
+        return -1;
+    w->soff[i] = (uint32_t)w->sbytes_len;
+    memcpy(w->sbytes + w->sbytes_len, s, len);
+    w->sbytes[w->sbytes_len + len] = '\0';
+    w->sbytes_len += len + 1;
+    w->n_strings++;
+    return 0;
+}
+
+static int push_node(pdict_w *w, uint32_t parent, uint32_t func)
+{
+    uint32_t i = w->n_nodes - w->n_first;
+    if (grow((void **)&w->nent, &w->nent_cap, 2 * ((size_t)i + 1), sizeof *w->nent)) return -1;
+    w->nent[2 * i] = parent;
+    w->nent[2 * i + 1] = func;
+    w->n_nodes++;
+    return 0;
+}
+
+typedef struct { const pdict_w *w; uint64_t hi; } hi_probe;
+
+static int hi_eq(void *ctx, uint32_t id)
+{
+    hi_probe *pr = ctx;
+    return pr->w->str_hi[id] == pr->hi;
+}
+
+static int map_string(pdict_w *w, uint32_t id, hash128 h)
+{
+    if (grow((void **)&w->str_hi, &w->str_hi_cap, (size_t)id + 1, sizeof *w->str_hi)) return -1;
+    w->str_hi[id] = h.hi;
+    return idmap_put(&w->str_map, h.lo, id);
+}
+
+static inline uint64_t node_key(uint32_t parent, uint32_t func) { return ((uint64_t)parent << 32) | func; }
+
+store_status pdict_w_string(pdict_w *w, const char *s, uint32_t len, uint32_t *id)
+{
+    hash128 h = hash_bytes128(s, len);
+    hi_probe pr = { w, h.hi };
+    uint32_t found = idmap_find(&w->str_map, h.lo, hi_eq, &pr);
+    if (found) {
+        *id = found;
+        return STORE_OK;
+    }
+    if (w->n_strings == UINT32_MAX) return STORE_EFULL;
+    uint32_t nid = w->n_strings;
+    if (push_string(w, s, len) || map_string(w, nid, h)) return STORE_ENOMEM;
+    *id = nid;
+    return STORE_OK;
+}
+
+static store_status intern_node(pdict_w *w, uint32_t parent, uint32_t func, uint32_t *id)
+{
+    uint32_t found = idmap_find(&w->node_map, node_key(parent, func), NULL, NULL);
+    if (found) {
+        *id = found;
+        return STORE_OK;
+    }
+    if (w->n_nodes == UINT32_MAX) return STORE_EFULL;
+    uint32_t nid = w->n_nodes;
+    if (push_node(w, parent, func) || idmap_put(&w->node_map, node_key(parent, func), nid)) return STORE_ENOMEM;
+    *id = nid;
+    return STORE_OK;
+}
+
+store_status pdict_w_stack(pdict_w *w, const char *frames, uint32_t len, hash128 h, uint32_t *leaf)
+{
+    cache_slot *slot = &w->cache[h.lo & (CACHE_SLOTS - 1)];
+    uint32_t cached = atomic_load_explicit(&slot->leaf, memory_order_relaxed);
+    if (cached && atomic_load_explicit(&slot->lo, memory_order_relaxed) == h.lo &&
+        atomic_load_explicit(&slot->hi, memory_order_relaxed) == h.hi) {
+        *leaf = cached;
+        return STORE_OK;
+    }
+    uint32_t node = 0, pos = 0;
+    while (pos <= len) {
+        const char *semi = memchr(frames + pos, ';', len - pos);
+        uint32_t flen = semi ? (uint32_t)(semi - (frames + pos)) : len - pos;
+        uint32_t func;
+        store_status ss = pdict_w_string(w, frames + pos, flen, &func);
+        if (!ss) ss = intern_node(w, node, func, &node);
+        if (ss) return ss;
+        pos += flen + 1;
+    }
+    /* Readers check the leaf before and after reading the hash: a slot
+     * caught half-written reads as a miss (a leaf names one stack only). */
+    atomic_store(&slot->leaf, 0);
+    atomic_store(&slot->lo, h.lo);
+    atomic_store(&slot->hi, h.hi);
+    atomic_store(&slot->leaf, node);
+    *leaf = node;
+    return STORE_OK;
+}
+
+uint32_t pdict_w_resolve(const pdict_w *w, hash128 h)
+{
+    cache_slot *slot = &w->cache[h.lo & (CACHE_SLOTS - 1)];
+    uint32_t l1 = atomic_load(&slot->leaf);
+    if (!l1) return 0;
+    uint64_t lo = atomic_load(&slot->lo), hi = atomic_load(&slot->hi);
+    uint32_t l2 = atomic_load(&slot->leaf);
+    if (l1 != l2 || lo != h.lo || hi != h.hi) return 0;
+    return l1 < atomic_load_explicit(&w->committed_nodes, memory_order_acquire) ? l1 : 0;
+}
+
+uint32_t pdict_w_committed_nodes(const pdict_w *w)
+{
+    return atomic_load_explicit(&w->committed_nodes, memory_order_acquire);
+}
+
+uint32_t pdict_w_nodes(const pdict_w *w) { return w->n_nodes; }
+uint32_t pdict_w_strings(const pdict_w *w) { return w->n_strings; }
+
+uint64_t pdict_w_memory(const pdict_w *w)
+{
+    return idmap_bytes(&w->str_map) + idmap_bytes(&w->node_map) + w->str_hi_cap * sizeof *w->str_hi +
+           (uint64_t)CACHE_SLOTS * sizeof *w->cache + w->sbytes_cap + w->soff_cap * 4 + w->nent_cap * 4;
+}
+
+/* Writes string chunk c from the open entries. */
+static int put_string_chunk(pdict_w *w, MDB_txn *txn, MDB_dbi dbi, uint32_t c)
+{
+    uint32_t first = c * PDICT_STR_CHUNK, end = first + PDICT_STR_CHUNK;
+    if (end > w->n_strings) end = w->n_strings;
+    uint32_t n = end - first, i0 = first - w->s_first;
+    uint32_t b0 = w->soff[i0], b1 = end - w->s_first < w->n_strings - w->s_first ? w->soff[end - w->s_first]
+                                                                                   : (uint32_t)w->sbytes_len;
+    size_t len = 4 + 4 * ((size_t)n + 1) + (b1 - b0);
+    unsigned char *buf = malloc(len);
+    if (!buf) return ENOMEM;
+    memcpy(buf, &n, 4);
+    for (uint32_t i = 0; i <= n; i++) {
+        uint32_t off = (i < n ? w->soff[i0 + i] : b1) - b0;
+        memcpy(buf + 4 + 4 * i, &off, 4);
+    }
+    memcpy(buf + 4 + 4 * ((size_t)n + 1), w->sbytes + b0, b1 - b0);
+    MDB_val k = { sizeof c, &c }, v = { len, buf };
+    int rc = mdb_put(txn, dbi, &k, &v, 0);
+    free(buf);
+    return rc;
+}
+
+static int put_node_chunk(pdict_w *w, MDB_txn *txn, MDB_dbi dbi, uint32_t c)
+{
+    uint32_t first = c * PDICT_NODE_CHUNK, end = first + PDICT_NODE_CHUNK;
+    if (end > w->n_nodes) end = w->n_nodes;
+    MDB_val k = { sizeof c, &c }, v = { (size_t)(end - first) * 8, w->nent + 2 * (size_t)(first - w->n_first) };
+    return mdb_put(txn, dbi, &k, &v, 0);
+}
+
+/* Drops the complete chunks from the open buffers. */
+static void trim_open(pdict_w *w)
+{
+    uint32_t s_keep = w->n_strings / PDICT_STR_CHUNK * PDICT_STR_CHUNK;
+    if (s_keep > w->s_first) {
+        uint32_t drop = s_keep - w->s_first, n = w->n_strings - s_keep;
+        uint32_t b0 = drop < w->n_strings - w->s_first ? w->soff[drop] : (uint32_t)w->sbytes_len;
+        memmove(w->sbytes, w->sbytes + b0, w->sbytes_len - b0);
+        w->sbytes_len -= b0;
+        for (uint32_t i = 0; i < n; i++) w->soff[i] = w->soff[drop + i] - b0;
+        w->s_first = s_keep;
+    }
+    uint32_t n_keep = w->n_nodes / PDICT_NODE_CHUNK * PDICT_NODE_CHUNK;
+    if (n_keep > w->n_first) {
+        uint32_t drop = n_keep - w->n_first, n = w->n_nodes - n_keep;
+        memmove(w->nent, w->nent + 2 * (size_t)drop, (size_t)n * 8);
+        w->n_first = n_keep;
+    }
+}
+
+store_status pdict_w_flush(pdict_w *w, MDB_txn *txn, MDB_dbi meta, MDB_dbi strings, MDB_dbi nodes)
+{
+    if (w->n_strings == w->flushed_strings && w->n_nodes == w->flushed_nodes) return STORE_OK;
+    int rc = 0;
+    if (w->n_strings > w->flushed_strings)
+        for (uint32_t c = w->flushed_strings / PDICT_STR_CHUNK; !rc && c <= (w->n_strings - 1) / PDICT_STR_CHUNK; c++)
+            rc = put_string_chunk(w, txn, strings, c);
+    if (w->n_nodes > w->flushed_nodes)
+        for (uint32_t c = w->flushed_nodes / PDICT_NODE_CHUNK; !rc && c <= (w->n_nodes - 1) / PDICT_NODE_CHUNK; c++)
+            rc = put_node_chunk(w, txn, nodes, c);
+    uint32_t counts[2] = { w->n_strings, w->n_nodes };
+    MDB_val cv = { sizeof counts, counts };
+    if (!rc) rc = mdb_put(txn, meta, (MDB_val *)&counts_key, &cv, 0);
+    if (rc) return env_status(rc);
+    w->flushed_strings = w->n_strings;
+    w->flushed_nodes = w->n_nodes;
+    w->pending_nodes = w->n_nodes;
+    trim_open(w);
+    return STORE_OK;
+}
+
+void pdict_w_publish(pdict_w *w)
+{
+    atomic_store_explicit(&w->committed_nodes, w->pending_nodes, memory_order_release);
+}
+
+void pdict_w_free(pdict_w *w)
+{
+    if (!w) return;
+    idmap_free(&w->str_map);
+    idmap_free(&w->node_map);
+    free(w->str_hi);
+    free(w->cache);
+    free(w->sbytes);
+    free(w->soff);
+    free(w->nent);
+    free(w);
+}
+
+store_status pdict_w_load(pdict_w **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi strings, MDB_dbi nodes)
+{
+    *out = NULL;
+    uint32_t ns, nn;
+    int rc = read_counts(txn, meta, &ns, &nn);
+    if (rc) return env_status(rc);
+    pdict_w *w = calloc(1, sizeof *w);
+    if (!w || !(w->cache = calloc(CACHE_SLOTS, sizeof *w->cache)) || idmap_init(&w->str_map, 1024) ||
+        idmap_init(&w->node_map, 1024)) {
+        pdict_w_free(w);
+        return STORE_ENOMEM;
+    }
+    store_status ss = STORE_OK;
+    if (ns == 0) { /* a new partition: id 0 is "" and the root */
+        if (push_string(w, "", 0) || push_node(w, 0, 0)) ss = STORE_ENOMEM;
+        *out = w;
+        if (ss) pdict_w_free(w), *out = NULL;
+        return ss;
+    }
+    pdict_r *r;
+    if ((ss = pdict_r_open(&r, txn, meta, strings, nodes))) {
+        pdict_w_free(w);
+        return ss;
+    }
+    uint32_t s_first = (ns - 1) / PDICT_STR_CHUNK * PDICT_STR_CHUNK;
+    if (ns % PDICT_STR_CHUNK == 0) s_first = ns;
+    w->s_first = s_first;
+    for (uint32_t id = 0; id < ns && !ss; id++) {
+        uint32_t len;
+        const char *s = pdict_r_string(r, id, &len);
+        if (!s) {
+            ss = STORE_EIO;
+            break;
+        }
+        if (id >= s_first && push_string(w, s, len)) ss = STORE_ENOMEM;
+        else if (id < s_first) w->n_strings++;
+        if (!ss && id && map_string(w, id, hash_bytes128(s, len))) ss = STORE_ENOMEM;
+    }
+    uint32_t n_first = nn % PDICT_NODE_CHUNK == 0 ? nn : (nn - 1) / PDICT_NODE_CHUNK * PDICT_NODE_CHUNK;
+    w->n_first = n_first;
+    for (uint32_t id = 0; id < nn && !ss; id++) {
+        uint32_t parent, func;
+        if (pdict_r_node(r, id, &parent, &func)) {
+            ss = STORE_EIO;
+            break;
+        }
+        if (id >= n_first && push_node(w, parent, func)) ss = STORE_ENOMEM;
+        else if (id < n_first) w->n_nodes++;
+        if (!ss && id && idmap_put(&w->node_map, node_key(parent, func), id)) ss = STORE_ENOMEM;
+    }
+    pdict_r_free(r);
+    if (ss) {
+        pdict_w_free(w);
+        return ss;
+    }
+    w->flushed_strings = ns;
+    w->flushed_nodes = w->pending_nodes = nn;
+    /* txn may hold entries not yet durable: none is resolvable until the
+     * next commit publishes them (pdict_w_publish). */
+    atomic_store_explicit(&w->committed_nodes, 0, memory_order_release);
+    *out = w;
+    return STORE_OK;
+}
+
+/* ---- readers ---- */
+
+struct pdict_r {
+    MDB_txn *txn;
+    MDB_dbi strings, nodes;
+    uint32_t n_strings, n_nodes;
+    const unsigned char **schunk;
+    size_t *schunk_len;
+    const unsigned char **nchunk;
+};
+
+store_status pdict_r_open(pdict_r **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi strings, MDB_dbi nodes)
+{
+    *out = NULL;
+    pdict_r *r = calloc(1, sizeof *r);
+    if (!r) return STORE_ENOMEM;
+    int rc = read_counts(txn, meta, &r->n_strings, &r->n_nodes);
+    if (rc) {
+        free(r);
+        return env_status(rc);
+    }
+    r->txn = txn;
+    r->strings = strings;
+    r->nodes = nodes;
+    size_t sc = (r->n_strings + PDICT_STR_CHUNK - 1) / PDICT_STR_CHUNK + 1;
+    size_t nc = (r->n_nodes + PDICT_NODE_CHUNK - 1) / PDICT_NODE_CHUNK + 1;
+    r->schunk = calloc(sc, sizeof *r->schunk);
+    r->schunk_len = calloc(sc, sizeof *r->schunk_len);
+    r->nchunk = calloc(nc, sizeof *r->nchunk);
+    if (!r->schunk || !r->schunk_len || !r->nchunk) {
+        pdict_r_free(r);
+        return STORE_ENOMEM;
+    }
+    *out = r;
+    return STORE_OK;
+}
+
+void pdict_r_free(pdict_r *r)
+{
+    if (!r) return;
+    free(r->schunk);
+    free(r->schunk_len);
+    free(r->nchunk);
+    free(r);
+}
+
+uint32_t pdict_r_nodes(const pdict_r *r) { return r->n_nodes; }
+uint32_t pdict_r_strings(const pdict_r *r) { return r->n_strings; }
+
+int pdict_r_node(pdict_r *r, uint32_t id, uint32_t *parent, uint32_t *func)
+{
+    if (id >= r->n_nodes) return -1;
+    uint32_t c = id / PDICT_NODE_CHUNK, i = id % PDICT_NODE_CHUNK;
+    if (!r->nchunk[c]) {
+        MDB_val k = { sizeof c, &c }, v;
+        uint32_t want = r->n_nodes - c * PDICT_NODE_CHUNK;
+        if (want > PDICT_NODE_CHUNK) want = PDICT_NODE_CHUNK;
+        if (mdb_get(r->txn, r->nodes, &k, &v) || v.mv_size < (size_t)want * 8) return -1;
+        r->nchunk[c] = v.mv_data;
+    }
+    *parent = rd32(r->nchunk[c] + 8 * (size_t)i);
+    *func = rd32(r->nchunk[c] + 8 * (size_t)i + 4);
+    return *parent < id || id == 0 ? 0 : -1;
+}
+
+const char *pdict_r_string(pdict_r *r, uint32_t id, uint32_t *len)
+{
+    if (id >= r->n_strings) return NULL;
+    uint32_t c = id / PDICT_STR_CHUNK, i = id % PDICT_STR_CHUNK;
+    if (!r->schunk[c]) {
+        MDB_val k = { sizeof c, &c }, v;
+        if (mdb_get(r->txn, r->strings, &k, &v) || v.mv_size < 4) return NULL;
+        uint32_t n = rd32(v.mv_data);
+        if (v.mv_size < 4 + 4 * ((size_t)n + 1)) return NULL;
+        r->schunk[c] = v.mv_data;
+        r->schunk_len[c] = v.mv_size;
+    }
+    const unsigned char *ch = r->schunk[c];
+    uint32_t n = rd32(ch);
+    if (i >= n) return NULL;
+    size_t base = 4 + 4 * ((size_t)n + 1), blen = r->schunk_len[c] - base;
+    uint32_t a = rd32(ch + 4 + 4 * (size_t)i), b = rd32(ch + 8 + 4 * (size_t)i);
+    if (a >= b || b > blen || ch[base + b - 1] != '\0') return NULL;
+    if (len) *len = b - a - 1;
+    return (const char *)ch + base + a;
+}
