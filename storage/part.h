@@ -17,7 +17,7 @@
 typedef struct part part;
 typedef struct pdict_w pdict_w;
 
-enum { PART_META, PART_STRINGS, PART_NODES, PART_BLOCKS, PART_ROLLUPS, PART_NDBS };
+enum { PART_META, PART_STRINGS, PART_NODES, PART_BLOCKS, PART_ROLLUPS, PART_PENDING, PART_NDBS };
 
 /* A handle for the partition starting at start_ms, its file in dir.  Holds
  * one reference. */

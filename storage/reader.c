@@ -375,34 +375,55 @@ int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t un
 
 void store_reader_use_rollups(store_reader *r, int on) { r->use_rollups = on; }
 
-/* Calls fn for the rollup blocks of one level with buckets in [a, b). */
-static int scan_rollups(store_part *v, int level, uint32_t sid, int64_t a, int64_t b, store_block_fn fn, void *ctx)
+static int plan(store_reader *r, store_part *v, uint32_t sid, int64_t from, int64_t until, int level,
+                store_block_fn fn, void *ctx);
+
+/* Calls fn for the rollup blocks of one level with buckets in [a, b); the
+ * buckets without a rollup (not compacted yet) are covered by the next
+ * finer level.  The finer scans move the shared cursor, so the walk seeks
+ * back to where it was after each. */
+static int scan_rollups(store_reader *r, store_part *v, int level, uint32_t sid, int64_t a, int64_t b,
+                        store_block_fn fn, void *ctx)
 {
+    int64_t size = rollup_size_ms[level], pos = a;
     unsigned char key[ROLLUP_KEY_LEN];
     rollup_key(key, level, sid, a, 0);
     MDB_val k = { ROLLUP_KEY_LEN, key }, val;
     int rc = mdb_cursor_get(v->rcur, &k, &val, MDB_SET_RANGE);
-    for (; rc == 0; rc = mdb_cursor_get(v->rcur, &k, &val, MDB_NEXT)) {
+    while (rc == 0) {
         int kl;
         uint32_t ksid;
         int64_t bucket;
         if (k.mv_size != ROLLUP_KEY_LEN) break;
         rollup_key_parse(k.mv_data, &kl, &ksid, &bucket, NULL);
         if (kl != level || ksid != sid || bucket >= b) break;
+        if (bucket > pos) { /* a gap: buckets not built yet */
+            memcpy(key, k.mv_data, ROLLUP_KEY_LEN);
+            int stop = plan(r, v, sid, pos, bucket, level + 1, fn, ctx);
+            if (stop) return stop;
+            pos = bucket;
+            k.mv_size = ROLLUP_KEY_LEN;
+            k.mv_data = key;
+            if ((rc = mdb_cursor_get(v->rcur, &k, &val, MDB_SET_RANGE))) break;
+            continue;
+        }
         store_block blk;
-        if (parse_value(&val, v, &blk)) continue;
-        blk.series = sid;
-        blk.from_ms = bucket;
-        blk.until_ms = bucket + rollup_size_ms[level];
-        int stop = fn(&blk, ctx);
-        if (stop) return stop;
+        if (parse_value(&val, v, &blk) == 0) {
+            blk.series = sid;
+            blk.from_ms = bucket;
+            blk.until_ms = bucket + size;
+            int stop = fn(&blk, ctx);
+            if (stop) return stop;
+        }
+        if (bucket + size > pos) pos = bucket + size;
+        rc = mdb_cursor_get(v->rcur, &k, &val, MDB_NEXT);
     }
-    return 0;
+    return pos < b ? plan(r, v, sid, pos, b, level + 1, fn, ctx) : 0;
 }
 
 /* Covers [from, until) with whole buckets of this level where it can, and
- * finer levels (at last raw blocks) at the edges.  Buckets never straddle
- * partitions: partitions are whole hours, aligned. */
+ * finer levels (at last raw blocks) at the edges and in the gaps.  Buckets
+ * never straddle partitions: partitions are whole hours, aligned. */
 static int plan(store_reader *r, store_part *v, uint32_t sid, int64_t from, int64_t until, int level,
                 store_block_fn fn, void *ctx)
 {
@@ -415,7 +436,7 @@ static int plan(store_reader *r, store_part *v, uint32_t sid, int64_t from, int6
     if (a < r->rollup_from[level]) a = r->rollup_from[level];
     if (a >= b) return plan(r, v, sid, from, until, level + 1, fn, ctx);
     int rc = plan(r, v, sid, from, a, level + 1, fn, ctx);
-    if (!rc) rc = scan_rollups(v, level, sid, a, b, fn, ctx);
+    if (!rc) rc = scan_rollups(r, v, level, sid, a, b, fn, ctx);
     if (!rc) rc = plan(r, v, sid, b, until, level + 1, fn, ctx);
     return rc;
 }

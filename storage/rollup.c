@@ -1,15 +1,23 @@
 /* rollup.c — pre-merged blocks over coarser windows, so that a day-long
  * query reads hundreds of blocks, not hundreds of thousands.
  *
- * For every profile written, the writer also adds its pairs into one
- * rollup block per level: the bucket of 1 hour and the bucket of 10 minutes
- * its window starts in.  A rollup block has the raw block's format, with
- * values already weighted (a rated `samples` profile adds count x
- * round(1e9 / rate) under unit "nanoseconds", see store_value_unit), rate 0,
- * samples the sum of raw counts, and n_profiles the profiles merged.  The
- * update happens in the same nested transaction as the raw write, so a
- * rollup always holds exactly the profiles of its bucket: lossless, never
- * behind, rolled back with its request.
+ * Each series has one rollup block per bucket and value unit at two
+ * levels: 1 hour and 10 minutes.  A rollup block has the raw block's
+ * format, with values already weighted (a rated `samples` profile adds
+ * count x round(1e9 / rate) under unit "nanoseconds", see
+ * store_value_unit), rate 0, samples the sum of raw counts, and n_profiles
+ * the profiles merged.
+ *
+ * Built once, off the commit path.  A write only marks its two buckets
+ * pending (one B-tree probe each when already marked); once a bucket has
+ * closed (its end plus ROLLUP_GRACE_MS is past), compaction on the writer
+ * thread (compact.c) merges its raw blocks into its rollups and removes
+ * the mark, in one transaction.  A profile that arrives for a bucket whose
+ * rollup exists (a spool replayed after an outage) is added into it in the
+ * write's own transaction.  So a rollup, when present, holds exactly its
+ * bucket's profiles; a bucket without one is read from finer levels or
+ * raw blocks (reader.c), and answers never depend on whether compaction
+ * has run.
  *
  * Keys (17 bytes): level (u8, 0 = 1 h, 1 = 10 min), series (BE u32), bucket start
  * in ms (BE, sign bit flipped), effective unit id (BE u32).  Units stay
@@ -127,16 +135,206 @@ out:
     return ss;
 }
 
-store_status rollup_add(MDB_txn *txn, MDB_dbi dbi, pdict_w *d, void *zcctx, uint32_t sid, int64_t from_ms,
-                        const char *unit, double rate, const uint32_t *nodes, const uint64_t *counts, uint32_t n,
-                        uint64_t samples)
+void rollup_pending_parse(const unsigned char *key, int *level, uint32_t *sid, int64_t *bucket)
+{
+    unsigned char full[ROLLUP_KEY_LEN] = { 0 };
+    memcpy(full, key, ROLLUP_PENDING_LEN);
+    rollup_key_parse(full, level, sid, bucket, NULL);
+}
+
+/* Answers 1 when the bucket has a rollup of any unit, 0 when not, or an
+ * LMDB error (negative). */
+static int bucket_built(MDB_txn *txn, MDB_dbi rollups, int level, uint32_t sid, int64_t bucket)
+{
+    unsigned char key[ROLLUP_KEY_LEN];
+    rollup_key(key, level, sid, bucket, 0);
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, rollups, &c);
+    if (rc) return -rc;
+    MDB_val k = { ROLLUP_KEY_LEN, key }, v;
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    int built = rc == 0 && k.mv_size == ROLLUP_KEY_LEN && memcmp(k.mv_data, key, ROLLUP_PENDING_LEN) == 0;
+    mdb_cursor_close(c);
+    return rc && rc != MDB_NOTFOUND ? -rc : built;
+}
+
+store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdict_w *d, void *zcctx, uint32_t sid,
+                             int64_t from_ms, const char *unit, double rate, const uint32_t *nodes,
+                             const uint64_t *counts, uint32_t n, uint64_t samples)
 {
     uint64_t weight;
     const char *vunit = store_value_unit(unit, rate, &weight);
     uint32_t unit_id;
     store_status ss = pdict_w_string(d, vunit, (uint32_t)strlen(vunit), &unit_id);
-    for (int level = 0; !ss && level < ROLLUP_LEVELS; level++)
-        ss = add_level(txn, dbi, zcctx, level, sid, from_ms, unit_id, weight, nodes, counts, n, samples);
+    for (int level = 0; !ss && level < ROLLUP_LEVELS; level++) {
+        int64_t bucket = rollup_floor(from_ms, rollup_size_ms[level]);
+        int built = bucket_built(txn, rollups, level, sid, bucket);
+        if (built < 0) return env_status(-built);
+        if (built) {
+            ss = add_level(txn, rollups, zcctx, level, sid, from_ms, unit_id, weight, nodes, counts, n, samples);
+            continue;
+        }
+        unsigned char key[ROLLUP_KEY_LEN];
+        rollup_key(key, level, sid, bucket, 0);
+        MDB_val k = { ROLLUP_PENDING_LEN, key }, v = { 0, "" };
+        int rc = mdb_put(txn, pending, &k, &v, MDB_NOOVERWRITE);
+        if (rc && rc != MDB_KEYEXIST) ss = env_status(rc);
+    }
+    return ss;
+}
+
+struct rollup_scratch {
+    uint64_t *acc, *touched;
+    uint32_t cap;             /* nodes the arrays hold */
+    uint32_t *nodes;
+    uint64_t *counts;
+    size_t pairs_cap;
+    char *raw;
+    size_t raw_cap;
+};
+
+rollup_scratch *rollup_scratch_new(void) { return calloc(1, sizeof(rollup_scratch)); }
+
+void rollup_scratch_free(rollup_scratch *s)
+{
+    if (!s) return;
+    free(s->acc);
+    free(s->touched);
+    free(s->nodes);
+    free(s->counts);
+    free(s->raw);
+    free(s);
+}
+
+static int scratch_fit(rollup_scratch *s, uint32_t n_nodes, size_t raw_len)
+{
+    if (n_nodes > s->cap) {
+        free(s->acc);
+        free(s->touched);
+        s->acc = calloc(n_nodes, sizeof *s->acc);
+        s->touched = calloc((n_nodes + 63) / 64, sizeof *s->touched);
+        s->cap = s->acc && s->touched ? n_nodes : 0;
+        if (!s->cap) return -1;
+    }
+    if (raw_len > s->raw_cap) {
+        char *r = realloc(s->raw, raw_len);
+        if (!r) return -1;
+        s->raw = r;
+        s->raw_cap = raw_len;
+    }
+    return 0;
+}
+
+/* Moves the accumulated pairs (ascending) into s->nodes/counts and clears
+ * the accumulators; answers how many. */
+static int64_t gather(rollup_scratch *s, uint32_t n_nodes)
+{
+    size_t n = 0;
+    for (size_t w = 0; w < (n_nodes + 63) / 64; w++) {
+        uint64_t bits = s->touched[w];
+        s->touched[w] = 0;
+        while (bits) {
+            uint32_t id = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+            bits &= bits - 1;
+            if (n == s->pairs_cap) {
+                size_t cap = s->pairs_cap ? s->pairs_cap * 2 : 4096;
+                uint32_t *nd = realloc(s->nodes, cap * sizeof *nd);
+                if (nd) s->nodes = nd;
+                uint64_t *ct = realloc(s->counts, cap * sizeof *ct);
+                if (ct) s->counts = ct;
+                if (!nd || !ct) return -1;
+                s->pairs_cap = cap;
+            }
+            s->nodes[n] = id;
+            s->counts[n++] = s->acc[id];
+            s->acc[id] = 0;
+        }
+    }
+    return (int64_t)n;
+}
+
+store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r *r, pdict_w *d, void *zcctx,
+                          rollup_scratch *s, int level, uint32_t sid, int64_t bucket)
+{
+    int64_t end = bucket + rollup_size_ms[level];
+    uint32_t n_nodes = pdict_r_nodes(r);
+    uint32_t units[16];
+    int n_units = 0, done_units = 0;
+    store_status ss = STORE_OK;
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, blocks, &c);
+    if (rc) return env_status(rc);
+    /* One pass per value unit (nearly always one). */
+    do {
+        uint32_t want = 0;
+        block_header out = { .n_profiles = 0, .duration_ms = rollup_size_ms[level] };
+        unsigned char key[BLOCK_KEY_LEN];
+        block_key(key, sid, bucket, 0);
+        MDB_val k = { BLOCK_KEY_LEN, key }, v;
+        for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+            uint32_t ksid;
+            int64_t kfrom;
+            if (k.mv_size != BLOCK_KEY_LEN) break;
+            block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+            if (ksid != sid || kfrom >= end) break;
+            block_header h;
+            const void *payload;
+            size_t plen;
+            int compressed;
+            if (block_parse_header(v.mv_data, v.mv_size, &h, &payload, &plen, &compressed)) {
+                ss = STORE_EIO;
+                break;
+            }
+            const char *unit = pdict_r_string(r, h.unit, NULL);
+            if (!unit) {
+                ss = STORE_EIO;
+                break;
+            }
+            uint64_t weight;
+            const char *vunit = store_value_unit(unit, h.rate, &weight);
+            uint32_t vid;
+            if ((ss = pdict_w_string(d, vunit, (uint32_t)strlen(vunit), &vid))) break;
+            int seen = 0;
+            for (int i = 0; i < n_units; i++) seen |= units[i] == vid;
+            if (!seen) {
+                if (n_units == 16) {
+                    ss = STORE_EINVAL;
+                    break;
+                }
+                units[n_units++] = vid;
+            }
+            if (!want) want = units[done_units];
+            if (vid != want) continue;
+            uint64_t sum;
+            if (scratch_fit(s, n_nodes, h.raw_len) ||
+                block_accumulate(&h, payload, plen, compressed, NULL, s->raw, n_nodes, weight, s->acc, s->touched,
+                                 &sum)) {
+                ss = STORE_EIO;
+                break;
+            }
+            out.n_profiles += h.n_profiles;
+            out.samples += h.samples;
+        }
+        if (rc && rc != MDB_NOTFOUND && !ss) ss = env_status(rc);
+        if (ss || !want) break;
+        int64_t n = scratch_fit(s, n_nodes, 0) ? -1 : gather(s, n_nodes);
+        if (n < 0) {
+            ss = STORE_ENOMEM;
+            break;
+        }
+        out.unit = want;
+        out.n_pairs = (uint32_t)n;
+        void *val;
+        size_t len;
+        if ((ss = block_encode(&out, s->nodes, s->counts, zcctx, &val, &len))) break;
+        unsigned char rk[ROLLUP_KEY_LEN];
+        rollup_key(rk, level, sid, bucket, want);
+        MDB_val rkv = { ROLLUP_KEY_LEN, rk }, rv = { len, val };
+        rc = mdb_put(txn, rollups, &rkv, &rv, 0);
+        free(val);
+        if (rc) ss = env_status(rc);
+    } while (!ss && ++done_units < n_units);
+    mdb_cursor_close(c);
     return ss;
 }
 

@@ -15,11 +15,31 @@ extern const int64_t rollup_size_ms[ROLLUP_LEVELS];   /* coarsest first */
 int64_t rollup_floor(int64_t t, int64_t size);
 void rollup_key(unsigned char key[ROLLUP_KEY_LEN], int level, uint32_t sid, int64_t bucket, uint32_t unit);
 void rollup_key_parse(const unsigned char *key, int *level, uint32_t *sid, int64_t *bucket, uint32_t *unit);
-/* Adds a profile's pairs (sorted, unweighted) into its buckets in dbi;
- * the value unit is interned in d. */
-store_status rollup_add(MDB_txn *txn, MDB_dbi dbi, pdict_w *d, void *zcctx, uint32_t sid, int64_t from_ms,
-                        const char *unit, double rate, const uint32_t *nodes, const uint64_t *counts, uint32_t n,
-                        uint64_t samples);
+/* Grace after a bucket's end before it is compacted. */
+#define ROLLUP_GRACE_MS 60000
+
+/* On a raw write of a profile (pairs sorted, unweighted): a bucket that
+ * already has its rollup (late data) gets the pairs added; any other bucket
+ * is marked pending in the partition's "pending" database, for
+ * rollup_build.  The value unit is interned in d. */
+store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdict_w *d, void *zcctx, uint32_t sid,
+                             int64_t from_ms, const char *unit, double rate, const uint32_t *nodes,
+                             const uint64_t *counts, uint32_t n, uint64_t samples);
+
+/* Pending markers: level, series, bucket (13 bytes). */
+#define ROLLUP_PENDING_LEN 13
+void rollup_pending_parse(const unsigned char *key, int *level, uint32_t *sid, int64_t *bucket);
+
+/* Scratch for rollup_build: accumulators over a partition's node ids. */
+typedef struct rollup_scratch rollup_scratch;
+rollup_scratch *rollup_scratch_new(void);
+void rollup_scratch_free(rollup_scratch *s);
+
+/* Builds the rollups of one bucket from its raw blocks, one per value
+ * unit, replacing any there; r reads the partition's strings, d interns
+ * value units. */
+store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r *r, pdict_w *d, void *zcctx,
+                          rollup_scratch *s, int level, uint32_t sid, int64_t bucket);
 /* Deletes sid's rollup buckets wholly older than cutoff_ms (INT64_MAX:
  * all), at most *budget of them (decremented). */
 store_status rollup_delete(MDB_cursor *c, uint32_t sid, int64_t cutoff_ms, uint64_t *budget);

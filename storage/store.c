@@ -322,6 +322,10 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
         store_release(st);
         return STORE_EIO;
     }
+    /* Rollups still pending in the newest partitions are built in the
+     * background: compaction visits open partitions. */
+    for (size_t i = st->n_parts > 2 ? st->n_parts - 2 : 0; i < st->n_parts; i++)
+        part_open(st->parts[i], st->part_map_size, opt->map_size != 0, 0, NULL, 0);
     if (pthread_create(&st->writer, NULL, writer_main, st)) {
         env_set_err(err, errlen, "cannot start the writer thread");
         store_release(st);

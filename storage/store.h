@@ -110,6 +110,10 @@ store_status store_write_async(store *st, const store_profile *p, store_write_do
  * profiles deleted.  Thread-safe. */
 store_status store_retention_run(store *st, int64_t now_ms, uint64_t *deleted);
 
+/* Builds the rollups of every bucket closed at now_ms (also done in the
+ * background); answers how many were built.  Thread-safe. */
+store_status store_compact_run(store *st, int64_t now_ms, uint64_t *built);
+
 /* Deletes every profile of the given series (their label sets stay in the
  * dictionary, like strings, and come back to life if pushed again);
  * answers how many profiles went.  Thread-safe; returns once durable. */
@@ -236,6 +240,7 @@ typedef struct {
     double commit_seconds_sum;
     uint64_t retention_deleted;        /* profiles deleted by retention */
     uint64_t retention_partitions;     /* partitions dropped by retention */
+    uint64_t rollups_built;            /* buckets compacted into rollups */
     uint64_t migrated_profiles;        /* profiles moved from a flamedb-4 directory at open */
 } store_stats;
 

@@ -7,6 +7,7 @@
  *   part.c       a time partition: its file, lazy opening, references
  *   pdict.c      a partition's dictionaries: writer maps, reader views
  *   block.c      the block codec          rollup.c   pre-merged buckets
+ *   compact.c    building rollups of closed buckets, off the commit path
  *   writer.c     group commit across the catalog and partitions
  *   retention.c  dropping partitions, deleting expired profiles
  *   reader.c     snapshots, scans, and one call tree across partitions
@@ -27,7 +28,7 @@
 #include "pdict.h"
 #include "store.h"
 
-typedef enum { REQ_WRITE, REQ_RETENTION, REQ_DELETE } req_kind;
+typedef enum { REQ_WRITE, REQ_RETENTION, REQ_DELETE, REQ_COMPACT } req_kind;
 
 typedef struct write_req {
     req_kind kind;
@@ -74,7 +75,8 @@ struct store {
     write_req *queue_head, *queue_tail;
     int stopping;
     pthread_t writer;
-    int64_t next_retention_ms;
+    int64_t next_retention_ms, next_compact_ms;
+    struct rollup_scratch *compact_scratch;
     uint32_t retention_sid;              /* where the background pass resumes */
 
     store_stats stats;                   /* under lock */
@@ -98,6 +100,12 @@ void *writer_main(void *arg);
 store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished);
 store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted);
 void writer_forget_part(store *st, part *p);
+/* The writer's maps of p, loaded from txn when needed (NULL, *ss set, on
+ * failure); evict_writer_maps keeps the most recent ones only. */
+pdict_w *writer_maps(store *st, part *p, MDB_txn *txn, store_status *ss);
+void evict_writer_maps(store *st);
+/* compact.c: one bounded step; *more when closed buckets remain. */
+store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int *more);
 
 /* migrate.c: moves a flamedb-4 data.mdb in dir into st (open, writer
  * running); answers 0 when there was nothing to migrate. */

@@ -11,7 +11,8 @@
  * durable), then each partition (one fsync each for the whole group), the
  * new entries are published and the callers woken.  Under load the batch
  * grows by itself: while one commit syncs, the next batch queues up.
- * Retention runs on the same thread between batches, in bounded steps.
+ * Between batches the same thread builds the rollups of closed buckets
+ * (compact.c) and runs retention, each in bounded steps.
  *
  * The writer keeps dictionary maps (pdict_w) for the STORE_WRITER_PARTS
  * partitions written most recently; late data for an older partition
@@ -150,7 +151,7 @@ static void touch_writer_part(store *st, part *p)
     st->wparts[0] = p;
 }
 
-static void evict_maps(store *st)
+void evict_writer_maps(store *st)
 {
     while (st->n_wparts > STORE_WRITER_PARTS) {
         part *p = st->wparts[--st->n_wparts];
@@ -169,6 +170,18 @@ void writer_forget_part(store *st, part *p)
         part_unref(p);
         return;
     }
+}
+
+pdict_w *writer_maps(store *st, part *p, MDB_txn *txn, store_status *ss)
+{
+    pdict_w *w = part_writer(p);
+    if (!w) {
+        *ss = pdict_w_load(&w, txn, part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES));
+        if (*ss) return NULL;
+        store_part_set_writer(st, p, w);
+    }
+    touch_writer_part(st, p);
+    return w;
 }
 
 /* The batch's transaction on the partition of time t, begun on first use;
@@ -207,14 +220,7 @@ static batch_part *batch_part_for(store *st, batch *b, int64_t t, char *err, siz
     } else {
         part_unref(p);
     }
-    if (!part_writer(bp->p)) {
-        pdict_w *w;
-        *ss = pdict_w_load(&w, bp->txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
-                           part_dbi(bp->p, PART_NODES));
-        if (*ss) return NULL;
-        store_part_set_writer(st, bp->p, w);
-    }
-    touch_writer_part(st, bp->p);
+    if (!writer_maps(st, bp->p, bp->txn, ss)) return NULL;
     return bp;
 }
 
@@ -264,8 +270,8 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
     ss = put_block(txn, part_dbi(bp->p, PART_BLOCKS), sid, p->from_ms, val, len);
     free(val);
     if (!ss)
-        ss = rollup_add(txn, part_dbi(bp->p, PART_ROLLUPS), w, st->zcctx, sid, p->from_ms, p->unit, p->rate,
-                        s->nodes, s->counts, n, samples);
+        ss = rollup_on_write(txn, part_dbi(bp->p, PART_ROLLUPS), part_dbi(bp->p, PART_PENDING), w, st->zcctx, sid,
+                             p->from_ms, p->unit, p->rate, s->nodes, s->counts, n, samples);
     if (!ss)
         ss = pdict_w_flush(w, txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
                            part_dbi(bp->p, PART_NODES));
@@ -372,8 +378,17 @@ static void process_writes(store *st, writer_scratch *s, write_req *reqs)
         part_unref(bp->p);
     }
     if (!crc) catalog_publish_committed(st->cat);
-    evict_maps(st);
+    evict_writer_maps(st);
     record_commit(st, mono_seconds() - t0);
+}
+
+static void run_compact_now(store *st, write_req *rq)
+{
+    uint64_t before = st->stats.rollups_built;
+    int more = 1;
+    rq->status = STORE_OK;
+    while (more && !rq->status) rq->status = writer_compact_step(st, rq->now_ms, 1000, &more);
+    rq->deleted = st->stats.rollups_built - before;
 }
 
 static void run_retention_now(store *st, write_req *rq)
@@ -411,6 +426,29 @@ static void finish_batch(store *st, write_req *batch)
     }
 }
 
+/* Background work between batches: one bounded compaction step when due,
+ * one bounded retention step when due.  Called and returns unlocked. */
+static void background(store *st)
+{
+    int64_t now = now_ms();
+    if (now >= st->next_compact_ms) {
+        int more = 0;
+        store_status ss = writer_compact_step(st, now, 64, &more);
+        /* More closed buckets: go on after the next batch; otherwise look
+         * again in a few seconds (buckets close as time passes). */
+        st->next_compact_ms = more && !ss ? now : now + 2000;
+    }
+    if (st->opt.retention_ms > 0 && now >= st->next_retention_ms) {
+        uint64_t deleted = 0;
+        int finished = 0;
+        writer_retention_step(st, now, 5000, &deleted, &finished);
+        pthread_mutex_lock(&st->lock);
+        st->stats.retention_deleted += deleted;
+        pthread_mutex_unlock(&st->lock);
+        if (finished) st->next_retention_ms = now + st->opt.retention_every_ms;
+    }
+}
+
 void *writer_main(void *arg)
 {
     store *st = arg;
@@ -419,11 +457,8 @@ void *writer_main(void *arg)
     pthread_mutex_lock(&st->lock);
     for (;;) {
         while (!st->queue_head && !st->stopping) {
-            if (st->opt.retention_ms <= 0) {
-                pthread_cond_wait(&st->work, &st->lock);
-                continue;
-            }
-            int64_t due = st->next_retention_ms;
+            int64_t due = st->next_compact_ms;
+            if (st->opt.retention_ms > 0 && st->next_retention_ms < due) due = st->next_retention_ms;
             if (now_ms() >= due) break;
             struct timespec ts = { (time_t)(due / 1000), (long)(due % 1000) * 1000000 };
             pthread_cond_timedwait(&st->work, &st->lock, &ts);
@@ -435,27 +470,21 @@ void *writer_main(void *arg)
             process_writes(st, &s, batch);
             for (write_req *rq = batch; rq; rq = rq->next) {
                 if (rq->kind == REQ_RETENTION) run_retention_now(st, rq);
+                if (rq->kind == REQ_COMPACT) run_compact_now(st, rq);
                 if (rq->kind == REQ_DELETE) rq->status = writer_delete_series(st, rq->delete_ids, rq->n_delete, &rq->deleted);
             }
             finish_batch(st, batch);
             pthread_mutex_lock(&st->lock);
-            continue;
         }
-        if (st->stopping) break;
-        /* Background retention: one bounded step, then look at the queue. */
+        if (st->stopping && !st->queue_head) break;
         pthread_mutex_unlock(&st->lock);
-        uint64_t deleted = 0;
-        int finished = 0;
-        int64_t now = now_ms();
-        writer_retention_step(st, now, 5000, &deleted, &finished);
+        background(st);
         pthread_mutex_lock(&st->lock);
-        st->stats.retention_deleted += deleted;
-        if (finished) {
-            st->next_retention_ms = now + st->opt.retention_every_ms;
-        }
     }
     pthread_mutex_unlock(&st->lock);
     while (st->n_wparts) writer_forget_part(st, st->wparts[0]);
+    rollup_scratch_free(st->compact_scratch);
+    st->compact_scratch = NULL;
     free(s.pairs);
     free(s.tmp);
     free(s.nodes);
@@ -536,6 +565,15 @@ store_status store_retention_run(store *st, int64_t now, uint64_t *deleted)
     pthread_mutex_lock(&st->lock);
     st->stats.retention_deleted += rq.deleted;
     pthread_mutex_unlock(&st->lock);
+    return ss;
+}
+
+store_status store_compact_run(store *st, int64_t now, uint64_t *built)
+{
+    char err[16];
+    write_req rq = { .kind = REQ_COMPACT, .now_ms = now, .err = err, .errlen = sizeof err };
+    store_status ss = submit(st, &rq);
+    if (built) *built = rq.deleted;
     return ss;
 }
 
