@@ -1,33 +1,55 @@
 /* bench_storage.c — bytes on disk per stored (stack, count) pair.
  *
  * Loads realistic profiles through store_write (several threads, so the
- * writer's group commit batches them), closes the store and measures
- * data.mdb: its allocated size (st_blocks * 512) divided by the number of
- * stored pairs.  Beside it, the same profiles as gzip'd folded text (gzip
- * level 6 of each profile's text, summed), the usual way profiles travel
- * and are archived.  Target: at most 2 bytes per pair.
+ * writer's group commit batches them), closes the store and measures the
+ * whole data directory (storage v2: catalog.mdb and one parts/<start>.mdb
+ * per time partition): the allocated size (st_blocks * 512) of catalog.mdb
+ * and of every partition file, divided by the number of stored pairs.  The
+ * -lock files beside them are LMDB's reader tables, a fixed size whatever
+ * the data: their total is printed apart, not counted.  Beside it, the same
+ * profiles as gzip'd folded text (gzip level 6 of each profile's text,
+ * summed), the usual way profiles travel and are archived.  Target: at most
+ * 2 bytes per pair.
  *
  * The data: a pool of 20,000 distinct stacks of depth 10..60 sharing
  * prefixes, with Go/C++/Java/Rust-like names of 20..60 bytes (gen.h);
  * 2,000 profiles across 50 series (40 ten-second windows each), each
  * drawing Zipf(1.1)-distributed samples until it holds a uniformly chosen
  * 1,000..3,000 distinct stacks.  Every 5 series (one "service") rank the
- * pool differently.  Fixed seed: the same bytes on every run.
+ * pool differently.  Fixed seed: the same bytes on every run.  The whole
+ * span is 400 s, so everything lands in one partition.
  *
- * After closing the store the benchmark opens data.mdb read-only with LMDB
- * itself to split the bytes between the blocks, the dictionaries and free
- * pages.  That peeks at the storage's private database names, so it is
- * best-effort: if it cannot, only the file figures are printed.
+ * After closing the store the benchmark opens each partition file
+ * read-only with LMDB itself to split the bytes between the blocks, the
+ * rollups, the dictionaries (strings + nodes + meta) and free pages, summed
+ * over the partitions, and the catalog apart.  That peeks at the storage's
+ * private database names, so it is best-effort: if it cannot, only the
+ * file figures are printed.
  *
  * gzip of 5.4 GB of folded text would take most of a minute on two cores,
  * so it is measured on every GZIP_EVERY-th profile; per pair it is an
- * average anyway.  The file size is measured on everything. */
+ * average anyway.  The file sizes are measured on everything.
+ *
+ * A second case (BENCH_STORAGE_PPROF=N profiles, default 200; 0 leaves it
+ * out): profiles written as pprof by ../shared/bench/gen_pprof.py
+ * (BENCH_STORAGE_PPROF_GEN names the script; BENCH_STORAGE_PPROF_DIR an
+ * already generated directory, to skip the ~0.2 s a profile of Python),
+ * decoded by ingest_pprof_parse as the server does (two sample types each:
+ * samples/count and cpu/nanoseconds, so two stored profiles a file), loaded
+ * as N/40 instances x 40 windows of 10 s, measured the same way, next to
+ * the gzip'd pprof and folded files the script wrote.  Skipped with a note
+ * when python3 or the script is missing. */
+#include <dirent.h>
+#include <ftw.h>
 #include <lmdb.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include "../ingest/ingest.h"
 #include "../storage/store.h"
 #include "gen_load.h"
 
@@ -47,6 +69,8 @@
 #define BASE_MS INT64_C(1795219200000) /* 2026-11-21T00:00:00Z */
 #define GZIP_EVERY 10
 #define TARGET_BYTES_PER_PAIR 2.0
+/* a day after the data: every rollup bucket has closed */
+#define COMPACT_AT_MS (BASE_MS + INT64_C(86400000))
 
 #define N_PROFILES (N_SERIES * N_WINDOWS)
 
@@ -146,39 +170,101 @@ static int count_block(const store_block *b, void *arg)
     return 0;
 }
 
+/* ---- the data directory ----------------------------------------------- */
+
+/* Allocated bytes (st_blocks * 512) of the data directory's files, by
+ * kind. */
 typedef struct {
-    int ok;
+    uint64_t catalog, parts, locks, other;   /* allocated */
+    uint64_t catalog_size, parts_size, locks_size; /* st_size */
+    uint32_t n_parts, n_locks, n_other;
+} dir_sizes;
+
+static dir_sizes *walk_sizes;
+static size_t walk_root_len;
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int walk_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    if (flag != FTW_F) return 0;
+    dir_sizes *d = walk_sizes;
+    const char *rel = path + walk_root_len;
+    while (*rel == '/') rel++;
+    uint64_t alloc = (uint64_t)sb->st_blocks * 512;
+    if (!strcmp(rel, "catalog.mdb")) {
+        d->catalog += alloc;
+        d->catalog_size += (uint64_t)sb->st_size;
+    } else if (!strncmp(rel, "parts/", 6) && ends_with(rel, ".mdb")) {
+        d->parts += alloc;
+        d->parts_size += (uint64_t)sb->st_size;
+        d->n_parts++;
+    } else if (ends_with(rel, "-lock")) {
+        d->locks += alloc;
+        d->locks_size += (uint64_t)sb->st_size;
+        d->n_locks++;
+    } else {
+        d->other += alloc;
+        d->n_other++;
+    }
+    return 0;
+}
+
+static void measure_dir(const char *dir, dir_sizes *d)
+{
+    memset(d, 0, sizeof *d);
+    walk_sizes = d;
+    walk_root_len = strlen(dir);
+    nftw(dir, walk_entry, 16, FTW_PHYS);
+    walk_sizes = NULL;
+}
+
+/* ---- LMDB's view of the files ------------------------------------------ */
+
+#define MAX_DBS 6
+
+/* Pages of some LMDB files, summed; names[0]'s values are also summed. */
+typedef struct {
+    int files, failed;
     unsigned psize;
     uint64_t used_pages, free_pages;
-    uint64_t db_pages[6], db_entries[6];
-    uint64_t block_value_bytes, blocks;
-} lmdb_breakdown;
+    uint64_t db_pages[MAX_DBS], db_entries[MAX_DBS];
+    uint64_t values, value_bytes;
+} lmdb_sum;
 
-static const char *const db_names[6] = { "blocks", "rollups", "nodes", "strings", "series", "meta" };
+/* "pending" (rollup buckets not built yet) came with storage v2 step 2: it
+ * may be absent, and is empty once the store is compacted. */
+static const char *const part_dbs[MAX_DBS] = { "blocks", "rollups", "strings", "nodes", "meta", "pending" };
+#define OPTIONAL_DB "pending"
+static const char *const catalog_dbs[3] = { "series", "strings", "meta" };
 
 static uint64_t stat_pages(const MDB_stat *ms)
 {
     return (uint64_t)ms->ms_branch_pages + ms->ms_leaf_pages + ms->ms_overflow_pages;
 }
 
-/* Opens the closed store's data.mdb read-only and measures its databases. */
-static void inspect_lmdb(const char *dir, lmdb_breakdown *b)
+/* Opens one closed LMDB file read-only and adds its pages to s. */
+static int inspect_file(const char *path, const char *const *names, int n, lmdb_sum *s)
 {
-    memset(b, 0, sizeof *b);
     MDB_env *env;
     MDB_txn *txn;
-    if (mdb_env_create(&env)) return;
-    mdb_env_set_maxdbs(env, 16);
-    if (mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK, 0644) || mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+    int ok = 0;
+    if (mdb_env_create(&env)) return -1;
+    mdb_env_set_maxdbs(env, 8);
+    if (mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY, 0644) || mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
         mdb_env_close(env);
-        return;
+        return -1;
     }
     MDB_envinfo info;
     MDB_stat ms;
     mdb_env_info(env, &info);
     mdb_env_stat(env, &ms);
-    b->psize = ms.ms_psize;
-    b->used_pages = (uint64_t)info.me_last_pgno + 1;
+    uint64_t pages[MAX_DBS] = { 0 }, entries[MAX_DBS] = { 0 }, free_pages = 0, values = 0, value_bytes = 0;
     /* the free list: values are arrays of page numbers, the first the count */
     MDB_cursor *c;
     MDB_val k, v;
@@ -186,33 +272,340 @@ static void inspect_lmdb(const char *dir, lmdb_breakdown *b)
         int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
         while (rc == 0) {
             if (v.mv_size >= sizeof(size_t)) {
-                size_t n;
-                memcpy(&n, v.mv_data, sizeof n);
-                b->free_pages += n;
+                size_t cnt;
+                memcpy(&cnt, v.mv_data, sizeof cnt);
+                free_pages += cnt;
             }
             rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
         }
         mdb_cursor_close(c);
     }
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < n; i++) {
         MDB_dbi dbi;
-        if (mdb_dbi_open(txn, db_names[i], 0, &dbi) || mdb_stat(txn, dbi, &ms)) goto out;
-        b->db_pages[i] = stat_pages(&ms);
-        b->db_entries[i] = ms.ms_entries;
+        int orc = mdb_dbi_open(txn, names[i], 0, &dbi);
+        if (orc == MDB_NOTFOUND && !strcmp(names[i], OPTIONAL_DB)) continue;
+        if (orc || mdb_stat(txn, dbi, &ms)) goto out;
+        pages[i] = stat_pages(&ms);
+        entries[i] = ms.ms_entries;
         if (i == 0 && !mdb_cursor_open(txn, dbi, &c)) {
             int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
             while (rc == 0) {
-                b->block_value_bytes += v.mv_size;
-                b->blocks++;
+                value_bytes += v.mv_size;
+                values++;
                 rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
             }
             mdb_cursor_close(c);
         }
     }
-    b->ok = 1;
+    ok = 1;
+    s->psize = ms.ms_psize;
+    s->files++;
+    s->used_pages += (uint64_t)info.me_last_pgno + 1;
+    s->free_pages += free_pages;
+    for (int i = 0; i < n; i++) {
+        s->db_pages[i] += pages[i];
+        s->db_entries[i] += entries[i];
+    }
+    s->values += values;
+    s->value_bytes += value_bytes;
 out:
     mdb_txn_abort(txn);
     mdb_env_close(env);
+    return ok ? 0 : -1;
+}
+
+typedef struct {
+    dir_sizes d;
+    lmdb_sum parts, cat;
+} store_measure;
+
+/* Sizes of a closed store's directory, then LMDB's split of each file. */
+static void measure_store(const char *dir, store_measure *m)
+{
+    memset(m, 0, sizeof *m);
+    measure_dir(dir, &m->d);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/parts", dir);
+    DIR *dd = opendir(path);
+    struct dirent *e;
+    while (dd && (e = readdir(dd))) {
+        if (e->d_name[0] == '.' || !ends_with(e->d_name, ".mdb")) continue;
+        snprintf(path, sizeof path, "%s/parts/%s", dir, e->d_name);
+        if (inspect_file(path, part_dbs, MAX_DBS, &m->parts)) m->parts.failed++;
+    }
+    if (dd) closedir(dd);
+    else m->parts.failed++;
+    snprintf(path, sizeof path, "%s/catalog.mdb", dir);
+    if (inspect_file(path, catalog_dbs, 3, &m->cat)) m->cat.failed++;
+}
+
+static uint64_t disk_bytes(const store_measure *m) { return m->d.catalog + m->d.parts; }
+
+static void print_db_row(const char *name, uint64_t pages, double ps, uint64_t pairs, const char *extra)
+{
+    printf("    %-12s %8llu pages %9.2f MB %7.3f B/pair%s\n", name, (unsigned long long)pages, pages * ps / 1e6,
+           pages * ps / (double)pairs, extra);
+}
+
+static void print_measure(const store_measure *m, uint64_t pairs)
+{
+    const dir_sizes *d = &m->d;
+    printf("  data directory: catalog.mdb %.2f MB + %u partition file%s %.2f MB = %.2f MB allocated "
+           "(st_blocks*512; file sizes %.2f MB)\n",
+           d->catalog / 1e6, d->n_parts, d->n_parts == 1 ? "" : "s", d->parts / 1e6, disk_bytes(m) / 1e6,
+           (d->catalog_size + d->parts_size) / 1e6);
+    printf("    not counted: %u -lock files (LMDB reader tables, fixed size, sparse) %.3f MB allocated, %.3f MB "
+           "file sizes; %u other file%s (LOCK) %.3f MB\n",
+           d->n_locks, d->locks / 1e6, d->locks_size / 1e6, d->n_other, d->n_other == 1 ? "" : "s", d->other / 1e6);
+    const lmdb_sum *p = &m->parts;
+    if (p->files && !p->failed) {
+        double ps = p->psize;
+        uint64_t named = 0;
+        for (int i = 0; i < MAX_DBS; i++) named += p->db_pages[i];
+        printf("  partitions, LMDB's split (%u-byte pages, summed over %d file%s): %llu pages used, %llu free\n",
+               p->psize, p->files, p->files == 1 ? "" : "s", (unsigned long long)p->used_pages,
+               (unsigned long long)p->free_pages);
+        char extra[96];
+        for (int i = 0; i < MAX_DBS; i++) {
+            snprintf(extra, sizeof extra, "  (%llu entries)", (unsigned long long)p->db_entries[i]);
+            print_db_row(part_dbs[i], p->db_pages[i], ps, pairs, extra);
+        }
+        print_db_row("free", p->free_pages, ps, pairs, "");
+        uint64_t rest = p->used_pages > named + p->free_pages ? p->used_pages - named - p->free_pages : 0;
+        print_db_row("other", rest, ps, pairs, "  (LMDB meta pages, main and free-list trees)");
+        print_db_row("= dicts", p->db_pages[2] + p->db_pages[3] + p->db_pages[4], ps, pairs,
+                     "  (strings + nodes + meta)");
+        printf("  block values: %llu blocks, %.3f B/pair encoded (zstd'd varints + header), %.0f B/block; "
+               "pages hold %.3f B/pair: %.0f%% overhead of page rounding and B-tree\n",
+               (unsigned long long)p->values, (double)p->value_bytes / (double)pairs,
+               (double)p->value_bytes / (double)(p->values ? p->values : 1), p->db_pages[0] * ps / (double)pairs,
+               p->value_bytes ? 100.0 * (p->db_pages[0] * ps - (double)p->value_bytes) / (double)p->value_bytes : 0.0);
+    } else {
+        printf("  (could not open %d of the %d partition files read-only to split them by database)\n",
+               p->failed, p->files + p->failed);
+    }
+    const lmdb_sum *c = &m->cat;
+    if (c->files && !c->failed) {
+        double ps = c->psize;
+        printf("  catalog.mdb: %llu pages used: series %llu (%llu entries), strings %llu, meta %llu, free %llu, "
+               "other %llu; %.4f B/pair\n",
+               (unsigned long long)c->used_pages, (unsigned long long)c->db_pages[0],
+               (unsigned long long)c->db_entries[0], (unsigned long long)c->db_pages[1],
+               (unsigned long long)c->db_pages[2], (unsigned long long)c->free_pages,
+               (unsigned long long)(c->used_pages - c->db_pages[0] - c->db_pages[1] - c->db_pages[2] - c->free_pages),
+               c->used_pages * ps / (double)pairs);
+    } else {
+        printf("  (could not open catalog.mdb read-only)\n");
+    }
+}
+
+/* ---- the second case: gen_pprof.py's profiles -------------------------- */
+
+#define PPROF_WINDOWS 40
+
+typedef struct {
+    store *st;
+    const char *dir;
+    uint32_t n, n_inst;
+    _Atomic uint32_t next;
+    _Atomic int failed;
+    _Atomic uint64_t stored_profiles;
+} pprof_load;
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Reads, decodes (as the server's format=pprof) and stores files in turn. */
+static void *pprof_thread(void *arg)
+{
+    pprof_load *c = arg;
+    char err[1024], path[4400], inst[32];
+    store_label labels[INGEST_MAX_LABELS];
+    store_stack *stacks = NULL;
+    size_t cap = 0;
+    for (;;) {
+        uint32_t i = atomic_fetch_add(&c->next, 1);
+        if (i >= c->n || atomic_load(&c->failed)) break;
+        uint32_t s = i % c->n_inst, w = i / c->n_inst;
+        snprintf(path, sizeof path, "%s/pprof/p%04u.pb.gz", c->dir, i);
+        size_t len;
+        char *body = read_file(path, &len);
+        if (!body) {
+            fprintf(stderr, "bench_storage: cannot read %s\n", path);
+            atomic_store(&c->failed, 1);
+            break;
+        }
+        ingest_profile base;
+        ingest_profile_init(&base);
+        snprintf(inst, sizeof inst, "i-%03u", s);
+        base.from_ms = BASE_MS + (int64_t)w * WINDOW_MS;
+        base.until_ms = base.from_ms + WINDOW_MS;
+        ingest_profile *ps = NULL;
+        size_t np = 0;
+        if (ingest_label_add(&base, "service", "bench", err, sizeof err) ||
+            ingest_label_add(&base, "instance", inst, err, sizeof err) ||
+            ingest_pprof_parse(body, len, (size_t)1 << 30, &base, 1, &ps, &np, err, sizeof err)) {
+            fprintf(stderr, "bench_storage: %s: %s\n", path, err);
+            atomic_store(&c->failed, 1);
+            free(body);
+            ingest_profile_free(&base);
+            break;
+        }
+        for (size_t j = 0; j < np && !atomic_load(&c->failed); j++) {
+            const ingest_profile *ip = &ps[j];
+            if (ip->n_stacks > cap) {
+                cap = ip->n_stacks;
+                stacks = gen_xrealloc(stacks, cap * sizeof *stacks);
+            }
+            for (size_t k = 0; k < ip->n_stacks; k++)
+                stacks[k] = (store_stack){ ip->stacks[k].frames, ip->stacks[k].len, ip->stacks[k].count };
+            for (int k = 0; k < ip->n_labels; k++) labels[k] = (store_label){ ip->labels[k].name, ip->labels[k].value };
+            store_profile sp = { .labels = labels, .n_labels = ip->n_labels, .from_ms = ip->from_ms,
+                                 .until_ms = ip->until_ms, .rate = ip->rate, .unit = ip->unit,
+                                 .stacks = stacks, .n_stacks = ip->n_stacks };
+            if (store_write(c->st, &sp, NULL, err, sizeof err)) {
+                fprintf(stderr, "bench_storage: store_write (%s): %s\n", path, err);
+                atomic_store(&c->failed, 1);
+            }
+            atomic_fetch_add(&c->stored_profiles, 1);
+        }
+        ingest_pprof_free(ps, np);
+        ingest_profile_free(&base);
+        free(body);
+    }
+    free(stacks);
+    return NULL;
+}
+
+/* Answers 0 when the case ran or was skipped with a note, -1 when it
+ * failed. */
+static int pprof_case(void)
+{
+    const char *env = getenv("BENCH_STORAGE_PPROF");
+    long n = env && *env ? strtol(env, NULL, 10) : 200;
+    if (n <= 0) {
+        printf("\nbench_storage pprof: left out (BENCH_STORAGE_PPROF=%s)\n", env);
+        return 0;
+    }
+    double t_start = gen_now();
+    printf("\nbench_storage pprof: %ld profiles written as pprof by gen_pprof.py, through ingest_pprof_parse\n", n);
+    const char *given = getenv("BENCH_STORAGE_PPROF_DIR");
+    char *gen_dir = NULL;
+    const char *dir = given;
+    char path[4400], cmd[9000];
+    if (!given || !*given) {
+        const char *script = getenv("BENCH_STORAGE_PPROF_GEN");
+        if (!script || !*script) script = "../shared/bench/gen_pprof.py";
+        if (access(script, R_OK) || system("python3 -c '' 2>/dev/null") != 0) {
+            printf("  skipped: needs python3 and %s (BENCH_STORAGE_PPROF_GEN names the script; "
+                   "BENCH_STORAGE_PPROF=0 leaves this case out)\n", script);
+            return 0;
+        }
+        gen_dir = gen_tempdir("bench-storage-pprof");
+        dir = gen_dir;
+        snprintf(cmd, sizeof cmd, "python3 '%s' '%s' %ld > /dev/null", script, gen_dir, n);
+        double t0 = gen_now();
+        if (system(cmd) != 0) {
+            fprintf(stderr, "bench_storage: %s failed\n", cmd);
+            gen_rm_rf(gen_dir);
+            free(gen_dir);
+            return -1;
+        }
+        printf("  generated by %s in %.1f s\n", script, gen_now() - t0);
+    }
+    /* the inputs: gzip'd pprof and gzip'd folded text, as written */
+    uint64_t pprof_gz = 0, folded_gz = 0;
+    for (long i = 0; i < n; i++) {
+        uint64_t sz = 0;
+        snprintf(path, sizeof path, "%s/pprof/p%04ld.pb.gz", dir, i);
+        if (gen_file_bytes(path, NULL, &sz)) {
+            fprintf(stderr, "bench_storage: %s is missing (BENCH_STORAGE_PPROF_DIR holds fewer profiles?)\n", path);
+            if (gen_dir) gen_rm_rf(gen_dir);
+            free(gen_dir);
+            return -1;
+        }
+        pprof_gz += sz;
+        snprintf(path, sizeof path, "%s/folded/p%04ld.folded.gz", dir, i);
+        if (!gen_file_bytes(path, NULL, &sz)) folded_gz += sz;
+    }
+
+    char *sdir = gen_tempdir("bench-storage-pp");
+    store *st;
+    char err[1024];
+    store_options opt = { .dir = sdir };
+    if (store_open(&st, &opt, err, sizeof err)) {
+        fprintf(stderr, "bench_storage: store_open: %s\n", err);
+        return -1;
+    }
+    pprof_load pl = { .st = st, .dir = dir, .n = (uint32_t)n,
+                      .n_inst = n >= PPROF_WINDOWS ? (uint32_t)(n / PPROF_WINDOWS) : 1 };
+    double t0 = gen_now();
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, pprof_thread, &pl);
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    double t_load = gen_now() - t0;
+    int failed = atomic_load(&pl.failed);
+    uint64_t built = 0;
+    if (!failed && store_compact_run(st, COMPACT_AT_MS, &built)) {
+        fprintf(stderr, "bench_storage: store_compact_run failed\n");
+        failed = 1;
+    }
+    store_stats stats;
+    store_get_stats(st, &stats);
+    uint64_t rollups_built = stats.rollups_built;
+    block_sizes bs = { 0 };
+    store_reader *rd;
+    if (!failed && store_reader_begin(st, &rd) == STORE_OK) {
+        for (uint32_t sid = 1; sid <= store_series_max(rd); sid++)
+            store_blocks_scan(rd, sid, INT64_MIN, INT64_MAX, count_block, &bs);
+        store_reader_end(rd);
+    }
+    store_close(st);
+    if (failed) {
+        gen_rm_rf(sdir);
+        if (gen_dir) gen_rm_rf(gen_dir);
+        return -1;
+    }
+    store_measure m;
+    measure_store(sdir, &m);
+    gen_rm_rf(sdir);
+    free(sdir);
+    if (gen_dir) gen_rm_rf(gen_dir);
+    free(gen_dir);
+
+    uint64_t pairs = bs.pairs, samples = (uint64_t)n * 2000; /* gen_pprof.py: 2,000 distinct stacks a profile */
+    printf("  data: %ld files = %u instances x %ld windows of %d s; %llu stored profiles (one per sample type), "
+           "%llu stored pairs; loaded in %.2f s with %d threads\n",
+           n, pl.n_inst, (n + pl.n_inst - 1) / pl.n_inst, WINDOW_MS / 1000,
+           (unsigned long long)atomic_load(&pl.stored_profiles), (unsigned long long)pairs, t_load, THREADS);
+    printf("  rollups: %llu buckets built, %llu of them by store_compact_run, the rest in the background\n",
+           (unsigned long long)rollups_built, (unsigned long long)built);
+    print_measure(&m, pairs);
+    printf("  blocks (reader API): %llu blocks; payload before zstd %.3f B/pair, stored value %.3f B/pair\n",
+           (unsigned long long)bs.blocks, (double)bs.raw_bytes / (double)pairs, (double)bs.value_bytes / (double)pairs);
+    double disk = (double)disk_bytes(&m);
+    printf("  inputs: gzip'd pprof %.2f MB (%.3f B/sample, both values), gzip'd folded %.2f MB (%.3f B/sample)\n",
+           pprof_gz / 1e6, (double)pprof_gz / (double)samples, folded_gz / 1e6, (double)folded_gz / (double)samples);
+    printf("RESULT storage pprof: %.3f bytes/pair on disk (%ld gen_pprof.py profiles, 2 sample types: %llu stored pairs)\n",
+           disk / (double)pairs, n, (unsigned long long)pairs);
+    printf("RESULT storage pprof: %.3f bytes/sample on disk (both values) vs %.3f gzip'd pprof: gzip'd pprof is %.1fx larger\n",
+           disk / (double)samples, (double)pprof_gz / (double)samples, (double)pprof_gz / disk);
+    printf("  case time %.1f s\n", gen_now() - t_start);
+    return 0;
 }
 
 int main(void)
@@ -271,6 +664,16 @@ int main(void)
     double t0 = gen_now();
     if (gen_load(&lc, THREADS)) return 1;
     double t_load = gen_now() - t0;
+    /* Rollups are built once their bucket has closed (storage v2 step 2),
+     * in the background by the wall clock: build them all now, as a day
+     * later, so the figures do not depend on how far that got. */
+    uint64_t built = 0;
+    t0 = gen_now();
+    if (store_compact_run(st, COMPACT_AT_MS, &built)) {
+        fprintf(stderr, "bench_storage: store_compact_run failed\n");
+        return 1;
+    }
+    double t_compact = gen_now() - t0;
     store_stats stats;
     store_get_stats(st, &stats);
     block_sizes bs = { 0 };
@@ -286,41 +689,24 @@ int main(void)
     gzip_job gj = { .pool = &pool, .profiles = profiles };
     gzip_profiles(&gj);
 
-    char path[4200];
-    snprintf(path, sizeof path, "%s/data.mdb", dir);
-    uint64_t allocated = 0, size = 0;
-    gen_file_bytes(path, &allocated, &size);
-    lmdb_breakdown b;
-    inspect_lmdb(dir, &b);
+    store_measure m;
+    measure_store(dir, &m);
     gen_rm_rf(dir);
 
-    double per_pair = (double)allocated / (double)pairs;
+    uint64_t on_disk = disk_bytes(&m);
+    double per_pair = (double)on_disk / (double)pairs;
     double gz_per_pair = (double)gj.gz_bytes / (double)gj.pairs;
     printf("  load: %.2f s with %d threads: %.0f profiles/s, %.2f M pairs/s, %llu commits (%.1f profiles/commit)\n",
            t_load, THREADS, N_PROFILES / t_load, (double)pairs / t_load / 1e6, (unsigned long long)stats.commits,
            stats.commits ? (double)N_PROFILES / (double)stats.commits : 0.0);
-    printf("  store: %llu series, %llu call-tree nodes (%.1f per pool stack), %llu strings\n",
-           (unsigned long long)stats.series, (unsigned long long)stats.nodes, (double)stats.nodes / POOL,
-           (unsigned long long)stats.strings);
-    printf("  data.mdb: %.2f MB allocated (st_blocks*512), %.2f MB file size\n", allocated / 1e6, size / 1e6);
-    if (b.ok) {
-        double ps = b.psize;
-        printf("  LMDB (%u-byte pages): %llu pages used, of which %llu free (reusable)\n", b.psize,
-               (unsigned long long)b.used_pages, (unsigned long long)b.free_pages);
-        for (int i = 0; i < 6; i++)
-            printf("    %-8s %8llu pages %9.2f MB %7.3f B/pair  (%llu entries)\n", db_names[i],
-                   (unsigned long long)b.db_pages[i], b.db_pages[i] * ps / 1e6, b.db_pages[i] * ps / (double)pairs,
-                   (unsigned long long)b.db_entries[i]);
-        printf("    %-8s %8llu pages %9.2f MB %7.3f B/pair\n", "free", (unsigned long long)b.free_pages,
-               b.free_pages * ps / 1e6, b.free_pages * ps / (double)pairs);
-        printf("  block values: %llu blocks, %.3f B/pair encoded (zstd'd varints + header), %.0f B/block; "
-               "pages hold %.3f B/pair: %.0f%% overhead of page rounding and B-tree\n",
-               (unsigned long long)b.blocks, (double)b.block_value_bytes / (double)pairs,
-               (double)b.block_value_bytes / (double)(b.blocks ? b.blocks : 1), b.db_pages[0] * ps / (double)pairs,
-               100.0 * (b.db_pages[0] * ps - (double)b.block_value_bytes) / (double)b.block_value_bytes);
-    } else {
-        printf("  (could not open data.mdb read-only to split it by database)\n");
-    }
+    printf("  rollups: %llu buckets built, %llu of them by store_compact_run (%.2f s), the rest in the background\n",
+           (unsigned long long)stats.rollups_built, (unsigned long long)built, t_compact);
+    printf("  store: %llu series, %llu partition%s, %llu call-tree nodes (%.1f per pool stack), %llu strings "
+           "(in the writer's maps, %.1f MB of maps)\n",
+           (unsigned long long)stats.series, (unsigned long long)stats.partitions, stats.partitions == 1 ? "" : "s",
+           (unsigned long long)stats.nodes, (double)stats.nodes / POOL, (unsigned long long)stats.strings,
+           stats.dict_memory / 1e6);
+    print_measure(&m, pairs);
     printf("  blocks (reader API): %llu blocks, %llu pairs; payload before zstd %.3f B/pair, stored value %.3f B/pair "
            "(zstd saves %.0f%%)\n",
            (unsigned long long)bs.blocks, (unsigned long long)bs.pairs, (double)bs.raw_bytes / (double)pairs,
@@ -328,20 +714,23 @@ int main(void)
     printf("  folded text: %.1f B/pair raw, gzip -6 %.3f B/pair (measured on %u of %u profiles, %.1f MB of text in %.1f s)\n",
            (double)gj.text_bytes / (double)gj.pairs, gz_per_pair, gj.n_profiles, N_PROFILES, gj.text_bytes / 1e6,
            gj.seconds);
-    printf("RESULT storage: %.3f bytes/pair on disk (data.mdb allocated / pairs)\n", per_pair);
-    if (b.ok)
+    printf("RESULT storage: %.3f bytes/pair on disk (catalog + partition files allocated / pairs)\n", per_pair);
+    if (m.parts.files && !m.parts.failed)
         printf("RESULT storage: %.3f bytes/pair in blocks (block db pages), %.3f bytes/pair encoded values\n",
-               b.db_pages[0] * (double)b.psize / (double)pairs, (double)b.block_value_bytes / (double)pairs);
+               m.parts.db_pages[0] * (double)m.parts.psize / (double)pairs, (double)m.parts.value_bytes / (double)pairs);
     printf("RESULT storage: %.3f bytes/pair as gzip'd folded text; store/gzip = %.4f (gzip is %.1fx larger)\n",
            gz_per_pair, per_pair / gz_per_pair, gz_per_pair / per_pair);
     printf("RESULT storage: target <= %.1f bytes/pair; measured/target = %.2f\n", TARGET_BYTES_PER_PAIR,
            per_pair / TARGET_BYTES_PER_PAIR);
-    printf("  total time %.1f s\n", gen_now() - t_start);
+    printf("  main case time %.1f s\n", gen_now() - t_start);
 
     for (uint32_t i = 0; i < N_PROFILES; i++) gen_profile_free(&profiles[i]);
     free(profiles);
     free(dir);
     gen_zipf_free(&zipf);
     gen_pool_free(&pool);
-    return 0;
+
+    int rc = pprof_case();
+    printf("  total time %.1f s\n", gen_now() - t_start);
+    return rc ? 1 : 0;
 }
