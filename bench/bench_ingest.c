@@ -461,13 +461,17 @@ static int send_inproc(client *c, const char *buf, size_t len)
     /* As the server does: resolve known stacks on this thread. */
     uint32_t *leaves = gen_xmalloc((p.n_stacks ? p.n_stacks : 1) * sizeof *leaves);
     int64_t from = (BASE_S + (int64_t)c->window * WINDOW_S) * 1000;
-    store_resolve(c->run->st, from, stacks, p.n_stacks, leaves);
+    uint64_t token = store_resolve(c->run->st, from, stacks, p.n_stacks, leaves);
     snprintf(inst, sizeof inst, "i%u", c->id);
     store_label labels[3] = { { "instance", inst }, { "service", "bench" }, { "type", "cpu" } };
     store_profile sp = { .labels = labels, .n_labels = 3, .from_ms = from, .until_ms = from + WINDOW_S * 1000,
-                         .unit = "samples", .stacks = stacks, .n_stacks = p.n_stacks, .leaves = leaves };
+                         .unit = "samples", .stacks = stacks, .n_stacks = p.n_stacks, .leaves = leaves,
+                         .part_token = token };
+    store_prep *prep = store_prepare(&sp);
+    sp.prep = prep;
     if (store_write(c->run->st, &sp, NULL, err, sizeof err)) fprintf(stderr, "bench_ingest: store_write: %s\n", err);
     else rc = 0;
+    store_prep_free(prep);
     free(stacks);
     free(leaves);
 out:

@@ -67,10 +67,14 @@ static void *load(void *arg)
                 stacks[s] = (store_stack){ l->pool[mine[s]], (uint32_t)strlen(l->pool[mine[s]]), 1 + gen_below(&rng, 9) };
             int64_t from = base_ms + w * WINDOW_S * 1000;
             uint32_t leaves[STACKS]; /* as the server does, off the writer thread */
-            store_resolve(l->st, from, stacks, STACKS, leaves);
-            store_profile p = { labels, 3, from, from + WINDOW_S * 1000, 99, "samples", stacks, STACKS, leaves };
+            uint64_t token = store_resolve(l->st, from, stacks, STACKS, leaves);
+            store_profile p = { labels, 3, from, from + WINDOW_S * 1000, 99, "samples", stacks, STACKS, leaves, token, NULL };
+            store_prep *prep = store_prepare(&p);
+            p.prep = prep;
             char err[256];
-            if (store_write(l->st, &p, NULL, err, sizeof err)) {
+            int failed = store_write(l->st, &p, NULL, err, sizeof err) != STORE_OK;
+            store_prep_free(prep);
+            if (failed) {
                 fprintf(stderr, "bench_rollup: store_write: %s\n", err);
                 exit(1);
             }

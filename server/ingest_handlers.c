@@ -72,6 +72,7 @@ typedef struct pprof_prep {
     store_label labels[INGEST_MAX_LABELS];
     store_stack *stacks;
     uint32_t *leaves;
+    store_prep *prep;
     store_profile sp;
 } pprof_prep;
 
@@ -84,6 +85,7 @@ typedef struct {
     store_label labels[INGEST_MAX_LABELS];
     store_stack *stacks;
     uint32_t *leaves;                         /* store_resolve's answer */
+    store_prep *prep;                         /* store_prepare's block */
     store_profile sp;
     int pprof, window_given;                  /* format=pprof; from/until given */
     const char *content_type;                 /* the request's, for multipart */
@@ -104,12 +106,14 @@ static void job_free(void *arg)
     for (size_t i = 0; job->preps && i < job->n_pp; i++) {
         free(job->preps[i].stacks);
         free(job->preps[i].leaves);
+        store_prep_free(job->preps[i].prep);
     }
     free(job->preps);
     if (job->pp) ingest_pprof_free(job->pp, job->n_pp);
     free(job->plain);
     free(job->stacks);
     free(job->leaves);
+    store_prep_free(job->prep);
     pthread_mutex_destroy(&job->lock);
     free(job);
 }
@@ -187,11 +191,13 @@ static int prep_fill(store *st, ingest_profile *p, pprof_prep *pr)
         pr->stacks[i].len = p->stacks[i].len;
         pr->stacks[i].count = p->stacks[i].count;
     }
-    store_resolve(st, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
+    uint64_t token = store_resolve(st, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
     pr->sp = (store_profile){
         .labels = pr->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
+        .part_token = token,
     };
+    pr->sp.prep = pr->prep = store_prepare(&pr->sp);
     return 0;
 }
 
@@ -262,13 +268,16 @@ static void job_parse(void *arg)
         job->stacks[i].count = p->stacks[i].count;
     }
     /* Known stacks are looked up here, so the single writer thread only
-     * interns what is new. */
-    store_resolve(rq->srv->st, p->from_ms, job->stacks, p->n_stacks, job->leaves);
+     * interns what is new ... */
+    uint64_t token = store_resolve(rq->srv->st, p->from_ms, job->stacks, p->n_stacks, job->leaves);
     job->sp = (store_profile){
         .labels = job->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = job->stacks, .n_stacks = p->n_stacks,
-        .leaves = job->leaves,
+        .leaves = job->leaves, .part_token = token,
     };
+    /* ... and, when every stack is known, the block is made here too: the
+     * writer then only frames and puts it. */
+    job->sp.prep = job->prep = store_prepare(&job->sp);
     store_status ss = store_write_async(rq->srv->st, &job->sp, job_committed, job);
     if (ss) job_finish(job, srv_status_of_store(ss), ss == STORE_ECLOSED ? "not stored: the server is shutting down"
                                                                           : "not stored: invalid profile");

@@ -65,61 +65,83 @@ void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, 
     if (seq) *seq = q;
 }
 
-store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
-                          void *zcctx, void **out, size_t *out_len)
+store_status block_payload_encode(const uint32_t *nodes, const uint64_t *counts, uint32_t n, void *zcctx,
+                                  block_payload *out)
 {
-    size_t raw_cap = (size_t)h->n_pairs * 15 + 1;
+    memset(out, 0, sizeof *out);
+    size_t raw_cap = (size_t)n * 15 + 1;
     unsigned char *raw = malloc(raw_cap);
     if (!raw) return STORE_ENOMEM;
     unsigned char *p = raw;
     uint32_t prev = 0;
-    for (uint32_t i = 0; i < h->n_pairs; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         p = varint_put(p, nodes[i] - prev);
         prev = nodes[i];
     }
     size_t nodes_bytes = (size_t)(p - raw);
-    for (uint32_t i = 0; i < h->n_pairs; i++) p = varint_put(p, counts[i]);
-    size_t raw_len = (size_t)(p - raw);
-
-    size_t bound = ZSTD_compressBound(raw_len);
-    unsigned char *val = malloc(64 + (bound > raw_len ? bound : raw_len));
-    if (!val) {
-        free(raw);
-        return STORE_ENOMEM;
+    uint64_t count_sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        p = varint_put(p, counts[i]);
+        count_sum += counts[i];
     }
+    size_t raw_len = (size_t)(p - raw);
+    size_t bound = ZSTD_compressBound(raw_len);
+    unsigned char *z = raw_len >= 64 ? malloc(bound) : NULL;
+    size_t clen = !z ? 0
+                  : zcctx ? ZSTD_compressCCtx(zcctx, z, bound, raw, raw_len, 1)
+                          : ZSTD_compress(z, bound, raw, raw_len, 1);
+    if (z && !ZSTD_isError(clen) && clen > 0 && clen + 4 < raw_len) {
+        free(raw);
+        out->buf = z;
+        out->len = clen;
+        out->compressed = 1;
+    } else {
+        free(z);
+        out->buf = raw;
+        out->len = raw_len;
+    }
+    out->raw_len = (uint32_t)raw_len;
+    out->nodes_bytes = (uint32_t)nodes_bytes;
+    out->count_sum = count_sum;
+    return STORE_OK;
+}
+
+store_status block_encode_with(const block_header *h, const block_payload *pl, void **out, size_t *out_len)
+{
+    unsigned char *val = malloc(2 + 9 * VARINT_MAX + 8 + pl->len);
+    if (!val) return STORE_ENOMEM;
     unsigned char *q = val + 2;
     q = varint_put(q, h->unit);
     q = varint_put(q, h->n_pairs);
     q = varint_put(q, h->n_profiles);
-    q = varint_put(q, raw_len);
-    q = varint_put(q, nodes_bytes);
+    q = varint_put(q, pl->raw_len);
+    q = varint_put(q, pl->nodes_bytes);
     q = varint_put(q, (uint64_t)h->duration_ms);
-    unsigned char flags = 0;
+    unsigned char flags = pl->compressed ? FLAG_ZSTD : 0;
     if (h->rate > 0) {
         flags |= FLAG_RATE;
         memcpy(q, &h->rate, 8);
         q += 8;
     }
     q = varint_put(q, h->samples);
-    uint64_t count_sum = 0;
-    for (uint32_t i = 0; i < h->n_pairs; i++) count_sum += counts[i];
-    q = varint_put(q, count_sum);
-    size_t clen = raw_len < 64 ? 0
-                  : zcctx ? ZSTD_compressCCtx(zcctx, q, bound, raw, raw_len, 1)
-                          : ZSTD_compress(q, bound, raw, raw_len, 1);
-    if (!ZSTD_isError(clen) && clen > 0 && clen + 4 < raw_len) {
-        flags |= FLAG_ZSTD;
-        q += clen;
-    } else {
-        memcpy(q, raw, raw_len);
-        q += raw_len;
-    }
+    q = varint_put(q, pl->count_sum);
+    memcpy(q, pl->buf, pl->len);
+    q += pl->len;
     val[0] = BLOCK_VERSION;
     val[1] = flags;
-    free(raw);
     *out = val;
     *out_len = (size_t)(q - val);
     return STORE_OK;
+}
+
+store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
+                          void *zcctx, void **out, size_t *out_len)
+{
+    block_payload pl;
+    store_status ss = block_payload_encode(nodes, counts, h->n_pairs, zcctx, &pl);
+    if (!ss) ss = block_encode_with(h, &pl, out, out_len);
+    free(pl.buf);
+    return ss;
 }
 
 int block_parse_header(const void *val, size_t len, block_header *h,

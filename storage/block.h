@@ -17,8 +17,25 @@ typedef struct {
     uint64_t count_sum;   /* sum of the counts as stored (weighted, in rollups) */
 } block_header;
 
-/* Encodes pairs (nodes ascending, unique) into a malloc'd value; zcctx is
- * a reusable ZSTD_CCtx (or NULL). */
+/* The encoded pairs of a block, apart from its header: made where the
+ * pairs are (a request thread), framed where the header's ids are known
+ * (the writer). */
+typedef struct {
+    void *buf;            /* malloc'd */
+    size_t len;
+    uint32_t raw_len, nodes_bytes;
+    int compressed;
+    uint64_t count_sum;
+} block_payload;
+
+/* Encodes pairs (nodes ascending, unique); zcctx is a reusable ZSTD_CCtx
+ * (or NULL). */
+store_status block_payload_encode(const uint32_t *nodes, const uint64_t *counts, uint32_t n, void *zcctx,
+                                  block_payload *out);
+/* The value: h's fields (n_pairs, unit, ...) then the payload. */
+store_status block_encode_with(const block_header *h, const block_payload *pl, void **out, size_t *out_len);
+
+/* Both at once, into a malloc'd value. */
 store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
                           void *zcctx, void **out, size_t *out_len);
 /* Parses a value's header; *payload points at the encoded pairs. */

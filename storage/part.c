@@ -27,8 +27,11 @@ struct part {
     MDB_env *env;
     MDB_dbi dbi[PART_NDBS];
     _Atomic int refs;
+    uint64_t token;
     pdict_w *writer;
 };
+
+static _Atomic uint64_t next_token = 1;
 
 part *part_new(const char *dir, int64_t start_ms, int64_t len_ms)
 {
@@ -45,6 +48,7 @@ part *part_new(const char *dir, int64_t start_ms, int64_t len_ms)
     p->len_ms = len_ms;
     pthread_mutex_init(&p->open_lock, NULL);
     atomic_init(&p->refs, 1);
+    p->token = atomic_fetch_add(&next_token, 1);
     return p;
 }
 
@@ -98,6 +102,7 @@ void part_unref(part *p)
 
 void part_drop(part *p) { env_remove(p->path); }
 
+uint64_t part_token(const part *p) { return p->token; }
 int64_t part_start(const part *p) { return p->start_ms; }
 int64_t part_end(const part *p) { return p->start_ms + p->len_ms; }
 const char *part_path(const part *p) { return p->path; }

@@ -31,6 +31,8 @@ void part_unref(part *p);
 /* Removes the files now; the environment lives on until the last unref. */
 void part_drop(part *p);
 
+/* A number no other partition object of this process has had. */
+uint64_t part_token(const part *p);
 int64_t part_start(const part *p);
 int64_t part_end(const part *p);
 const char *part_path(const part *p);

@@ -193,15 +193,18 @@ void store_part_remove(store *st, part *p)
     part_unref(p);
 }
 
-void store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves)
+uint64_t store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves)
 {
     int64_t start = store_part_floor(st, from_ms);
     pthread_rwlock_rdlock(&st->parts_lock);
     size_t i = lower_bound(st, start);
-    const pdict_w *w = i < st->n_parts && part_start(st->parts[i]) == start ? part_writer(st->parts[i]) : NULL;
+    part *p = i < st->n_parts && part_start(st->parts[i]) == start ? st->parts[i] : NULL;
+    const pdict_w *w = p ? part_writer(p) : NULL;
     for (size_t k = 0; k < n; k++)
         leaves[k] = w ? pdict_w_resolve(w, hash_bytes128(stacks[k].frames, stacks[k].len)) : 0;
+    uint64_t token = w ? part_token(p) : 0;
     pthread_rwlock_unlock(&st->parts_lock);
+    return token;
 }
 
 /* Lists parts/ into the partition list (no file is opened). */

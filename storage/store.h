@@ -28,6 +28,7 @@
 typedef struct store store;
 typedef struct store_reader store_reader;
 typedef struct store_part store_part;   /* a reader's view of one partition */
+typedef struct store_prep store_prep;   /* a profile's block, made off the writer thread */
 
 typedef enum {
     STORE_OK = 0,
@@ -58,6 +59,8 @@ typedef struct {
     const store_stack *stacks;
     size_t n_stacks;
     const uint32_t *leaves;     /* optional: store_resolve's answer for stacks */
+    uint64_t part_token;        /* with leaves: what store_resolve answered */
+    const store_prep *prep;     /* optional: store_prepare's block */
 } store_profile;
 
 typedef struct {
@@ -89,7 +92,19 @@ void store_close(store *st);
  * profile.leaves, the writer thread only has to intern the new ones.  A
  * stack is known by its 128-bit hash.  Safe from any number of threads
  * while the writer runs. */
-void store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves);
+uint64_t store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves);
+/* store_resolve answers a token naming the partition the leaves belong to
+ * (0 when none was known); pass it as profile.part_token.  The writer uses
+ * the leaves only if that partition is still the one the profile goes to
+ * (retention may have dropped it meanwhile). */
+
+/* Optional, after store_resolve found every stack: sorts the pairs, sums
+ * duplicates and encodes the block on the caller's thread, so that, passed
+ * as profile.prep, the writer only frames and puts it.  NULL when some
+ * stack is new (the writer then does it) or memory ran out.  Free with
+ * store_prep_free once the write is done. */
+store_prep *store_prepare(const store_profile *p);
+void store_prep_free(store_prep *p);
 
 /* Stores one profile durably.  Thread-safe; blocks until committed.
  * *series_id receives the profile's series (may be NULL). */

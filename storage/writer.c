@@ -24,17 +24,14 @@
 
 #include "block.h"
 #include "env.h"
+#include "prep.h"
 #include "rollup.h"
 #include "store_internal.h"
 
 #include <stdio.h>
 
-typedef struct { uint32_t node; uint64_t count; } pair;
-
 typedef struct {
-    pair *pairs, *tmp;
-    uint32_t *nodes;
-    uint64_t *counts;
+    uint32_t *leaves;
     size_t cap;
 } writer_scratch;
 
@@ -70,40 +67,11 @@ static int scratch_reserve(writer_scratch *s, size_t n)
     if (n <= s->cap) return 0;
     size_t cap = s->cap ? s->cap : 1024;
     while (cap < n) cap *= 2;
-    pair *p = realloc(s->pairs, cap * sizeof *p);
-    if (p) s->pairs = p;
-    pair *t = realloc(s->tmp, cap * sizeof *t);
-    if (t) s->tmp = t;
-    uint32_t *nd = realloc(s->nodes, cap * sizeof *nd);
-    if (nd) s->nodes = nd;
-    uint64_t *ct = realloc(s->counts, cap * sizeof *ct);
-    if (ct) s->counts = ct;
-    if (!p || !t || !nd || !ct) return -1;
+    uint32_t *l = realloc(s->leaves, cap * sizeof *l);
+    if (!l) return -1;
+    s->leaves = l;
     s->cap = cap;
     return 0;
-}
-
-/* Sorts pairs by node: LSD radix sort, 11 bits a pass, skipping passes in
- * which every key has the same digit (the high bits, usually).  Answers the
- * buffer holding the result. */
-static pair *sort_pairs(pair *a, pair *tmp, size_t n)
-{
-    for (int shift = 0; shift < 32; shift += 11) {
-        size_t count[2048] = { 0 };
-        for (size_t i = 0; i < n; i++) count[(a[i].node >> shift) & 2047]++;
-        if (n && count[(a[0].node >> shift) & 2047] == n) continue;
-        size_t sum = 0;
-        for (int d = 0; d < 2048; d++) {
-            size_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++) tmp[count[(a[i].node >> shift) & 2047]++] = a[i];
-        pair *x = a;
-        a = tmp;
-        tmp = x;
-    }
-    return a;
 }
 
 /* Puts the block under (sid, from, seq) with the first free seq. */
@@ -233,48 +201,41 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
     store_status ss = catalog_series_intern(st->cat, ctxn, p->labels, p->n_labels, &sid);
     if (!ss) ss = pdict_w_string(w, p->unit, (uint32_t)strlen(p->unit), &unit);
     if (ss) return ss;
-    if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
-
-    uint64_t samples = 0;
-    uint32_t committed = pdict_w_committed_nodes(w);
-    for (size_t i = 0; i < p->n_stacks; i++) {
-        const store_stack *k = &p->stacks[i];
-        uint32_t known = p->leaves ? p->leaves[i] : 0;
-        if (known && known < committed) { /* resolved by store_resolve */
-            s->pairs[i].node = known;
-        } else {
-            ss = pdict_w_stack(w, k->frames, k->len, hash_bytes128(k->frames, k->len), &s->pairs[i].node);
-            if (ss) return ss;
+    /* Leaves resolved against this very partition object are durable ids
+     * of it; against another (dropped by retention and made anew since),
+     * they mean nothing here. */
+    int same_part = p->part_token && p->part_token == part_token(bp->p);
+    const store_prep *pr = same_part && p->prep && p->prep->token == p->part_token ? p->prep : NULL;
+    store_prep *own = NULL;
+    if (!pr) {
+        if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
+        for (size_t i = 0; i < p->n_stacks; i++) {
+            const store_stack *k = &p->stacks[i];
+            uint32_t known = same_part && p->leaves ? p->leaves[i] : 0;
+            if (known) s->leaves[i] = known;
+            else if ((ss = pdict_w_stack(w, k->frames, k->len, hash_bytes128(k->frames, k->len), &s->leaves[i])))
+                return ss;
         }
-        s->pairs[i].count = k->count;
-        samples += k->count;
-    }
-    const pair *sorted = sort_pairs(s->pairs, s->tmp, p->n_stacks);
-    uint32_t n = 0;
-    for (size_t i = 0; i < p->n_stacks; i++) {
-        if (n && s->nodes[n - 1] == sorted[i].node) {
-            s->counts[n - 1] += sorted[i].count;
-        } else {
-            s->nodes[n] = sorted[i].node;
-            s->counts[n] = sorted[i].count;
-            n++;
-        }
+        if ((ss = prep_build(p->stacks, s->leaves, p->n_stacks, st->zcctx, &own))) return ss;
+        pr = own;
     }
     block_header h = {
-        .unit = unit, .n_pairs = n, .n_profiles = 1,
-        .duration_ms = p->until_ms - p->from_ms, .rate = p->rate, .samples = samples,
+        .unit = unit, .n_pairs = pr->n, .n_profiles = 1,
+        .duration_ms = p->until_ms - p->from_ms, .rate = p->rate, .samples = pr->samples,
     };
     void *val;
     size_t len;
-    if ((ss = block_encode(&h, s->nodes, s->counts, st->zcctx, &val, &len))) return ss;
-    ss = put_block(txn, part_dbi(bp->p, PART_BLOCKS), sid, p->from_ms, val, len);
-    free(val);
+    if (!(ss = block_encode_with(&h, &pr->payload, &val, &len))) {
+        ss = put_block(txn, part_dbi(bp->p, PART_BLOCKS), sid, p->from_ms, val, len);
+        free(val);
+    }
     if (!ss)
         ss = rollup_on_write(txn, part_dbi(bp->p, PART_ROLLUPS), part_dbi(bp->p, PART_PENDING), w, st->zcctx, sid,
-                             p->from_ms, p->unit, p->rate, s->nodes, s->counts, n, samples);
+                             p->from_ms, p->unit, p->rate, pr->nodes, pr->counts, pr->n, pr->samples);
     if (!ss)
         ss = pdict_w_flush(w, txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
                            part_dbi(bp->p, PART_NODES));
+    store_prep_free(own);
     rq->series = sid;
     return ss;
 }
@@ -485,10 +446,7 @@ void *writer_main(void *arg)
     while (st->n_wparts) writer_forget_part(st, st->wparts[0]);
     rollup_scratch_free(st->compact_scratch);
     st->compact_scratch = NULL;
-    free(s.pairs);
-    free(s.tmp);
-    free(s.nodes);
-    free(s.counts);
+    free(s.leaves);
     return NULL;
 }
 

@@ -50,7 +50,7 @@ static store_status write_stacks(store *st, const store_label *labels, int n_lab
         stacks[i].len = (uint32_t)strlen(frames[i]);
         stacks[i].count = counts[i];
     }
-    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL };
+    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL };
     char err[256];
     return store_write(st, &p, NULL, err, sizeof err);
 }
@@ -193,7 +193,7 @@ static void test_lossless_roundtrip_and_reopen(void **state)
     uint32_t sid;
     store_stack stacks[5];
     for (int i = 0; i < 5; i++) stacks[i] = (store_stack){ frames[i], (uint32_t)strlen(frames[i]), counts[i] };
-    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL };
+    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
     const char *expect = "main;a 5\nmain;a;b 7\nmain;x y z;c 9007199254740991\nother 1\n";
@@ -390,7 +390,7 @@ static void test_invalid_profiles_refused(void **state)
     (void)state;
     store *st = open_store(0, 0);
     store_stack s = { "a", 1, 0 };
-    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL };
+    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* zero count */
     s.count = 1;
@@ -499,7 +499,8 @@ static void test_resolve_and_async_write(void **state)
 
     store_stack stacks[3] = { { "main;c", 6, 5 }, { "main;new;leaf", 13, 7 }, { "main;a;b", 8, 11 } };
     uint32_t leaves[3];
-    store_resolve(st, 20000, stacks, 3, leaves);
+    uint64_t token = store_resolve(st, 20000, stacks, 3, leaves);
+    assert_int_not_equal(token, 0);
     assert_int_not_equal(leaves[0], 0);
     assert_int_equal(leaves[1], 0); /* never stored */
     assert_int_not_equal(leaves[2], 0);
@@ -510,7 +511,7 @@ static void test_resolve_and_async_write(void **state)
     assert_int_not_equal(wl, leaves[2]);
 
     async_result a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, STORE_EIO, 0 };
-    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves };
+    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL };
     assert_int_equal(store_write_async(st, &p, async_done, &a), STORE_OK);
     pthread_mutex_lock(&a.lock);
     while (!a.calls) pthread_cond_wait(&a.cond, &a.lock);
@@ -522,6 +523,61 @@ static void test_resolve_and_async_write(void **state)
     dump_ctx c;
     dump_series(st, 1, &c);
     assert_string_equal(c.out, "main;a;b 1\nmain;c 2\nmain;a;b 11\nmain;c 5\nmain;new;leaf 7\n");
+    store_close(st);
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A profile whose stacks are all known is made ready off the writer
+ * (store_prepare) and stored exactly as a plain write would; leaves and a
+ * block resolved against a partition that retention dropped meanwhile are
+ * not trusted in the partition made anew for the same time. */
+static void test_prepared_blocks_and_stale_leaves(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 24 * 3600 * 1000LL);
+    int64_t t0 = wall_ms() - 3600 * 1000; /* young: background retention keeps it */
+    const char *f[] = { "main;a;b", "main;c" };
+    uint64_t counts[] = { 1, 2 };
+    assert_int_equal(write_stacks(st, api_labels, 3, t0, f, counts, 2, 0), STORE_OK);
+
+    store_stack known[3] = { { "main;c", 6, 5 }, { "main;a;b", 8, 11 }, { "main;c", 6, 1 } };
+    uint32_t leaves[3];
+    uint64_t token = store_resolve(st, t0, known, 3, leaves);
+    assert_int_not_equal(token, 0);
+    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL };
+    store_prep *prep = store_prepare(&p);
+    assert_non_null(prep);
+    p.prep = prep;
+    char err[256];
+    uint32_t sid;
+    assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
+    dump_ctx c;
+    dump_series(st, sid, &c);
+    assert_string_equal(c.out, "main;a;b 1\nmain;c 2\nmain;a;b 11\nmain;c 6\n");
+
+    store_stack partly[2] = { { "main;c", 6, 1 }, { "main;new", 8, 1 } };
+    uint32_t pl[2];
+    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, t0, partly, 2, pl), NULL };
+    assert_null(store_prepare(&q)); /* a new stack: the writer makes the block */
+
+    /* Retention drops the partition; the same hour is written anew with
+     * other stacks, so the stale leaves would name other nodes. */
+    uint64_t deleted = 0;
+    assert_int_equal(store_retention_run(st, t0 + 3 * 24 * 3600 * 1000LL, &deleted), STORE_OK);
+    assert_int_equal(deleted, 2);
+    const char *g[] = { "x;y;z", "x;w", "x;y;v", "u" };
+    uint64_t gc[] = { 1, 1, 1, 1 };
+    assert_int_equal(write_stacks(st, api_labels, 3, t0, g, gc, 4, 0), STORE_OK);
+    assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
+    dump_series(st, sid, &c);
+    assert_string_equal(c.out, "x;y;z 1\nx;w 1\nx;y;v 1\nu 1\nmain;c 6\nmain;a;b 11\n");
+    store_prep_free(prep);
     store_close(st);
 }
 
@@ -539,6 +595,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_profiles_refused, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_resolve_and_async_write, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_dictionary_chunks_survive_reopen, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_prepared_blocks_and_stale_leaves, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
