@@ -8,6 +8,7 @@
 #include "env.h"
 #include "idmap.h"
 #include "pdict.h"
+#include "varint.h"
 
 #define CACHE_BITS 18
 #define CACHE_SLOTS (1u << CACHE_BITS)
@@ -238,12 +239,23 @@ static int put_string_chunk(pdict_w *w, MDB_txn *txn, MDB_dbi dbi, uint32_t c)
     return rc;
 }
 
+/* Writes node chunk c: per node, varint (id - parent), varint function.
+ * Parents are near their children, so a node takes 3-4 bytes. */
 static int put_node_chunk(pdict_w *w, MDB_txn *txn, MDB_dbi dbi, uint32_t c)
 {
     uint32_t first = c * PDICT_NODE_CHUNK, end = first + PDICT_NODE_CHUNK;
     if (end > w->n_nodes) end = w->n_nodes;
-    MDB_val k = { sizeof c, &c }, v = { (size_t)(end - first) * 8, w->nent + 2 * (size_t)(first - w->n_first) };
-    return mdb_put(txn, dbi, &k, &v, 0);
+    unsigned char *buf = malloc((size_t)(end - first) * 2 * VARINT_MAX + 1), *q = buf;
+    if (!buf) return ENOMEM;
+    for (uint32_t id = first; id < end; id++) {
+        const uint32_t *e = w->nent + 2 * (size_t)(id - w->n_first);
+        q = varint_put(q, id - e[0]);
+        q = varint_put(q, e[1]);
+    }
+    MDB_val k = { sizeof c, &c }, v = { (size_t)(q - buf), buf };
+    int rc = mdb_put(txn, dbi, &k, &v, 0);
+    free(buf);
+    return rc;
 }
 
 /* Drops the complete chunks from the open buffers. */
@@ -377,7 +389,7 @@ struct pdict_r {
     uint32_t n_strings, n_nodes;
     const unsigned char **schunk;
     size_t *schunk_len;
-    const unsigned char **nchunk;
+    uint32_t **nchunk;      /* decoded on first use: parent, func per node */
 };
 
 store_status pdict_r_open(pdict_r **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi strings, MDB_dbi nodes)
@@ -409,6 +421,8 @@ store_status pdict_r_open(pdict_r **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi str
 void pdict_r_free(pdict_r *r)
 {
     if (!r) return;
+    if (r->nchunk)
+        for (uint32_t c = 0; c <= (r->n_nodes + PDICT_NODE_CHUNK - 1) / PDICT_NODE_CHUNK; c++) free(r->nchunk[c]);
     free(r->schunk);
     free(r->schunk_len);
     free(r->nchunk);
@@ -418,20 +432,38 @@ void pdict_r_free(pdict_r *r)
 uint32_t pdict_r_nodes(const pdict_r *r) { return r->n_nodes; }
 uint32_t pdict_r_strings(const pdict_r *r) { return r->n_strings; }
 
+/* Decodes node chunk c into an array of (parent, func), checking every
+ * entry: parents before children, functions among the strings. */
+static uint32_t *decode_nodes(pdict_r *r, uint32_t c)
+{
+    MDB_val k = { sizeof c, &c }, v;
+    uint32_t first = c * PDICT_NODE_CHUNK, n = r->n_nodes - first;
+    if (n > PDICT_NODE_CHUNK) n = PDICT_NODE_CHUNK;
+    if (mdb_get(r->txn, r->nodes, &k, &v)) return NULL;
+    uint32_t *e = malloc((size_t)n * 2 * sizeof *e);
+    if (!e) return NULL;
+    const unsigned char *p = v.mv_data, *end = p + v.mv_size;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t d, f;
+        uint32_t id = first + i;
+        if (varint_get(&p, end, &d) || varint_get(&p, end, &f) || d > id || (id && !d) || f >= r->n_strings) {
+            free(e);
+            return NULL;
+        }
+        e[2 * i] = id - (uint32_t)d;
+        e[2 * i + 1] = (uint32_t)f;
+    }
+    return e;
+}
+
 int pdict_r_node(pdict_r *r, uint32_t id, uint32_t *parent, uint32_t *func)
 {
     if (id >= r->n_nodes) return -1;
     uint32_t c = id / PDICT_NODE_CHUNK, i = id % PDICT_NODE_CHUNK;
-    if (!r->nchunk[c]) {
-        MDB_val k = { sizeof c, &c }, v;
-        uint32_t want = r->n_nodes - c * PDICT_NODE_CHUNK;
-        if (want > PDICT_NODE_CHUNK) want = PDICT_NODE_CHUNK;
-        if (mdb_get(r->txn, r->nodes, &k, &v) || v.mv_size < (size_t)want * 8) return -1;
-        r->nchunk[c] = v.mv_data;
-    }
-    *parent = rd32(r->nchunk[c] + 8 * (size_t)i);
-    *func = rd32(r->nchunk[c] + 8 * (size_t)i + 4);
-    return *parent < id || id == 0 ? 0 : -1;
+    if (!r->nchunk[c] && !(r->nchunk[c] = decode_nodes(r, c))) return -1;
+    *parent = r->nchunk[c][2 * i];
+    *func = r->nchunk[c][2 * i + 1];
+    return 0;
 }
 
 const char *pdict_r_string(pdict_r *r, uint32_t id, uint32_t *len)

@@ -18,6 +18,7 @@
  * partitions written most recently; late data for an older partition
  * loads its maps from its file and the oldest maps go. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -121,11 +122,16 @@ static void touch_writer_part(store *st, part *p)
 
 void evict_writer_maps(store *st)
 {
+    int freed = 0;
     while (st->n_wparts > STORE_WRITER_PARTS) {
         part *p = st->wparts[--st->n_wparts];
         store_part_set_writer(st, p, NULL);
         part_unref(p);
+        freed = 1;
     }
+    /* The maps grew by doubling; give their pages back, or glibc keeps the
+     * holes and the heap creeps up a partition at a time (bench_churn). */
+    if (freed) malloc_trim(0);
 }
 
 void writer_forget_part(store *st, part *p)
