@@ -10,8 +10,7 @@
 #include "pdict.h"
 #include "varint.h"
 
-#define CACHE_BITS 18
-#define CACHE_SLOTS (1u << CACHE_BITS)
+#define STACKS_MIN 4096u
 
 static const MDB_val counts_key = { 6, "counts" };
 
@@ -53,10 +52,16 @@ static inline uint32_t rd32(const unsigned char *p)
 
 /* ---- the writer's state ---- */
 
+/* The stack table: every stack the writer has met in this partition, by
+ * its 128-bit hash, open addressing with linear probing.  Slots only ever
+ * go from empty to full, the leaf written last with release: a reader that
+ * loads a non-zero leaf with acquire sees its hash.  Growing replaces the
+ * array; the store does it under its partition lock's write side, which
+ * every reader holds for reading while it probes. */
 typedef struct {
     _Atomic uint64_t lo, hi;
     _Atomic uint32_t leaf;
-} cache_slot;
+} stack_slot;
 
 struct pdict_w {
     uint32_t n_strings, n_nodes;          /* next ids */
@@ -67,7 +72,8 @@ struct pdict_w {
     uint64_t *str_hi;                     /* high 64 bits by id */
     size_t str_hi_cap;
     idmap node_map;                       /* (parent, func) -> id */
-    cache_slot *cache;
+    stack_slot *stacks;
+    uint32_t stacks_cap, stacks_len;      /* cap: a power of two */
     /* open chunks: entries from s_first / n_first (chunk-aligned) on */
     uint32_t s_first, n_first;
     char *sbytes;
@@ -162,13 +168,59 @@ static store_status intern_node(pdict_w *w, uint32_t parent, uint32_t func, uint
     return STORE_OK;
 }
 
+/* The leaf of the stack with hash h, or 0; any thread (see stack_slot). */
+static uint32_t stack_find(const pdict_w *w, hash128 h)
+{
+    uint32_t mask = w->stacks_cap - 1;
+    for (uint32_t i = (uint32_t)h.lo & mask;; i = (i + 1) & mask) {
+        const stack_slot *s = &w->stacks[i];
+        uint32_t leaf = atomic_load_explicit(&s->leaf, memory_order_acquire);
+        if (!leaf) return 0;
+        if (atomic_load_explicit(&s->lo, memory_order_relaxed) == h.lo &&
+            atomic_load_explicit(&s->hi, memory_order_relaxed) == h.hi)
+            return leaf;
+    }
+}
+
+static void stack_put(stack_slot *slots, uint32_t cap, hash128 h, uint32_t leaf)
+{
+    uint32_t mask = cap - 1, i = (uint32_t)h.lo & mask;
+    while (atomic_load_explicit(&slots[i].leaf, memory_order_relaxed)) i = (i + 1) & mask;
+    atomic_store_explicit(&slots[i].lo, h.lo, memory_order_relaxed);
+    atomic_store_explicit(&slots[i].hi, h.hi, memory_order_relaxed);
+    atomic_store_explicit(&slots[i].leaf, leaf, memory_order_release);
+}
+
+int pdict_w_stacks_full(const pdict_w *w, size_t more)
+{
+    return ((uint64_t)w->stacks_len + more) * 2 > w->stacks_cap;
+}
+
+store_status pdict_w_stacks_grow(pdict_w *w, size_t more)
+{
+    uint64_t cap = w->stacks_cap;
+    while (((uint64_t)w->stacks_len + more) * 2 > cap) cap *= 2;
+    if (cap > (UINT64_C(1) << 31)) return STORE_ENOMEM;
+    stack_slot *ns = calloc((size_t)cap, sizeof *ns);
+    if (!ns) return STORE_ENOMEM;
+    for (uint32_t i = 0; i < w->stacks_cap; i++) {
+        uint32_t leaf = atomic_load_explicit(&w->stacks[i].leaf, memory_order_relaxed);
+        if (leaf)
+            stack_put(ns, (uint32_t)cap, (hash128){ atomic_load_explicit(&w->stacks[i].lo, memory_order_relaxed),
+                                                    atomic_load_explicit(&w->stacks[i].hi, memory_order_relaxed) },
+                      leaf);
+    }
+    free(w->stacks);
+    w->stacks = ns;
+    w->stacks_cap = (uint32_t)cap;
+    return STORE_OK;
+}
+
 store_status pdict_w_stack(pdict_w *w, const char *frames, uint32_t len, hash128 h, uint32_t *leaf)
 {
-    cache_slot *slot = &w->cache[h.lo & (CACHE_SLOTS - 1)];
-    uint32_t cached = atomic_load_explicit(&slot->leaf, memory_order_relaxed);
-    if (cached && atomic_load_explicit(&slot->lo, memory_order_relaxed) == h.lo &&
-        atomic_load_explicit(&slot->hi, memory_order_relaxed) == h.hi) {
-        *leaf = cached;
+    uint32_t found = stack_find(w, h);
+    if (found) {
+        *leaf = found;
         return STORE_OK;
     }
     uint32_t node = 0, pos = 0;
@@ -181,25 +233,20 @@ store_status pdict_w_stack(pdict_w *w, const char *frames, uint32_t len, hash128
         if (ss) return ss;
         pos += flen + 1;
     }
-    /* Readers check the leaf before and after reading the hash: a slot
-     * caught half-written reads as a miss (a leaf names one stack only). */
-    atomic_store(&slot->leaf, 0);
-    atomic_store(&slot->lo, h.lo);
-    atomic_store(&slot->hi, h.hi);
-    atomic_store(&slot->leaf, node);
+    /* Remembered while there is room (the store grows the table before a
+     * profile's stacks, under its lock); otherwise only interned. */
+    if (!pdict_w_stacks_full(w, 1)) {
+        stack_put(w->stacks, w->stacks_cap, h, node);
+        w->stacks_len++;
+    }
     *leaf = node;
     return STORE_OK;
 }
 
 uint32_t pdict_w_resolve(const pdict_w *w, hash128 h)
 {
-    cache_slot *slot = &w->cache[h.lo & (CACHE_SLOTS - 1)];
-    uint32_t l1 = atomic_load(&slot->leaf);
-    if (!l1) return 0;
-    uint64_t lo = atomic_load(&slot->lo), hi = atomic_load(&slot->hi);
-    uint32_t l2 = atomic_load(&slot->leaf);
-    if (l1 != l2 || lo != h.lo || hi != h.hi) return 0;
-    return l1 < atomic_load_explicit(&w->committed_nodes, memory_order_acquire) ? l1 : 0;
+    uint32_t leaf = stack_find(w, h);
+    return leaf < atomic_load_explicit(&w->committed_nodes, memory_order_acquire) ? leaf : 0;
 }
 
 uint32_t pdict_w_committed_nodes(const pdict_w *w)
@@ -213,7 +260,7 @@ uint32_t pdict_w_strings(const pdict_w *w) { return w->n_strings; }
 uint64_t pdict_w_memory(const pdict_w *w)
 {
     return idmap_bytes(&w->str_map) + idmap_bytes(&w->node_map) + w->str_hi_cap * sizeof *w->str_hi +
-           (uint64_t)CACHE_SLOTS * sizeof *w->cache + w->sbytes_cap + w->soff_cap * 4 + w->nent_cap * 4;
+           (uint64_t)w->stacks_cap * sizeof *w->stacks + w->sbytes_cap + w->soff_cap * 4 + w->nent_cap * 4;
 }
 
 /* Writes string chunk c from the open entries. */
@@ -310,7 +357,7 @@ void pdict_w_free(pdict_w *w)
     idmap_free(&w->str_map);
     idmap_free(&w->node_map);
     free(w->str_hi);
-    free(w->cache);
+    free(w->stacks);
     free(w->sbytes);
     free(w->soff);
     free(w->nent);
@@ -324,7 +371,8 @@ store_status pdict_w_load(pdict_w **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi str
     int rc = read_counts(txn, meta, &ns, &nn);
     if (rc) return env_status(rc);
     pdict_w *w = calloc(1, sizeof *w);
-    if (!w || !(w->cache = calloc(CACHE_SLOTS, sizeof *w->cache)) || idmap_init(&w->str_map, 1024) ||
+    if (w) w->stacks_cap = STACKS_MIN;
+    if (!w || !(w->stacks = calloc(STACKS_MIN, sizeof *w->stacks)) || idmap_init(&w->str_map, 1024) ||
         idmap_init(&w->node_map, 1024)) {
         pdict_w_free(w);
         return STORE_ENOMEM;

@@ -14,9 +14,11 @@
  *
  * The writer thread keeps, for the partitions it writes (pdict_w), maps
  * from content to id: strings and stacks by their 128-bit hash (trusted,
- * hash.h), nodes by (parent, func).  A direct-mapped stack cache, readable
+ * hash.h), nodes by (parent, func).  A table of every stack met, readable
  * from any thread, lets request threads find the leaf of a committed stack
- * before queueing (pdict_w_resolve). */
+ * before queueing (pdict_w_resolve).  It is exact, not a cache: with a
+ * lossy cache two colliding stacks of one profile (a few in every 1,000
+ * stacks with 2^18 slots) sent the whole profile back to the writer. */
 #ifndef FLAMEDB_PDICT_H
 #define FLAMEDB_PDICT_H
 
@@ -46,6 +48,10 @@ store_status pdict_w_stack(pdict_w *w, const char *frames, uint32_t len, hash128
 store_status pdict_w_flush(pdict_w *w, MDB_txn *txn, MDB_dbi meta, MDB_dbi strings, MDB_dbi nodes);
 /* After the commit of everything flushed: those nodes may be resolved. */
 void pdict_w_publish(pdict_w *w);
+/* The stack table needs room for `more` stacks: grow it, excluding every
+ * pdict_w_resolve meanwhile (the caller's lock). */
+int pdict_w_stacks_full(const pdict_w *w, size_t more);
+store_status pdict_w_stacks_grow(pdict_w *w, size_t more);
 /* Any thread: the committed leaf of the stack with hash h, or 0. */
 uint32_t pdict_w_resolve(const pdict_w *w, hash128 h);
 uint32_t pdict_w_committed_nodes(const pdict_w *w);

@@ -174,6 +174,16 @@ void store_part_set_writer(store *st, part *p, pdict_w *w)
     pdict_w_free(old);
 }
 
+store_status store_part_reserve_stacks(store *st, part *p, size_t more)
+{
+    pdict_w *w = part_writer(p);
+    if (!w || !pdict_w_stacks_full(w, more)) return STORE_OK;
+    pthread_rwlock_wrlock(&st->parts_lock);
+    store_status ss = pdict_w_stacks_grow(w, more);
+    pthread_rwlock_unlock(&st->parts_lock);
+    return ss;
+}
+
 void store_part_remove(store *st, part *p)
 {
     pthread_rwlock_wrlock(&st->parts_lock);

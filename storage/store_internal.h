@@ -92,6 +92,9 @@ int64_t store_part_floor(const store *st, int64_t t);
 ssize_t store_parts_copy(store *st, int64_t from, int64_t until, part ***out);
 /* Removes p from the list, drops its file; writer thread only. */
 void store_part_remove(store *st, part *p);
+/* Makes room in p's stack table for `more` stacks (store_resolve readers
+ * excluded while it grows). */
+store_status store_part_reserve_stacks(store *st, part *p, size_t more);
 /* Sets or clears (w NULL) p's writer state, freeing the old one. */
 void store_part_set_writer(store *st, part *p, pdict_w *w);
 

@@ -215,6 +215,7 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
     store_prep *own = NULL;
     if (!pr) {
         if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
+        if ((ss = store_part_reserve_stacks(st, bp->p, p->n_stacks))) return ss;
         for (size_t i = 0; i < p->n_stacks; i++) {
             const store_stack *k = &p->stacks[i];
             uint32_t known = same_part && p->leaves ? p->leaves[i] : 0;
