@@ -23,6 +23,8 @@
 #include <stdatomic.h>
 
 #include "../query/query.h"
+#include <unistd.h>
+
 #include "../storage/store.h"
 #include "gen_load.h"
 
@@ -208,7 +210,7 @@ int main(void)
     free(profiles);
     store_stats stats;
     store_get_stats(st, &stats);
-    printf("  load: %.1f s with %d threads (%.2f M pairs/s), %llu call-tree nodes, data.mdb %.0f MB\n", t_load, THREADS,
+    printf("  load: %.1f s with %d threads (%.2f M pairs/s), %llu call-tree nodes, data %.0f MB\n", t_load, THREADS,
            (double)pairs / t_load / 1e6, (unsigned long long)stats.nodes, stats.db_bytes / 1e6);
 
     query_selector sel;
@@ -217,6 +219,7 @@ int main(void)
         return 1;
     }
     query_times qt, best = { 1e9, 1e9, 0, 0, 0 };
+    query_merge_parallel(1, UINT64_MAX); /* per core: one thread */
     if (run_query(st, &sel, &qt)) return 1; /* warm-up: page cache, allocator */
     double sum_merge = 0;
     for (int i = 0; i < REPS; i++) {
@@ -228,6 +231,17 @@ int main(void)
         best.n_nodes = qt.n_nodes;
         sum_merge += qt.merge;
     }
+    /* The same query with the merge split across every core. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    query_merge_parallel(0, 0);
+    double par_best = 1e9;
+    uint64_t par_total = 0;
+    for (int i = 0; i < REPS; i++) {
+        if (run_query(st, &sel, &qt)) return 1;
+        if (qt.merge < par_best) par_best = qt.merge;
+        par_total = qt.grand_total;
+    }
+    query_merge_parallel(0, 1u << 20);
     query_selector_free(&sel);
     if (best.profiles != N_PROFILES) printf("  WARNING: merged %llu profiles, expected %u\n",
                                             (unsigned long long)best.profiles, N_PROFILES);
@@ -267,6 +281,9 @@ int main(void)
            rate / 1e6, memcpy_rate / 1e6, rate / memcpy_rate);
     printf("RESULT merge: target >= %.0f M pairs/s per core; measured/target = %.2f\n", TARGET_PAIRS_PER_S / 1e6,
            rate / TARGET_PAIRS_PER_S);
+    printf("RESULT merge parallel: %ld threads: %.1f ms, %.1f M pairs/s; %.2fx one thread (%.1f ms); totals %s\n", cores,
+           par_best * 1e3, (double)pairs / par_best / 1e6, best.merge / par_best, best.merge * 1e3,
+           par_total == best.grand_total ? "equal" : "DIFFER");
     printf("  total time %.1f s\n", gen_now() - t_start);
     gen_zipf_free(&zipf);
     gen_pool_free(&pool);

@@ -16,12 +16,21 @@
  * taken at different frequencies add up correctly.  Integer weights keep
  * every answer exact and reproducible (the rounding is below 1 ns a sample).
  *
+ * Parallel.  A partition's blocks are collected by the reader's thread (LMDB
+ * snapshots belong to one thread; the blocks' bytes stay valid in the map
+ * until the reader ends); when they hold many pairs, several threads decode
+ * and accumulate them, each into its own arrays, summed afterwards.
+ * Integer sums do not depend on the order: answers are byte-identical.
+ *
  * Units.  One answer has one unit.  The unit with the most profiles wins
  * (ties: alphabetical); profiles in other units are left out and listed, so
  * nothing is silently mixed. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "query.h"
 
@@ -31,9 +40,17 @@ typedef struct {
 } unit_count;
 
 typedef struct {
+    store_block b;
+    uint64_t weight;
+} pending_block;
+
+typedef struct {
     store_reader *r;
     query_tree *t;
     uint64_t *acc, *acc_touched;   /* the partition being merged */
+    pending_block *pending;        /* its blocks, accumulated after the scan */
+    size_t n_pending, cap_pending;
+    uint64_t pending_pairs;
     const char *want;       /* the unit to merge, or NULL: take the first seen */
     unit_count units[16];
     int n_units;
@@ -72,12 +89,18 @@ static int add_block(const store_block *b, void *arg)
         c->want = t->unit;
     }
     if (strcmp(unit, c->want) != 0) return 0;
-    uint64_t sum;
-    if (store_block_accumulate(c->r, b, w, c->acc, c->acc_touched, &sum)) {
-        c->failed = 1;
-        return 1;
+    if (c->n_pending == c->cap_pending) {
+        size_t cap = c->cap_pending ? c->cap_pending * 2 : 256;
+        pending_block *np = realloc(c->pending, cap * sizeof *np);
+        if (!np) {
+            c->failed = 2;
+            return 1;
+        }
+        c->pending = np;
+        c->cap_pending = cap;
     }
-    t->grand_total += sum;
+    c->pending[c->n_pending++] = (pending_block){ *b, w };
+    c->pending_pairs += b->n_pairs;
     t->samples += b->samples;
     t->profiles += b->n_profiles;
     return 0;
@@ -155,6 +178,109 @@ static int fold_part(store_reader *r, store_part *p, uint32_t nl, query_tree *t,
     return 0;
 }
 
+/* ---- accumulating a partition's blocks, on one thread or several ---- */
+
+static _Atomic unsigned merge_threads = 0;           /* 0: one per online CPU */
+static _Atomic uint64_t merge_parallel_pairs = 1u << 20;
+
+void query_merge_parallel(unsigned threads, uint64_t min_pairs)
+{
+    atomic_store(&merge_threads, threads);
+    atomic_store(&merge_parallel_pairs, min_pairs);
+}
+
+typedef struct {
+    const pending_block *blocks;
+    size_t n, first, step;
+    uint32_t nl;
+    uint64_t *acc, *touched, sum;
+    int failed;
+} acc_job;
+
+static void *acc_run(void *arg)
+{
+    acc_job *j = arg;
+    store_decoder *d = store_decoder_new();
+    if (!d) {
+        j->failed = 2;
+        return NULL;
+    }
+    for (size_t i = j->first; i < j->n && !j->failed; i += j->step) {
+        uint64_t sum;
+        if (store_decoder_accumulate(d, &j->blocks[i].b, j->blocks[i].weight, j->nl, j->acc, j->touched, &sum))
+            j->failed = 1;
+        j->sum += sum;
+    }
+    store_decoder_free(d);
+    return NULL;
+}
+
+/* Accumulates the pending blocks into c->acc; answers 0, -1, -2. */
+static int accumulate_pending(merge_ctx *c, uint32_t nl)
+{
+    unsigned threads = atomic_load(&merge_threads);
+    if (!threads) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus > 0 ? (unsigned)cpus : 1;
+    }
+    if (threads > 64) threads = 64;
+    if (c->pending_pairs < atomic_load(&merge_parallel_pairs) || c->n_pending < 2 * (size_t)threads) threads = 1;
+    uint64_t total = 0;
+    int failed = 0;
+    if (threads == 1) {
+        for (size_t i = 0; i < c->n_pending && !failed; i++) {
+            uint64_t sum;
+            store_status ss = store_block_accumulate(c->r, &c->pending[i].b, c->pending[i].weight, c->acc,
+                                                     c->acc_touched, &sum);
+            if (ss) failed = ss == STORE_ENOMEM ? 2 : 1;
+            total += sum;
+        }
+    } else {
+        acc_job jobs[64];
+        pthread_t th[64];
+        size_t words = ((size_t)nl + 63) / 64;
+        unsigned started = 0;
+        for (unsigned k = 0; k < threads; k++) {
+            jobs[k] = (acc_job){ c->pending, c->n_pending, k, threads, nl, c->acc, c->acc_touched, 0, 0 };
+            if (k && (!(jobs[k].acc = calloc(nl, sizeof *jobs[k].acc)) ||
+                      !(jobs[k].touched = calloc(words, sizeof *jobs[k].touched)))) {
+                free(jobs[k].acc);
+                failed = 2;
+                break;
+            }
+            if (k && pthread_create(&th[k], NULL, acc_run, &jobs[k])) {
+                free(jobs[k].acc);
+                free(jobs[k].touched);
+                failed = 2;
+                break;
+            }
+            started = k + 1;
+        }
+        if (started) acc_run(&jobs[0]);
+        for (unsigned k = 0; k < started; k++) {
+            if (k) pthread_join(th[k], NULL);
+            if (jobs[k].failed > failed) failed = jobs[k].failed;
+            total += jobs[k].sum;
+            if (!k) continue;
+            for (size_t w = 0; w < words; w++) {
+                uint64_t bits = jobs[k].touched[w];
+                c->acc_touched[w] |= bits;
+                while (bits) {
+                    size_t x = w * 64 + (size_t)__builtin_ctzll(bits);
+                    bits &= bits - 1;
+                    c->acc[x] += jobs[k].acc[x];
+                }
+            }
+            free(jobs[k].acc);
+            free(jobs[k].touched);
+        }
+    }
+    c->t->grand_total += total;
+    c->n_pending = 0;
+    c->pending_pairs = 0;
+    return failed == 2 ? -2 : failed ? -1 : 0;
+}
+
 /* Answers 0, -1 when a block could not be decoded, -2 out of memory. */
 static int merge_pass(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
                       query_tree *t, merge_ctx *c)
@@ -173,9 +299,12 @@ static int merge_pass(store_reader *r, const query_series_set *set, int64_t from
         for (size_t i = 0; i < set->n_series && !rc; i++) {
             uint64_t before = t->profiles;
             store_part_scan_merged(r, parts[k], set->series[i], from_ms, until_ms, add_block, c);
-            if (c->failed) rc = -1;
+            if (c->failed) rc = c->failed == 2 ? -2 : -1;
             if (t->profiles > before) seen[i] = 1;
         }
+        if (!rc) rc = accumulate_pending(c, nl);
+        c->n_pending = 0;
+        c->pending_pairs = 0;
         if (!rc) rc = fold_part(r, parts[k], nl, t, c->acc, c->acc_touched);
         free(c->acc);
         free(c->acc_touched);
@@ -183,6 +312,9 @@ static int merge_pass(store_reader *r, const query_series_set *set, int64_t from
     }
     for (size_t i = 0; i < set->n_series; i++) t->series += seen[i];
     free(seen);
+    free(c->pending);
+    c->pending = NULL;
+    c->cap_pending = 0;
     if (!rc && grow_tree(t, store_node_max(r) + 1)) rc = -2;
     return rc;
 }

@@ -101,6 +101,11 @@ typedef struct {
 } query_tree;
 
 /* Merges every profile of the set whose window starts in [from, until). */
+/* Merges of a partition holding at least min_pairs (stack, count) pairs
+ * decode and accumulate on `threads` threads (0: one per online CPU); the
+ * answer is the same.  Defaults: 0 threads, 1 Mi pairs. */
+void query_merge_parallel(unsigned threads, uint64_t min_pairs);
+
 int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
                 int64_t until_ms, query_tree *out, char *err, size_t errlen);
 /* The same in a given unit (profiles in other units left out and listed):

@@ -510,6 +510,49 @@ store_status store_block_accumulate(store_reader *r, const store_block *b, uint6
     return STORE_OK;
 }
 
+struct store_decoder {
+    ZSTD_DCtx *zctx;
+    char *scratch;
+    size_t scratch_cap;
+};
+
+store_decoder *store_decoder_new(void)
+{
+    store_decoder *d = calloc(1, sizeof *d);
+    if (d && !(d->zctx = ZSTD_createDCtx())) {
+        free(d);
+        d = NULL;
+    }
+    return d;
+}
+
+void store_decoder_free(store_decoder *d)
+{
+    if (!d) return;
+    ZSTD_freeDCtx(d->zctx);
+    free(d->scratch);
+    free(d);
+}
+
+store_status store_decoder_accumulate(store_decoder *d, const store_block *b, uint64_t weight, uint32_t n_nodes,
+                                      uint64_t *acc, uint64_t *touched, uint64_t *sum)
+{
+    block_header h;
+    const void *payload;
+    size_t plen;
+    int compressed;
+    if (block_parse_header(b->data, b->data_len, &h, &payload, &plen, &compressed)) return STORE_EIO;
+    if (compressed && h.raw_len > d->scratch_cap) {
+        char *s = realloc(d->scratch, h.raw_len);
+        if (!s) return STORE_ENOMEM;
+        d->scratch = s;
+        d->scratch_cap = h.raw_len;
+    }
+    if (block_accumulate(&h, payload, plen, compressed, d->zctx, d->scratch, n_nodes, weight, acc, touched, sum))
+        return STORE_EIO;
+    return STORE_OK;
+}
+
 typedef struct { uint32_t node; uint64_t count; } pair;
 
 static int pair_cmp(const void *a, const void *b)

@@ -214,6 +214,17 @@ store_status store_block_pairs(store_reader *r, const store_block *b,
 store_status store_block_accumulate(store_reader *r, const store_block *b, uint64_t weight,
                                     uint64_t *acc, uint64_t *touched, uint64_t *sum);
 
+/* A decoding context of one thread: store_decoder_accumulate is
+ * store_block_accumulate without the reader, so several threads can
+ * accumulate the blocks one reader scanned (their data lives in the
+ * reader's snapshots until store_reader_end).  n_nodes: the size of acc,
+ * store_part_nodes of the blocks' partition. */
+typedef struct store_decoder store_decoder;
+store_decoder *store_decoder_new(void);
+void store_decoder_free(store_decoder *d);
+store_status store_decoder_accumulate(store_decoder *d, const store_block *b, uint64_t weight, uint32_t n_nodes,
+                                      uint64_t *acc, uint64_t *touched, uint64_t *sum);
+
 /* ---- partitions, for merges that accumulate one partition at a time ---- */
 
 /* How many partitions may hold profiles starting in [from_ms, until_ms),

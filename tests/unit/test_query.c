@@ -406,6 +406,62 @@ static void test_rollups_answer_like_raw(void **state)
     assert_int_equal(again, 0); /* nothing left pending */
 }
 
+/* A merge split across threads answers exactly as on one: profiles on both
+ * sides of a day (partition) boundary, three series, rates and units,
+ * rollups on and off. */
+static void test_parallel_merge_answers_the_same(void **state)
+{
+    (void)state;
+    const int64_t midnight = 1795305600000LL; /* 2026-11-22T00:00:00Z */
+    const char *stacks[] = { "p;a 1\np;a;b 2\n", "p;c;d 3\nq 1\n", "p;a;b;e 5\np;c 2\nr;s;t 1\n" };
+    unsigned seed = 777;
+    for (int i = 0; i < 300; i++) {
+        seed = seed * 1103515245 + 12345;
+        int64_t at = midnight - 3600000 + (int64_t)(seed % 7200) * 1000;
+        char inst[8];
+        snprintf(inst, sizeof inst, "p%u", (seed >> 8) % 3);
+        put("par", "cpu", inst, at, (seed >> 12) % 2 ? 100 : 0, "samples", stacks[(seed >> 16) % 3]);
+    }
+    uint64_t built;
+    assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+    const int64_t ranges[][2] = { { midnight - 3600000, midnight + 3600000 }, { midnight - 1234567, midnight + 765432 },
+                                  { midnight - 600000, midnight }, { midnight, midnight + 1 } };
+    const char *sels[] = { "par{}", "par{instance=\"p1\"}" };
+    for (int ro = 0; ro < 2; ro++)
+        for (size_t q = 0; q < sizeof ranges / sizeof *ranges; q++)
+            for (int k = 0; k < 2; k++) {
+                char *text[2];
+                uint64_t totals[2], samples[2];
+                for (int par = 0; par < 2; par++) {
+                    query_merge_parallel(par ? 3 : 1, par ? 0 : UINT64_MAX);
+                    store_reader *r;
+                    query_selector sel;
+                    query_series_set set;
+                    query_tree t;
+                    char err[128];
+                    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+                    store_reader_use_rollups(r, ro);
+                    assert_int_equal(query_selector_parse(sels[k], &sel, err, sizeof err), 0);
+                    assert_int_equal(query_resolve(r, &sel, ranges[q][0], ranges[q][1], &set, err, sizeof err), 0);
+                    assert_int_equal(query_merge(r, &set, ranges[q][0], ranges[q][1], &t, err, sizeof err), 0);
+                    text[par] = tree_text(r, &t);
+                    totals[par] = t.grand_total;
+                    samples[par] = t.samples;
+                    query_tree_free(&t);
+                    query_series_set_free(&set);
+                    query_selector_free(&sel);
+                    store_reader_end(r);
+                }
+                assert_true(totals[0] > 0 || q == 3);
+                assert_int_equal(totals[0], totals[1]);
+                assert_int_equal(samples[0], samples[1]);
+                assert_string_equal(text[0], text[1]);
+                free(text[0]);
+                free(text[1]);
+            }
+    query_merge_parallel(0, 1u << 20);
+}
+
 /* Deleting a series takes its rollups with it. */
 static void test_delete_takes_rollups(void **state)
 {
@@ -449,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_listings),
         cmocka_unit_test(test_rollups_answer_like_raw),
         cmocka_unit_test(test_delete_takes_rollups),
+        cmocka_unit_test(test_parallel_merge_answers_the_same),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
