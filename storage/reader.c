@@ -51,6 +51,8 @@ struct store_reader {
     /* the reader's call tree and names */
     uint32_t *tparent, *tfunc;
     uint32_t n_nodes, cap_nodes;
+    const store_part *only;   /* the one partition folded so far: maps not kept */
+    int maps_stale;           /* node_map and name_map lack entries */
     idmap node_map;
     const char **name;
     uint32_t *name_len;
@@ -186,12 +188,9 @@ static int name_eq(void *ctx, uint32_t id)
     return pr->r->name_len[id] == pr->len && memcmp(pr->r->name[id], pr->s, pr->len) == 0;
 }
 
-static uint32_t reader_name(store_reader *r, const char *s, uint32_t len)
+/* Appends a name or node (the caller knows it is new). */
+static uint32_t push_name(store_reader *r, const char *s, uint32_t len)
 {
-    uint64_t h = hash_bytes(s, len, NAME_SEED);
-    name_probe pr = { r, s, len };
-    uint32_t id = idmap_find(&r->name_map, h, name_eq, &pr);
-    if (id) return id;
     if (r->n_names == r->cap_names) {
         uint32_t cap = r->cap_names * 2;
         const char **nn = realloc(r->name, cap * sizeof *nn);
@@ -201,19 +200,13 @@ static uint32_t reader_name(store_reader *r, const char *s, uint32_t len)
         if (!nn || !nl) return 0;
         r->cap_names = cap;
     }
-    id = r->n_names;
-    r->name[id] = s;
-    r->name_len[id] = len;
-    if (idmap_put(&r->name_map, h, id)) return 0;
-    r->n_names++;
-    return id;
+    r->name[r->n_names] = s;
+    r->name_len[r->n_names] = len;
+    return r->n_names++;
 }
 
-static uint32_t reader_node(store_reader *r, uint32_t parent, uint32_t func)
+static uint32_t push_node(store_reader *r, uint32_t parent, uint32_t func)
 {
-    uint64_t key = ((uint64_t)parent << 32) | func;
-    uint32_t id = idmap_find(&r->node_map, key, NULL, NULL);
-    if (id) return id;
     if (r->n_nodes == r->cap_nodes) {
         uint32_t cap = r->cap_nodes * 2;
         uint32_t *np = realloc(r->tparent, cap * sizeof *np);
@@ -223,12 +216,44 @@ static uint32_t reader_node(store_reader *r, uint32_t parent, uint32_t func)
         if (!np || !nf) return 0;
         r->cap_nodes = cap;
     }
-    id = r->n_nodes;
-    r->tparent[id] = parent;
-    r->tfunc[id] = func;
-    if (idmap_put(&r->node_map, key, id)) return 0;
-    r->n_nodes++;
-    return id;
+    r->tparent[r->n_nodes] = parent;
+    r->tfunc[r->n_nodes] = func;
+    return r->n_nodes++;
+}
+
+/* Makes the maps hold every name and node (before a second partition). */
+static int build_maps(store_reader *r)
+{
+    if (!r->maps_stale) return 0;
+    idmap_clear(&r->name_map);
+    idmap_clear(&r->node_map);
+    for (uint32_t i = 1; i < r->n_names; i++)
+        if (idmap_put(&r->name_map, hash_bytes(r->name[i], r->name_len[i], NAME_SEED), i)) return -1;
+    for (uint32_t i = 1; i < r->n_nodes; i++)
+        if (idmap_put(&r->node_map, ((uint64_t)r->tparent[i] << 32) | r->tfunc[i], i)) return -1;
+    r->maps_stale = 0;
+    return 0;
+}
+
+static uint32_t reader_name(store_reader *r, const char *s, uint32_t len)
+{
+    if (r->maps_stale) return push_name(r, s, len); /* one partition: names are unique */
+    uint64_t h = hash_bytes(s, len, NAME_SEED);
+    name_probe pr = { r, s, len };
+    uint32_t id = idmap_find(&r->name_map, h, name_eq, &pr);
+    if (id) return id;
+    id = push_name(r, s, len);
+    return id && !idmap_put(&r->name_map, h, id) ? id : 0;
+}
+
+static uint32_t reader_node(store_reader *r, uint32_t parent, uint32_t func)
+{
+    if (r->maps_stale) return push_node(r, parent, func); /* one partition: nodes are unique */
+    uint64_t key = ((uint64_t)parent << 32) | func;
+    uint32_t id = idmap_find(&r->node_map, key, NULL, NULL);
+    if (id) return id;
+    id = push_node(r, parent, func);
+    return id && !idmap_put(&r->node_map, key, id) ? id : 0;
 }
 
 static uint32_t part_name(store_reader *r, store_part *v, uint32_t sid)
@@ -249,6 +274,19 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
         return 0;
     }
     if (v->node_q[node]) return v->node_q[node];
+    /* While one partition only is folded, its names and nodes are unique
+     * and the maps are not kept (most queries read one partition); a
+     * second partition first builds them. */
+    if (!r->only && r->n_nodes == 1) {
+        r->only = v;
+        r->maps_stale = 1;
+    } else if (r->only != v) {
+        r->only = NULL;
+        if (build_maps(r)) {
+            *failed = 1;
+            return 0;
+        }
+    }
     /* Walk up to a translated ancestor, then intern the path down. */
     uint32_t chain[1100], n = 0, x = node, parent, func;
     while (x && !v->node_q[x]) {

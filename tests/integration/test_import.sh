@@ -56,8 +56,12 @@ test_import_perf_script() {
 
 test_import_perf_script_fields_same_stacks() {
     start_server
-    "$FLAMEDB" import --server "$BASE" --service a --window 1 "$PERF_TXT" >/dev/null 2>&1 || fail "import a"
-    "$FLAMEDB" import --server "$BASE" --service b --window 1 "$PERF_FIELDS" >/dev/null 2>&1 || fail "import b"
+    # fresh copies: windows are anchored at the file's mtime, and the
+    # checkout's may be older than the hour queried below
+    cp "$PERF_TXT" "$IT_TMP/a.txt"
+    cp "$PERF_FIELDS" "$IT_TMP/b.txt"
+    "$FLAMEDB" import --server "$BASE" --service a --window 1 "$IT_TMP/a.txt" >/dev/null 2>&1 || fail "import a"
+    "$FLAMEDB" import --server "$BASE" --service b --window 1 "$IT_TMP/b.txt" >/dev/null 2>&1 || fail "import b"
     query 'a{}' from=now-1h format=folded
     local a=$BODY
     query 'b{}' from=now-1h format=folded
