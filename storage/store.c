@@ -281,6 +281,7 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
     store *st = calloc(1, sizeof *st);
     if (!st) return STORE_ENOMEM;
     st->lock_fd = -1;
+    st->newest_write_ms = INT64_MIN;
     pthread_rwlock_init(&st->parts_lock, NULL);
     pthread_mutex_init(&st->lock, NULL);
     pthread_cond_init(&st->work, NULL);

@@ -51,6 +51,7 @@ typedef struct write_req {
 /* The writer keeps dictionary maps for this many partitions (the most
  * recently written); the others are read from their files only. */
 #define STORE_WRITER_PARTS 2
+#define STORE_MAPS_GRACE_MS (INT64_C(3600) * 1000)
 
 struct store {
     char *dir, *parts_dir;
@@ -67,6 +68,7 @@ struct store {
     part **parts;
     size_t n_parts, cap_parts;
     part *wparts[STORE_WRITER_PARTS + 8]; /* parts with writer state, most recent first */
+    int64_t newest_write_ms;             /* the latest window start written */
     int n_wparts;
 
     /* group commit */

@@ -15,8 +15,9 @@
  * (compact.c) and runs retention, each in bounded steps.
  *
  * The writer keeps dictionary maps (pdict_w) for the STORE_WRITER_PARTS
- * partitions written most recently; late data for an older partition
- * loads its maps from its file and the oldest maps go. */
+ * partitions written most recently, and not for a partition that ended more
+ * than STORE_MAPS_GRACE_MS of data time before the newest profile written;
+ * late data for an older partition loads its maps from its file. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -129,6 +130,18 @@ void evict_writer_maps(store *st)
         part_unref(p);
         freed = 1;
     }
+    /* A partition that writes have left behind by more than an hour of
+     * data time (yesterday, once today is well under way) keeps no maps:
+     * late data that old is rare, and reloads them. */
+    for (int i = st->n_wparts - 1; i >= 0; i--) {
+        part *p = st->wparts[i];
+        if (part_end(p) + STORE_MAPS_GRACE_MS > st->newest_write_ms) continue;
+        store_part_set_writer(st, p, NULL);
+        memmove(st->wparts + i, st->wparts + i + 1, (size_t)(st->n_wparts - i - 1) * sizeof *st->wparts);
+        st->n_wparts--;
+        part_unref(p);
+        freed = 1;
+    }
     /* The maps grew by doubling; give their pages back, or glibc keeps the
      * holes and the heap creeps up a partition at a time (bench_churn). */
     if (freed) malloc_trim(0);
@@ -203,6 +216,7 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
 {
     const store_profile *p = rq->profile;
     pdict_w *w = part_writer(bp->p);
+    if (p->from_ms > st->newest_write_ms) st->newest_write_ms = p->from_ms;
     uint32_t sid, unit;
     store_status ss = catalog_series_intern(st->cat, ctxn, p->labels, p->n_labels, &sid);
     if (!ss) ss = pdict_w_string(w, p->unit, (uint32_t)strlen(p->unit), &unit);
