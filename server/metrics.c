@@ -95,15 +95,28 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
             "flamedb_commit_duration_seconds_sum %.6f\n"
             "flamedb_commit_duration_seconds_count %llu\n",
         (unsigned long long)s.commits, s.commit_seconds_sum, (unsigned long long)s.commits);
-    put(&t, "# HELP flamedb_database_bytes Disk space used by the LMDB data file.\n"
+    put(&t, "# HELP flamedb_database_bytes Disk space used by the catalog and the partition files.\n"
             "# TYPE flamedb_database_bytes gauge\n"
             "flamedb_database_bytes %llu\n", (unsigned long long)s.db_bytes);
     put(&t, "# HELP flamedb_series Series (distinct label sets) stored.\n"
             "# TYPE flamedb_series gauge\n"
             "flamedb_series %llu\n", (unsigned long long)s.series);
-    put(&t, "# HELP flamedb_call_tree_nodes Nodes of the global call tree (distinct stack prefixes).\n"
+    put(&t, "# HELP flamedb_call_tree_nodes Call-tree nodes (distinct stack prefixes) of the partitions whose "
+            "dictionaries the writer holds in memory.\n"
             "# TYPE flamedb_call_tree_nodes gauge\n"
             "flamedb_call_tree_nodes %llu\n", (unsigned long long)s.nodes);
+    put(&t, "# HELP flamedb_dictionary_memory_bytes Memory of the writer's dictionary maps and the catalog.\n"
+            "# TYPE flamedb_dictionary_memory_bytes gauge\n"
+            "flamedb_dictionary_memory_bytes %llu\n", (unsigned long long)s.dict_memory);
+    put(&t, "# HELP flamedb_partitions Time partitions stored (one file each).\n"
+            "# TYPE flamedb_partitions gauge\n"
+            "flamedb_partitions %llu\n", (unsigned long long)s.partitions);
+    put(&t, "# HELP flamedb_rollups_built_total Rollup buckets built by compaction.\n"
+            "# TYPE flamedb_rollups_built_total counter\n"
+            "flamedb_rollups_built_total %llu\n", (unsigned long long)s.rollups_built);
+    put(&t, "# HELP flamedb_retention_dropped_partitions_total Partitions dropped whole by retention.\n"
+            "# TYPE flamedb_retention_dropped_partitions_total counter\n"
+            "flamedb_retention_dropped_partitions_total %llu\n", (unsigned long long)s.retention_partitions);
     put(&t, "# HELP flamedb_retention_deleted_profiles_total Profiles deleted by retention.\n"
             "# TYPE flamedb_retention_deleted_profiles_total counter\n"
             "flamedb_retention_deleted_profiles_total %llu\n", (unsigned long long)s.retention_deleted);

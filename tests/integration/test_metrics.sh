@@ -89,3 +89,41 @@ test_metrics_survive_restart_gauges() {
     assert_eq "counters start over" 0 "$(metric flamedb_ingested_samples_total)"
     assert_ge "database bytes after restart" 1 "$(metric flamedb_database_bytes)"
 }
+
+# The storage engine's own gauges: partitions stored, what retention
+# dropped, the rollups compaction built, the writer's dictionary memory.
+test_metrics_partitions_rollups_retention() {
+    local day=86400 t
+    t=$(now)
+    start_server --retention 0
+    # two days a week ago (closed buckets: compaction builds them) and today
+    put "service=p&from=$((t - 8 * day))&until=$((t - 8 * day + 10))" $'a;b 1\n'
+    put "service=p&from=$((t - 7 * day))&until=$((t - 7 * day + 10))" $'a;c 1\n'
+    put "service=p&from=$((t - 5))&until=$t" $'a;d 1\n'
+    get /metrics
+    local parts
+    parts=$(metric flamedb_partitions)
+    # the three windows fall in three different days (two when today's began less than 5 s ago)
+    assert_ge "partitions" 2 "$parts"
+    assert_le "partitions" 3 "$parts"
+    assert_ge "dictionary memory" 1 "$(metric flamedb_dictionary_memory_bytes)"
+    local tries=100 built=0
+    while [ $tries -gt 0 ]; do
+        get /metrics
+        built=$(metric flamedb_rollups_built_total)
+        [ "${built:-0}" -ge 4 ] && break
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    assert_ge "rollup buckets built for the two old profiles (10 min and 1 h each)" 4 "$built"
+    restart_server --retention 2d
+    tries=100
+    while [ $tries -gt 0 ]; do
+        get /metrics
+        [ "$(metric flamedb_retention_dropped_partitions_total)" = 2 ] && break
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    assert_eq "partitions dropped by retention" 2 "$(metric flamedb_retention_dropped_partitions_total)"
+    assert_eq "partitions left" $((parts - 2)) "$(metric flamedb_partitions)"
+}
