@@ -52,9 +52,6 @@
  * BENCH_CHURN_DAYS (30), BENCH_CHURN_RETENTION_DAYS (7),
  * BENCH_CHURN_REOPEN_EVERY (5).  Never passes or fails on a figure; exits
  * non-zero only when something could not run. */
-#include <dirent.h>
-#include <ftw.h>
-#include <lmdb.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -64,6 +61,7 @@
 #include <unistd.h>
 
 #include "../storage/store.h"
+#include "dirsize.h"
 #include "gen.h"
 
 #define SEED UINT64_C(0x636875726e313021)
@@ -390,116 +388,38 @@ static void heap_mib(double *in_use, double *held)
     *held = (double)(mi.arena + mi.hblkhd) / 1048576.0;
 }
 
+/* all: every file of the data directory, allocated; live: catalog.mdb and
+ * the partition files present (dirsize.h's walk). */
 typedef struct { uint64_t all, live; uint32_t parts; } dir_bytes;
 
-static dir_bytes *walk_acc;
-static size_t walk_root;
-
-static int ends_with(const char *s, const char *suffix)
+static void measure_dir_bytes(const char *dir, dir_bytes *d)
 {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcmp(s + n - m, suffix);
-}
-
-static int walk_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)ftw;
-    if (flag != FTW_F) return 0;
-    const char *rel = path + walk_root;
-    while (*rel == '/') rel++;
-    uint64_t a = (uint64_t)sb->st_blocks * 512;
-    walk_acc->all += a;
-    if (!strcmp(rel, "catalog.mdb")) walk_acc->live += a;
-    else if (!strncmp(rel, "parts/", 6) && ends_with(rel, ".mdb")) {
-        walk_acc->live += a;
-        walk_acc->parts++;
-    }
-    return 0;
-}
-
-/* all: every file of the data directory, allocated; live: catalog.mdb and
- * the partition files present. */
-static void measure_dir(const char *dir, dir_bytes *d)
-{
-    memset(d, 0, sizeof *d);
-    walk_acc = d;
-    walk_root = strlen(dir);
-    nftw(dir, walk_entry, 16, FTW_PHYS);
+    dir_sizes s;
+    measure_dir(dir, &s);
+    d->all = dir_sizes_all(&s);
+    d->live = dir_sizes_live(&s);
+    d->parts = s.n_parts;
 }
 
 /* What the live partitions hold, by database: each file opened read-only
- * with LMDB once the store is closed.  Peeks at storage's private database
- * names: best-effort, skipped with a note when they change. */
-static const char *const split_dbs[] = { "blocks", "rollups", "strings", "nodes", "meta", "pending" };
-#define N_SPLIT (sizeof split_dbs / sizeof *split_dbs)
-
+ * with LMDB once the store is closed (dirsize.h). */
 static void print_split(const char *dir)
 {
-    uint64_t pages[N_SPLIT] = { 0 }, entries[N_SPLIT] = { 0 }, used = 0, free_pages = 0;
-    unsigned psize = 0;
-    int files = 0, failed = 0;
-    char path[4400];
-    snprintf(path, sizeof path, "%s/parts", dir);
-    DIR *dd = opendir(path);
-    struct dirent *e;
-    while (dd && (e = readdir(dd))) {
-        if (e->d_name[0] == '.' || !ends_with(e->d_name, ".mdb")) continue;
-        snprintf(path, sizeof path, "%s/parts/%s", dir, e->d_name);
-        MDB_env *env;
-        MDB_txn *txn;
-        if (mdb_env_create(&env)) {
-            failed++;
-            continue;
-        }
-        mdb_env_set_maxdbs(env, 8);
-        if (mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY, 0644) ||
-            mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
-            mdb_env_close(env);
-            failed++;
-            continue;
-        }
-        MDB_envinfo info;
-        MDB_stat ms;
-        mdb_env_info(env, &info);
-        mdb_env_stat(env, &ms);
-        psize = ms.ms_psize;
-        used += (uint64_t)info.me_last_pgno + 1;
-        MDB_cursor *cur;
-        MDB_val k, v;
-        if (!mdb_cursor_open(txn, 0, &cur)) {
-            for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-                size_t cnt;
-                if (v.mv_size >= sizeof cnt) {
-                    memcpy(&cnt, v.mv_data, sizeof cnt);
-                    free_pages += cnt;
-                }
-            }
-            mdb_cursor_close(cur);
-        }
-        for (size_t i = 0; i < N_SPLIT; i++) {
-            MDB_dbi dbi;
-            if (mdb_dbi_open(txn, split_dbs[i], 0, &dbi) || mdb_stat(txn, dbi, &ms)) continue;
-            pages[i] += (uint64_t)ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages;
-            entries[i] += ms.ms_entries;
-        }
-        mdb_txn_abort(txn);
-        mdb_env_close(env);
-        files++;
-    }
-    if (dd) closedir(dd);
-    if (!files || failed) {
+    lmdb_sum s = { 0 };
+    inspect_parts(dir, 0, &s);
+    if (!s.files || s.failed) {
         printf("  (could not split the partition files by database)\n");
         return;
     }
-    printf("  the %d live partitions by database (LMDB pages of %u bytes): ", files, psize);
+    printf("  the %d live partitions by database (LMDB pages of %u bytes): ", s.files, s.psize);
     uint64_t named = 0;
-    for (size_t i = 0; i < N_SPLIT; i++) {
-        named += pages[i];
-        printf("%s%s %.1f MB (%llu entries)", i ? ", " : "", split_dbs[i], pages[i] * (double)psize / 1e6,
-               (unsigned long long)entries[i]);
+    for (int i = 0; i < DIRSIZE_MAX_DBS; i++) {
+        named += s.db_pages[i];
+        printf("%s%s %.1f MB (%llu entries)", i ? ", " : "", dirsize_part_dbs[i], s.db_pages[i] * (double)s.psize / 1e6,
+               (unsigned long long)s.db_entries[i]);
     }
-    printf(", free %.1f MB, other %.1f MB\n", free_pages * (double)psize / 1e6,
-           (used > named + free_pages ? used - named - free_pages : 0) * (double)psize / 1e6);
+    printf(", free %.1f MB, other %.1f MB\n", s.free_pages * (double)s.psize / 1e6,
+           (s.used_pages > named + s.free_pages ? s.used_pages - named - s.free_pages : 0) * (double)s.psize / 1e6);
 }
 
 static double mib(double bytes) { return bytes / 1048576.0; }
@@ -541,7 +461,7 @@ static void measure_step(store *st, const char *dir, step_figs *f)
     store_stats s;
     store_get_stats(st, &s);
     f->maps_mib = mib((double)s.dict_memory);
-    measure_dir(dir, &f->d);
+    measure_dir_bytes(dir, &f->d);
 }
 
 static void print_row(const char *who, const churn_cfg *c, int day, const day_result *r, const step_figs *f,

@@ -65,19 +65,16 @@
  * MiB, 0 errors, nothing lost.  Exit status 1 when the server would not start,
  * a request failed, or samples were lost. */
 #include <curl/curl.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <zlib.h>
 
 #include "../ingest/ingest.h"
 #include "gen.h"
+#include "server.h"
 
 #define SEED UINT64_C(0x666c656574)
 #define POOL 20000
@@ -143,13 +140,6 @@ static void maker_free(body_maker *m)
     free(m->slot);
     free(m->text);
     gen_profile_free(&m->pr);
-}
-
-static double thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* DISTINCT distinct stacks drawn Zipf, then counts brought to SAMPLES: more
@@ -263,230 +253,29 @@ static double parse_floor(const fleet_data *fd, double *raw, double *sent, doubl
     return per;
 }
 
-/* ---- the server -------------------------------------------------------------- */
-
-typedef struct {
-    pid_t pid;
-    int port;
-    char *dir;
-    char log[4200];
-} server;
-
-static void server_dump_log(const server *s)
-{
-    FILE *f = fopen(s->log, "r");
-    if (!f) return;
-    char line[1024];
-    fprintf(stderr, "--- server log %s:\n", s->log);
-    while (fgets(line, sizeof line, f)) fputs(line, stderr);
-    fclose(f);
-}
-
-static int server_start(server *s, const char *bin)
-{
-    memset(s, 0, sizeof *s);
-    s->dir = gen_tempdir("bench-fleet");
-    char data[4200];
-    snprintf(data, sizeof data, "%s/data", s->dir);
-    snprintf(s->log, sizeof s->log, "%s/server.log", s->dir);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0644), nul = open("/dev/null", O_RDWR);
-        if (fd < 0 || nul < 0) _exit(127);
-        dup2(nul, 0);
-        dup2(nul, 1);
-        dup2(fd, 2);
-        execl(bin, bin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--retention", "0", (char *)NULL);
-        fprintf(stderr, "cannot run %s: %s\n", bin, strerror(errno));
-        _exit(127);
-    }
-    s->pid = pid;
-    for (int i = 0; i < 1000; i++) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            fprintf(stderr, "bench_fleet: the server exited before listening\n");
-            server_dump_log(s);
-            s->pid = 0;
-            return -1;
-        }
-        FILE *f = fopen(s->log, "r");
-        if (f) {
-            char line[1024];
-            const char *key = "listening on http://127.0.0.1:";
-            while (fgets(line, sizeof line, f)) {
-                const char *m = strstr(line, key);
-                if (m) s->port = atoi(m + strlen(key));
-            }
-            fclose(f);
-        }
-        if (s->port > 0) return 0;
-        usleep(10000);
-    }
-    fprintf(stderr, "bench_fleet: no \"listening on\" line from the server in 10 s\n");
-    server_dump_log(s);
-    return -1;
-}
-
-/* Allocated bytes of the LMDB files (*.mdb) under a directory, whatever the
- * layout: flamedb-4's data.mdb, or a catalog and one file per partition. */
-static uint64_t mdb_bytes_sum;
-
-static int add_mdb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)ftw;
-    size_t n = strlen(path);
-    if (flag == FTW_F && n > 4 && !strcmp(path + n - 4, ".mdb")) mdb_bytes_sum += (uint64_t)sb->st_blocks * 512;
-    return 0;
-}
-
-/* Stops the server (SIGTERM: it commits and exits 0), answers the allocated
- * bytes of its LMDB files and the log's line count, removes the directory. */
-static uint64_t server_stop(server *s, int *clean, int *log_lines)
-{
-    uint64_t bytes = 0;
-    *clean = 1;
-    *log_lines = 0;
-    if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        int status;
-        waitpid(s->pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "bench_fleet: the server did not exit cleanly (status %#x)\n", status);
-            server_dump_log(s);
-            *clean = 0;
-        }
-    }
-    FILE *f = fopen(s->log, "r");
-    if (f) {
-        int c;
-        while ((c = fgetc(f)) != EOF) *log_lines += c == '\n';
-        fclose(f);
-    }
-    char path[4300];
-    snprintf(path, sizeof path, "%s/data", s->dir);
-    mdb_bytes_sum = 0;
-    nftw(path, add_mdb, 16, FTW_PHYS);
-    bytes = mdb_bytes_sum;
-    gen_rm_rf(s->dir);
-    free(s->dir);
-    s->dir = NULL;
-    return bytes;
-}
-
-/* ---- /proc ------------------------------------------------------------------ */
-
-/* utime + stime of a /proc stat file in seconds, and its comm. */
-static double stat_cpu(const char *path, char *comm, size_t commlen)
-{
-    char buf[2048];
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-    if (!open || !close || close < open) return 0;
-    if (comm) snprintf(comm, commlen, "%.*s", (int)(close - open - 1), open + 1);
-    unsigned long long ut = 0, st = 0;
-    if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return 0;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
+/* ---- the server's CPU (server.h starts it and reads the rest of /proc) ------- */
 
 /* The server's CPU seconds, split by its threads' names: the store's writer
  * ("flamedb-writer"), the parsing pool ("flamedb-parse"), libmicrohttpd's
  * ("MHD-..."), the rest (main, retention). */
 typedef struct { double total, writer, parse, http, other; int threads; } server_cpu;
 
+static void add_task(void *arg, long tid, const char *comm, double t)
+{
+    server_cpu *c = arg;
+    (void)tid;
+    c->threads++;
+    if (!strcmp(comm, "flamedb-writer")) c->writer += t;
+    else if (!strcmp(comm, "flamedb-parse")) c->parse += t;
+    else if (!strncmp(comm, "MHD", 3)) c->http += t;
+    else c->other += t;
+}
+
 static server_cpu proc_cpu(pid_t pid)
 {
     server_cpu c = { 0 };
-    char path[128], comm[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    c.total = stat_cpu(path, NULL, 0);
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d) return c;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "/proc/%d/task/%.20s/stat", (int)pid, e->d_name);
-        double t = stat_cpu(path, comm, sizeof comm);
-        c.threads++;
-        if (!strcmp(comm, "flamedb-writer")) c.writer += t;
-        else if (!strcmp(comm, "flamedb-parse")) c.parse += t;
-        else if (!strncmp(comm, "MHD", 3)) c.http += t;
-        else c.other += t;
-    }
-    closedir(d);
+    c.total = proc_task_cpu(pid, add_task, &c);
     return c;
-}
-
-/* RssAnon, RssFile, RssShmem, VmHWM in kB from /proc/PID/status. */
-typedef struct { uint64_t anon, file, shmem, hwm; } server_rss;
-
-static server_rss proc_rss(pid_t pid)
-{
-    server_rss r = { 0 };
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return r;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long long v;
-        if (sscanf(line, "RssAnon: %llu", &v) == 1) r.anon = v;
-        else if (sscanf(line, "RssFile: %llu", &v) == 1) r.file = v;
-        else if (sscanf(line, "RssShmem: %llu", &v) == 1) r.shmem = v;
-        else if (sscanf(line, "VmHWM: %llu", &v) == 1) r.hwm = v;
-    }
-    fclose(f);
-    return r;
-}
-
-static int proc_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
-/* CPU seconds of the whole machine from /proc/stat, to tell what the rest of
- * it took meanwhile: tasks (user, nice, system: every process and kernel
- * thread), interrupts (irq, softirq) and steal (the hypervisor's). */
-typedef struct { double tasks, irq, steal; } machine_cpu;
-
-static machine_cpu machine_busy(void)
-{
-    machine_cpu m = { 0, 0, 0 };
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return m;
-    unsigned long long v[8] = { 0 };
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                   &v[6], &v[7]);
-    fclose(f);
-    if (n < 8) return m;
-    /* user nice system idle iowait irq softirq steal */
-    double hz = (double)sysconf(_SC_CLK_TCK);
-    m.tasks = (double)(v[0] + v[1] + v[2]) / hz;
-    m.irq = (double)(v[5] + v[6]) / hz;
-    m.steal = (double)v[7] / hz;
-    return m;
-}
-
-static double self_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
 }
 
 /* ---- HTTP GETs of the main thread ---------------------------------------------- */
@@ -551,18 +340,6 @@ static server_metrics get_metrics(CURL *h, int port)
 }
 
 /* ---- the agents ---------------------------------------------------------------- */
-
-typedef struct { char buf[512]; size_t len; } reply;
-
-static size_t on_reply(char *data, size_t size, size_t nmemb, void *arg)
-{
-    reply *r = arg;
-    size_t n = size * nmemb, room = sizeof r->buf - 1 - r->len;
-    memcpy(r->buf + r->len, data, n < room ? n : room);
-    r->len += n < room ? n : room;
-    r->buf[r->len] = '\0';
-    return n;
-}
 
 typedef struct {
     uint32_t id, service;
@@ -927,7 +704,7 @@ int main(int argc, char **argv)
            100 * floor_s * req_per_s);
 
     server srv;
-    if (server_start(&srv, bin)) return 1;
+    if (server_start(&srv, bin, "bench_fleet", "bench-fleet")) return 1;
     f->port = srv.port;
     CURL *mh = curl_easy_init();
     f->headers = curl_slist_append(NULL, "Content-Type: text/plain");

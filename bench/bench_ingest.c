@@ -45,15 +45,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <dirent.h>
-#include <fcntl.h>
 
 #include "../ingest/ingest.h"
 #include "../storage/store.h"
 #include "gen.h"
+#include "server.h"
 
 #define SEED UINT64_C(0x696e67657374)
 #define POOL 20000
@@ -191,111 +187,7 @@ static void new_body_patch(new_body *nb, const shape_data *sd, uint32_t client, 
     }
 }
 
-/* ---- the server ------------------------------------------------------------ */
-
-typedef struct {
-    pid_t pid;
-    int port;
-    char *dir;
-    char log[4200];
-} server;
-
-static void server_dump_log(const server *s)
-{
-    FILE *f = fopen(s->log, "r");
-    if (!f) return;
-    char line[1024];
-    fprintf(stderr, "--- server log %s:\n", s->log);
-    while (fgets(line, sizeof line, f)) fputs(line, stderr);
-    fclose(f);
-}
-
-static int server_start(server *s, const char *bin)
-{
-    memset(s, 0, sizeof *s);
-    s->dir = gen_tempdir("bench-ingest");
-    char data[4200];
-    snprintf(data, sizeof data, "%s/data", s->dir);
-    snprintf(s->log, sizeof s->log, "%s/server.log", s->dir);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0644), nul = open("/dev/null", O_RDWR);
-        if (fd < 0 || nul < 0) _exit(127);
-        dup2(nul, 0);
-        dup2(nul, 1);
-        dup2(fd, 2);
-        execl(bin, bin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--retention", "0", (char *)NULL);
-        fprintf(stderr, "cannot run %s: %s\n", bin, strerror(errno));
-        _exit(127);
-    }
-    s->pid = pid;
-    for (int i = 0; i < 1000; i++) {
-        int status;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            fprintf(stderr, "bench_ingest: the server exited before listening\n");
-            server_dump_log(s);
-            s->pid = 0;
-            return -1;
-        }
-        FILE *f = fopen(s->log, "r");
-        if (f) {
-            char line[1024];
-            while (fgets(line, sizeof line, f)) {
-                const char *m = strstr(line, "listening on http://127.0.0.1:");
-                if (m) s->port = atoi(m + strlen("listening on http://127.0.0.1:"));
-            }
-            fclose(f);
-        }
-        if (s->port > 0) return 0;
-        usleep(10000);
-    }
-    fprintf(stderr, "bench_ingest: no \"listening on\" line from the server in 10 s\n");
-    server_dump_log(s);
-    return -1;
-}
-
-/* Stops the server, answers data.mdb's allocated bytes, removes the dir. */
-static uint64_t server_stop(server *s)
-{
-    uint64_t bytes = 0;
-    if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        int status;
-        waitpid(s->pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "bench_ingest: the server did not exit cleanly (status %#x)\n", status);
-            server_dump_log(s);
-        }
-    }
-    char path[4300];
-    snprintf(path, sizeof path, "%s/data/data.mdb", s->dir);
-    gen_file_bytes(path, &bytes, NULL);
-    gen_rm_rf(s->dir);
-    free(s->dir);
-    s->dir = NULL;
-    return bytes;
-}
-
-/* CPU seconds (user + system) from a /proc stat file, and its comm. */
-static double stat_cpu(const char *path, char *comm, size_t commlen)
-{
-    char buf[2048];
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-    if (!open || !close || close < open) return 0;
-    if (comm) snprintf(comm, commlen, "%.*s", (int)(close - open - 1), open + 1);
-    unsigned long long ut = 0, st = 0;
-    /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
-    if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return 0;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
+/* ---- the server's CPU (server.h starts it and reads the rest of /proc) ----- */
 
 /* The server's CPU seconds: all of it, and its request threads' share:
  * MHD's ("MHD-...") and the parsing pool's ("flamedb-parse"); the rest is
@@ -324,76 +216,35 @@ static int busy_http_threads(const server_cpu *a, const server_cpu *b)
     return busy;
 }
 
+static void add_task(void *arg, long tid, const char *comm, double t)
+{
+    server_cpu *c = arg;
+    if (strcmp(comm, "flamedb-parse") == 0) c->http += t;
+    if (strncmp(comm, "MHD", 3)) return;
+    c->http += t;
+    if (c->n < MAX_TASKS) {
+        c->tid[c->n] = tid;
+        c->cpu[c->n++] = t;
+    }
+}
+
 static server_cpu proc_cpu(pid_t pid)
 {
     server_cpu c;
     memset(&c, 0, sizeof c);
-    char path[128], comm[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    c.total = stat_cpu(path, NULL, 0);
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d) return c;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "/proc/%d/task/%.20s/stat", (int)pid, e->d_name);
-        double t = stat_cpu(path, comm, sizeof comm);
-        if (strcmp(comm, "flamedb-parse") == 0) c.http += t;
-        if (strncmp(comm, "MHD", 3)) continue;
-        c.http += t;
-        if (c.n < MAX_TASKS) {
-            c.tid[c.n] = atol(e->d_name);
-            c.cpu[c.n++] = t;
-        }
-    }
-    closedir(d);
+    c.total = proc_task_cpu(pid, add_task, &c);
     return c;
 }
 
 /* CPU seconds the whole machine has been busy (all but idle and iowait),
  * to tell how much of it went to processes other than the server and us. */
-static double machine_busy(void)
+static double machine_busy_s(void)
 {
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f) return 0;
-    unsigned long long v[10] = { 0 };
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6], &v[7], &v[8], &v[9]);
-    fclose(f);
-    if (n < 8) return 0;
-    /* user nice system idle iowait irq softirq steal (guest is in user) */
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static double thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double self_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
+    machine_cpu m = machine_busy();
+    return m.tasks + m.irq + m.steal;
 }
 
 /* ---- clients ------------------------------------------------------------- */
-
-typedef struct { char buf[512]; size_t len; } reply;
-
-static size_t on_reply(char *data, size_t size, size_t nmemb, void *arg)
-{
-    reply *r = arg;
-    size_t n = size * nmemb, room = sizeof r->buf - 1 - r->len;
-    memcpy(r->buf + r->len, data, n < room ? n : room);
-    r->len += n < room ? n : room;
-    r->buf[r->len] = '\0';
-    return n;
-}
 
 typedef enum { VIA_HTTP, VIA_INPROC } transport;
 
@@ -594,7 +445,7 @@ static result run_scenario(const char *bin, const shape_data *sd, transport via,
     server srv = { 0 };
     char *dir = NULL;
     if (via == VIA_HTTP) {
-        if (server_start(&srv, bin)) goto out;
+        if (server_start(&srv, bin, "bench_ingest", "bench-ingest")) goto out;
         r->port = srv.port;
     } else {
         dir = gen_tempdir("bench-ingest-inproc");
@@ -635,7 +486,7 @@ static result run_scenario(const char *bin, const shape_data *sd, transport via,
     server_cpu srv0;
     memset(&srv0, 0, sizeof srv0);
     if (via == VIA_HTTP) srv0 = proc_cpu(srv.pid);
-    double self0 = self_cpu(), busy0 = machine_busy();
+    double self0 = self_cpu(), busy0 = machine_busy_s();
     double t0 = gen_now();
     r->deadline = t0 + duration;
     pthread_barrier_wait(&r->go);
@@ -650,7 +501,7 @@ static result run_scenario(const char *bin, const shape_data *sd, transport via,
         res.http_cpu += c->cpu;
     }
     res.seconds = gen_now() - t0;
-    double self = self_cpu() - self0, busy = machine_busy() - busy0;
+    double self = self_cpu() - self0, busy = machine_busy_s() - busy0;
     if (via == VIA_HTTP) {
         server_cpu srv1 = proc_cpu(srv.pid);
         res.server_cpu = srv1.total - srv0.total;
@@ -677,7 +528,7 @@ static result run_scenario(const char *bin, const shape_data *sd, transport via,
     res.ok = !failed && res.requests > 0;
 out:
     if (via == VIA_HTTP) {
-        if (srv.dir) res.db_bytes = server_stop(&srv);
+        if (srv.dir) res.db_bytes = server_stop(&srv, NULL, NULL);
     } else {
         if (r->st) {
             store_get_stats(r->st, &ss1);

@@ -39,9 +39,6 @@
  * as N/40 instances x 40 windows of 10 s, measured the same way, next to
  * the gzip'd pprof and folded files the script wrote.  Skipped with a note
  * when python3 or the script is missing. */
-#include <dirent.h>
-#include <ftw.h>
-#include <lmdb.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -51,6 +48,7 @@
 
 #include "../ingest/ingest.h"
 #include "../storage/store.h"
+#include "dirsize.h"
 #include "gen_load.h"
 
 #define SEED UINT64_C(0x666c616d65646231)
@@ -172,148 +170,6 @@ static int count_block(const store_block *b, void *arg)
 
 /* ---- the data directory ----------------------------------------------- */
 
-/* Allocated bytes (st_blocks * 512) of the data directory's files, by
- * kind. */
-typedef struct {
-    uint64_t catalog, parts, locks, other;   /* allocated */
-    uint64_t catalog_size, parts_size, locks_size; /* st_size */
-    uint32_t n_parts, n_locks, n_other;
-} dir_sizes;
-
-static dir_sizes *walk_sizes;
-static size_t walk_root_len;
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcmp(s + n - m, suffix);
-}
-
-static int walk_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)ftw;
-    if (flag != FTW_F) return 0;
-    dir_sizes *d = walk_sizes;
-    const char *rel = path + walk_root_len;
-    while (*rel == '/') rel++;
-    uint64_t alloc = (uint64_t)sb->st_blocks * 512;
-    if (!strcmp(rel, "catalog.mdb")) {
-        d->catalog += alloc;
-        d->catalog_size += (uint64_t)sb->st_size;
-    } else if (!strncmp(rel, "parts/", 6) && ends_with(rel, ".mdb")) {
-        d->parts += alloc;
-        d->parts_size += (uint64_t)sb->st_size;
-        d->n_parts++;
-    } else if (ends_with(rel, "-lock")) {
-        d->locks += alloc;
-        d->locks_size += (uint64_t)sb->st_size;
-        d->n_locks++;
-    } else {
-        d->other += alloc;
-        d->n_other++;
-    }
-    return 0;
-}
-
-static void measure_dir(const char *dir, dir_sizes *d)
-{
-    memset(d, 0, sizeof *d);
-    walk_sizes = d;
-    walk_root_len = strlen(dir);
-    nftw(dir, walk_entry, 16, FTW_PHYS);
-    walk_sizes = NULL;
-}
-
-/* ---- LMDB's view of the files ------------------------------------------ */
-
-#define MAX_DBS 6
-
-/* Pages of some LMDB files, summed; names[0]'s values are also summed. */
-typedef struct {
-    int files, failed;
-    unsigned psize;
-    uint64_t used_pages, free_pages;
-    uint64_t db_pages[MAX_DBS], db_entries[MAX_DBS];
-    uint64_t values, value_bytes;
-} lmdb_sum;
-
-/* "pending" (rollup buckets not built yet) came with storage v2 step 2: it
- * may be absent, and is empty once the store is compacted. */
-static const char *const part_dbs[MAX_DBS] = { "blocks", "rollups", "strings", "nodes", "meta", "pending" };
-#define OPTIONAL_DB "pending"
-static const char *const catalog_dbs[3] = { "series", "strings", "meta" };
-
-static uint64_t stat_pages(const MDB_stat *ms)
-{
-    return (uint64_t)ms->ms_branch_pages + ms->ms_leaf_pages + ms->ms_overflow_pages;
-}
-
-/* Opens one closed LMDB file read-only and adds its pages to s. */
-static int inspect_file(const char *path, const char *const *names, int n, lmdb_sum *s)
-{
-    MDB_env *env;
-    MDB_txn *txn;
-    int ok = 0;
-    if (mdb_env_create(&env)) return -1;
-    mdb_env_set_maxdbs(env, 8);
-    if (mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY, 0644) || mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
-        mdb_env_close(env);
-        return -1;
-    }
-    MDB_envinfo info;
-    MDB_stat ms;
-    mdb_env_info(env, &info);
-    mdb_env_stat(env, &ms);
-    uint64_t pages[MAX_DBS] = { 0 }, entries[MAX_DBS] = { 0 }, free_pages = 0, values = 0, value_bytes = 0;
-    /* the free list: values are arrays of page numbers, the first the count */
-    MDB_cursor *c;
-    MDB_val k, v;
-    if (!mdb_cursor_open(txn, 0, &c)) {
-        int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-        while (rc == 0) {
-            if (v.mv_size >= sizeof(size_t)) {
-                size_t cnt;
-                memcpy(&cnt, v.mv_data, sizeof cnt);
-                free_pages += cnt;
-            }
-            rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-        }
-        mdb_cursor_close(c);
-    }
-    for (int i = 0; i < n; i++) {
-        MDB_dbi dbi;
-        int orc = mdb_dbi_open(txn, names[i], 0, &dbi);
-        if (orc == MDB_NOTFOUND && !strcmp(names[i], OPTIONAL_DB)) continue;
-        if (orc || mdb_stat(txn, dbi, &ms)) goto out;
-        pages[i] = stat_pages(&ms);
-        entries[i] = ms.ms_entries;
-        if (i == 0 && !mdb_cursor_open(txn, dbi, &c)) {
-            int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-            while (rc == 0) {
-                value_bytes += v.mv_size;
-                values++;
-                rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-            }
-            mdb_cursor_close(c);
-        }
-    }
-    ok = 1;
-    s->psize = ms.ms_psize;
-    s->files++;
-    s->used_pages += (uint64_t)info.me_last_pgno + 1;
-    s->free_pages += free_pages;
-    for (int i = 0; i < n; i++) {
-        s->db_pages[i] += pages[i];
-        s->db_entries[i] += entries[i];
-    }
-    s->values += values;
-    s->value_bytes += value_bytes;
-out:
-    mdb_txn_abort(txn);
-    mdb_env_close(env);
-    return ok ? 0 : -1;
-}
-
 typedef struct {
     dir_sizes d;
     lmdb_sum parts, cat;
@@ -324,22 +180,13 @@ static void measure_store(const char *dir, store_measure *m)
 {
     memset(m, 0, sizeof *m);
     measure_dir(dir, &m->d);
+    inspect_parts(dir, 1, &m->parts);
     char path[4400];
-    snprintf(path, sizeof path, "%s/parts", dir);
-    DIR *dd = opendir(path);
-    struct dirent *e;
-    while (dd && (e = readdir(dd))) {
-        if (e->d_name[0] == '.' || !ends_with(e->d_name, ".mdb")) continue;
-        snprintf(path, sizeof path, "%s/parts/%s", dir, e->d_name);
-        if (inspect_file(path, part_dbs, MAX_DBS, &m->parts)) m->parts.failed++;
-    }
-    if (dd) closedir(dd);
-    else m->parts.failed++;
     snprintf(path, sizeof path, "%s/catalog.mdb", dir);
-    if (inspect_file(path, catalog_dbs, 3, &m->cat)) m->cat.failed++;
+    if (inspect_file(path, dirsize_catalog_dbs, 3, 0, &m->cat)) m->cat.failed++;
 }
 
-static uint64_t disk_bytes(const store_measure *m) { return m->d.catalog + m->d.parts; }
+static uint64_t disk_bytes(const store_measure *m) { return dir_sizes_live(&m->d); }
 
 static void print_db_row(const char *name, uint64_t pages, double ps, uint64_t pairs, const char *extra)
 {
@@ -361,14 +208,14 @@ static void print_measure(const store_measure *m, uint64_t pairs)
     if (p->files && !p->failed) {
         double ps = p->psize;
         uint64_t named = 0;
-        for (int i = 0; i < MAX_DBS; i++) named += p->db_pages[i];
+        for (int i = 0; i < DIRSIZE_MAX_DBS; i++) named += p->db_pages[i];
         printf("  partitions, LMDB's split (%u-byte pages, summed over %d file%s): %llu pages used, %llu free\n",
                p->psize, p->files, p->files == 1 ? "" : "s", (unsigned long long)p->used_pages,
                (unsigned long long)p->free_pages);
         char extra[96];
-        for (int i = 0; i < MAX_DBS; i++) {
+        for (int i = 0; i < DIRSIZE_MAX_DBS; i++) {
             snprintf(extra, sizeof extra, "  (%llu entries)", (unsigned long long)p->db_entries[i]);
-            print_db_row(part_dbs[i], p->db_pages[i], ps, pairs, extra);
+            print_db_row(dirsize_part_dbs[i], p->db_pages[i], ps, pairs, extra);
         }
         print_db_row("free", p->free_pages, ps, pairs, "");
         uint64_t rest = p->used_pages > named + p->free_pages ? p->used_pages - named - p->free_pages : 0;

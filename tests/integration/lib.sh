@@ -17,6 +17,8 @@
 #                each sets STATUS, BODY, BODY_FILE, HEADERS_FILE.
 # Assertions:    assert_eq / assert_contains / assert_not_contains /
 #                assert_status / assert_json / assert_ge / assert_le / fail
+# Folded text:   fold_canon [FILE...]  stacks summed and sorted bytewise
+#                fold_canon_exact [FILE...]  the same, exact above 2^31
 #
 # No assertion depends on wall-clock durations; timeouts only bound loops.
 
@@ -357,13 +359,21 @@ now() { date +%s; }
 
 # Sums folded lines "frames count" per stack (split at the last space) and
 # prints them sorted bytewise: the canonical form of a folded profile.
-fold_canon() {
-    awk '{ line = $0; sub(/\r$/, "", line);
+# fold_canon prints the sums with awk's %d (mawk caps it at 2^31-1);
+# fold_canon_exact with %.0f, exact integers above 2^31.
+fold_canon() { _fold_sum '%s %d\n' "$@"; }
+fold_canon_exact() { _fold_sum '%s %.0f\n' "$@"; }
+
+# _fold_sum FORMAT [FILE...] — fold_canon with FORMAT (stack, sum) for printf.
+_fold_sum() {
+    local fmt=$1
+    shift
+    awk -v fmt="$fmt" '{ line = $0; sub(/\r$/, "", line);
            if (line ~ /^[ \t]*$/) next;
            n = line; sub(/^.*[ \t]/, "", n);
            sub(/[ \t]+[0-9]+[ \t]*$/, "", line);
            sum[line] += n }
-         END { for (k in sum) printf "%s %d\n", k, sum[k] }' "$@" | LC_ALL=C sort
+         END { for (k in sum) printf fmt, k, sum[k] }' "$@" | LC_ALL=C sort
 }
 
 # The value of one sample in a Prometheus text answer ($BODY), by its exact

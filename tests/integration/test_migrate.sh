@@ -13,17 +13,6 @@ MG_FIXTURE="$REPO/tests/fixtures/flamedb4"
 MG_T0=1793570400   # 2026-11-01 22:00:00 UTC
 MG_MID=$((MG_T0 + 7200))
 
-# mg_canon [FILE...] — folded lines summed per stack, sorted bytewise, exact
-# integers above 2^31 (lib.sh's fold_canon prints with mawk's %d).
-mg_canon() {
-    awk '{ line = $0; sub(/\r$/, "", line);
-           if (line ~ /^[ \t]*$/) next;
-           n = line; sub(/^.*[ \t]/, "", n);
-           sub(/[ \t]+[0-9]+[ \t]*$/, "", line);
-           sum[line] += n }
-         END { for (k in sum) printf "%s %.0f\n", k, sum[k] }' "$@" | LC_ALL=C sort
-}
-
 # mg_copy — a copy of the fixture's data directory becomes $DATA (with $LOG).
 mg_copy() {
     it_tmp
@@ -170,12 +159,12 @@ test_migrate_durable_and_writable() {
     put "service=fresh&instance=f-1" $'x;y 5\n'
     local want
     want=$(printf '%s\n' "$(cat "$MG_FIXTURE/answers/query_cross_midnight.folded")" \
-        "main;idle 10000000" "main;migrated;new 20000000" | mg_canon)
+        "main;idle 10000000" "main;migrated;new 20000000" | fold_canon_exact)
     check_new() {
         local desc=$1
         query '{instance="i-1"}' from=$((MG_MID - 1800)) until=$((MG_MID + 1800)) format=folded
         assert_status "$desc: folded" 200
-        assert_eq "$desc: a write merged with the migrated profiles" "$want" "$(mg_canon "$BODY_FILE")"
+        assert_eq "$desc: a write merged with the migrated profiles" "$want" "$(fold_canon_exact "$BODY_FILE")"
         query 'fresh{}' from=now-1h
         assert_json "$desc: a write after now" '"\(.total) \(.profiles)"' "5 1"
         # what the writes did not touch answers as before

@@ -18,17 +18,6 @@
 
 PT_T0=1793570400   # 2026-11-01 22:00:00 UTC; midnight is PT_T0 + 7200
 
-# pt_canon [FILE...] — folded lines summed per stack and sorted bytewise, with
-# exact integers above 2^31 (lib.sh's fold_canon prints with mawk's %d).
-pt_canon() {
-    awk '{ line = $0; sub(/\r$/, "", line);
-           if (line ~ /^[ \t]*$/) next;
-           n = line; sub(/^.*[ \t]/, "", n);
-           sub(/[ \t]+[0-9]+[ \t]*$/, "", line);
-           sum[line] += n }
-         END { for (k in sum) printf "%s %.0f\n", k, sum[k] }' "$@" | LC_ALL=C sort
-}
-
 # pt_part_name EPOCH LENGTH_S — the file of the partition holding EPOCH.
 pt_part_name() {
     date -u -d "@$(( $1 / $2 * $2 ))" +%Y%m%dT%H%MZ.mdb
@@ -217,7 +206,7 @@ pt_answers() {
 pt_expect_folded() {
     awk -F'\t' -v f="$1" -v u="$2" -v k="$3" \
         '$1 >= f && $1 < u && $2 ~ k { split($4, a, " "); printf "%s %.0f\n", a[1], a[2] * $3 }' \
-        "$IT_TMP/pushed.tsv" | pt_canon
+        "$IT_TMP/pushed.tsv" | fold_canon_exact
 }
 
 test_partitions_boundaries_answer_the_same() {
@@ -238,13 +227,13 @@ test_partitions_boundaries_answer_the_same() {
     while read -r from until; do
         i=$((i + 1))
         assert_eq "1h: folded api{instance=~\"i-[12]\"} [$from, $until)" "$(pt_expect_folded "$from" "$until" '^i[12]$')" \
-            "$(tail -n +2 "$one/r$i.s3.folded" | pt_canon)"
+            "$(tail -n +2 "$one/r$i.s3.folded" | fold_canon_exact)"
     done < <(pt_ranges)
     from=$((PT_T0 - 3600)); until=$((PT_T0 + 5 * 3600))
     assert_eq "1h: folded of the rated series (ns)" "$(pt_expect_folded "$from" "$until" '^i3$')" \
-        "$(tail -n +2 "$one/r1.s4.folded" | pt_canon)"
+        "$(tail -n +2 "$one/r1.s4.folded" | fold_canon_exact)"
     assert_eq "1h: folded of the bytes series" "$(pt_expect_folded "$from" "$until" '^db$')" \
-        "$(tail -n +2 "$one/r1.s5.folded" | pt_canon)"
+        "$(tail -n +2 "$one/r1.s5.folded" | fold_canon_exact)"
     BODY=$(tail -n +2 "$one/r1.s5.json")
     assert_json "1h: db profiles and unit" '"\(.profiles) \(.unit)"' "20 bytes"
     BODY=$(tail -n +2 "$one/r1.s4.json")
@@ -321,7 +310,7 @@ main;recent$i;frame 3"
     recent_folded() {
         printf '%s\n' "main;serve;handle 11" "main;idle 1" "main;recent1;frame 3" "main;serve;handle 12" "main;idle 2" \
             "main;recent2;frame 3" "main;serve;handle 13" "main;idle 3" "main;recent3;frame 3" "main;serve;handle 14" \
-            "main;idle 4" "main;recent4;frame 3" "main;serve;handle 8" "main;edge;new 6" | pt_canon
+            "main;idle 4" "main;recent4;frame 3" "main;serve;handle 8" "main;edge;new 6" | fold_canon_exact
     }
 
     start_server --partition 1h --retention 0
@@ -378,7 +367,7 @@ main;recent$i;frame 3"
     get /api/v1/series from=$((t - 40000)) until=$((t - 3 * 3600))
     assert_json "old range: no series" '.series|length' 0
     query 'ret{}' from=$((t - 40000)) until=$((t + 1)) format=folded
-    assert_eq "what is left is exactly the recent data" "$(recent_folded)" "$(pt_canon "$BODY_FILE")"
+    assert_eq "what is left is exactly the recent data" "$(recent_folded)" "$(fold_canon_exact "$BODY_FILE")"
     local kept="$IT_TMP/kept" fresh="$IT_TMP/fresh"
     mkdir -p "$kept" "$fresh"
     ret_answers() {
@@ -497,7 +486,7 @@ test_partitions_kill9_while_crossing_boundaries() {
     kill9_server
     launch_server
     query 'cross{}' from=$from until=$until format=folded
-    assert_eq "after a second kill -9" "$(printf '%s\n' "$stored" "w9;j0 9009" "common;stack 5" | pt_canon)" "$(pt_canon "$BODY_FILE")"
+    assert_eq "after a second kill -9" "$(printf '%s\n' "$stored" "w9;j0 9009" "common;stack 5" | fold_canon_exact)" "$(fold_canon_exact "$BODY_FILE")"
 }
 
 # ---- d) one server per data directory ------------------------------------
