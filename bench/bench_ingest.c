@@ -675,7 +675,7 @@ int main(int argc, char **argv)
            "  the rest of the machine meanwhile (another process, or hypervisor steal: a noisy figure);\n"
            "  Ml/CPU-s = M lines per server CPU-second; workers = MHD threads that did work (a keep-alive\n"
            "  connection stays on one worker, so fewer workers than clients means clients queue on one);\n"
-           "  req/com = requests per group commit; db MB = data.mdb at the end.\n", cores);
+           "  req/com = requests per group commit; db MB = the data directory's *.mdb files at the end.\n", cores);
     printf("  total time %.1f s\n", gen_now() - t_start);
     curl_global_cleanup();
     return failures ? 1 : 0;

@@ -136,24 +136,32 @@ static int alloc_tree(query_tree *t, uint32_t n_nodes)
     return t->self && t->total && t->touched ? 0 : -1;
 }
 
-/* Grows the answer's arrays to n nodes, zero-filled. */
+/* Grows the answer's arrays to at least n nodes, zero-filled.  calloc,
+ * not realloc + memset: pages no node reaches are never backed, as with
+ * the exact-size arrays of a single merge. */
 static int grow_tree(query_tree *t, uint32_t n)
 {
     if (n <= t->n_nodes) return 0;
-    uint32_t cap = t->n_nodes ? t->n_nodes : 1024;
-    while (cap < n) cap *= 2;
-    uint64_t *s = realloc(t->self, cap * sizeof *s);
-    if (s) t->self = s;
-    uint64_t *tot = realloc(t->total, cap * sizeof *tot);
-    if (tot) t->total = tot;
-    size_t ow = (t->n_nodes + 63) / 64, nw = (cap + 63) / 64;
-    uint64_t *tb = realloc(t->touched, nw * sizeof *tb);
-    if (tb) t->touched = tb;
-    if (!s || !tot || !tb) return -1;
-    memset(t->self + t->n_nodes, 0, (cap - t->n_nodes) * sizeof *s);
-    memset(t->total + t->n_nodes, 0, (cap - t->n_nodes) * sizeof *tot);
-    memset(t->touched + ow, 0, (nw - ow) * sizeof *tb);
-    t->n_nodes = cap;
+    uint64_t *s = calloc(n, sizeof *s), *tot = calloc(n, sizeof *tot);
+    uint64_t *tb = calloc(((size_t)n + 63) / 64, sizeof *tb);
+    if (!s || !tot || !tb) {
+        free(s);
+        free(tot);
+        free(tb);
+        return -1;
+    }
+    if (t->n_nodes) {
+        memcpy(s, t->self, (size_t)t->n_nodes * sizeof *s);
+        memcpy(tot, t->total, (size_t)t->n_nodes * sizeof *tot);
+        memcpy(tb, t->touched, ((size_t)t->n_nodes + 63) / 64 * sizeof *tb);
+    }
+    free(t->self);
+    free(t->total);
+    free(t->touched);
+    t->self = s;
+    t->total = tot;
+    t->touched = tb;
+    t->n_nodes = n;
     return 0;
 }
 
@@ -162,6 +170,9 @@ static int fold_part(store_reader *r, store_part *p, uint32_t nl, query_tree *t,
                      const uint64_t *touched)
 {
     int failed = 0;
+    /* At most one new reader node per partition node: grow once. */
+    uint64_t bound = (uint64_t)store_node_max(r) + 1 + nl;
+    if (bound > t->n_nodes && grow_tree(t, bound > UINT32_MAX ? UINT32_MAX : (uint32_t)bound)) return -2;
     for (size_t w = 0; w < (nl + 63) / 64; w++) {
         uint64_t bits = touched[w];
         while (bits) {
@@ -170,7 +181,7 @@ static int fold_part(store_reader *r, store_part *p, uint32_t nl, query_tree *t,
             uint32_t x = (uint32_t)(w * 64 + (size_t)b);
             uint32_t q = store_part_node(r, p, x, &failed);
             if (failed) return -1;
-            if (q >= t->n_nodes && grow_tree(t, q + 1)) return -2;
+            if (q >= t->n_nodes && grow_tree(t, q + 1 + q / 2)) return -2;
             t->self[q] += acc[x];
             t->touched[q >> 6] |= UINT64_C(1) << (q & 63);
         }
