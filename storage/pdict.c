@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "env.h"
-#include "idmap.h"
+#include "idset.h"
 #include "pdict.h"
 #include "varint.h"
 
@@ -68,20 +68,20 @@ struct pdict_w {
     uint32_t flushed_strings, flushed_nodes;
     _Atomic uint32_t committed_nodes;
     uint32_t pending_nodes;               /* flushed, to publish at commit */
-    idmap str_map;                        /* low 64 bits -> id */
-    uint64_t *str_hi;                     /* high 64 bits by id */
-    size_t str_hi_cap;
-    idmap node_map;                       /* (parent, func) -> id */
+    idset str_set;                        /* strings by their 128-bit hash: */
+    uint64_t *str_lo, *str_hi;            /* ... kept here by id */
+    size_t str_cap;
+    idset node_set;                       /* nodes by (parent, func): */
+    uint32_t *pf;                         /* ... parent, func of every node */
+    size_t pf_cap;
     stack_slot *stacks;
     uint32_t stacks_cap, stacks_len;      /* cap: a power of two */
-    /* open chunks: entries from s_first / n_first (chunk-aligned) on */
-    uint32_t s_first, n_first;
+    /* the open string chunk: entries from s_first (chunk-aligned) on */
+    uint32_t s_first;
     char *sbytes;
     size_t sbytes_len, sbytes_cap;
     uint32_t *soff;                       /* start of entry s_first + i */
     size_t soff_cap;
-    uint32_t *nent;                       /* parent, func of entry n_first + i */
-    size_t nent_cap;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -111,38 +111,68 @@ static int push_string(pdict_w *w, const void *s, uint32_t len)
     return 0;
 }
 
+static inline uint64_t node_key(uint32_t parent, uint32_t func) { return ((uint64_t)parent << 32) | func; }
+
+static uint64_t node_hash_of(const void *ctx, uint32_t id)
+{
+    const pdict_w *w = ctx;
+    return hash_u64(node_key(w->pf[2 * (size_t)id], w->pf[2 * (size_t)id + 1]));
+}
+
+static uint64_t str_hash_of(const void *ctx, uint32_t id)
+{
+    const pdict_w *w = ctx;
+    return w->str_lo[id];
+}
+
+typedef struct { const pdict_w *w; uint32_t parent, func; } node_probe;
+
+static int node_eq(const void *ctx, uint32_t id)
+{
+    const node_probe *pr = ctx;
+    return pr->w->pf[2 * (size_t)id] == pr->parent && pr->w->pf[2 * (size_t)id + 1] == pr->func;
+}
+
+typedef struct { const pdict_w *w; hash128 h; } str_probe;
+
+static int str_eq(const void *ctx, uint32_t id)
+{
+    const str_probe *pr = ctx;
+    return pr->w->str_lo[id] == pr->h.lo && pr->w->str_hi[id] == pr->h.hi;
+}
+
+/* Appends a node (not to the set). */
 static int push_node(pdict_w *w, uint32_t parent, uint32_t func)
 {
-    uint32_t i = w->n_nodes - w->n_first;
-    if (grow((void **)&w->nent, &w->nent_cap, 2 * ((size_t)i + 1), sizeof *w->nent)) return -1;
-    w->nent[2 * i] = parent;
-    w->nent[2 * i + 1] = func;
+    size_t i = w->n_nodes;
+    if (grow((void **)&w->pf, &w->pf_cap, 2 * (i + 1), sizeof *w->pf)) return -1;
+    w->pf[2 * i] = parent;
+    w->pf[2 * i + 1] = func;
     w->n_nodes++;
     return 0;
 }
 
-typedef struct { const pdict_w *w; uint64_t hi; } hi_probe;
-
-static int hi_eq(void *ctx, uint32_t id)
+static int map_node(pdict_w *w, uint32_t id)
 {
-    hi_probe *pr = ctx;
-    return pr->w->str_hi[id] == pr->hi;
+    return idset_put(&w->node_set, node_hash_of(w, id), id, node_hash_of, w);
 }
 
 static int map_string(pdict_w *w, uint32_t id, hash128 h)
 {
-    if (grow((void **)&w->str_hi, &w->str_hi_cap, (size_t)id + 1, sizeof *w->str_hi)) return -1;
+    if (grow((void **)&w->str_lo, &w->str_cap, (size_t)id + 1, sizeof *w->str_lo)) return -1;
+    uint64_t *hi = realloc(w->str_hi, w->str_cap * sizeof *hi);
+    if (!hi) return -1;
+    w->str_hi = hi;
+    w->str_lo[id] = h.lo;
     w->str_hi[id] = h.hi;
-    return idmap_put(&w->str_map, h.lo, id);
+    return idset_put(&w->str_set, h.lo, id, str_hash_of, w);
 }
-
-static inline uint64_t node_key(uint32_t parent, uint32_t func) { return ((uint64_t)parent << 32) | func; }
 
 store_status pdict_w_string(pdict_w *w, const char *s, uint32_t len, uint32_t *id)
 {
     hash128 h = hash_bytes128(s, len);
-    hi_probe pr = { w, h.hi };
-    uint32_t found = idmap_find(&w->str_map, h.lo, hi_eq, &pr);
+    str_probe pr = { w, h };
+    uint32_t found = idset_find(&w->str_set, h.lo, str_eq, &pr);
     if (found) {
         *id = found;
         return STORE_OK;
@@ -156,14 +186,15 @@ store_status pdict_w_string(pdict_w *w, const char *s, uint32_t len, uint32_t *i
 
 static store_status intern_node(pdict_w *w, uint32_t parent, uint32_t func, uint32_t *id)
 {
-    uint32_t found = idmap_find(&w->node_map, node_key(parent, func), NULL, NULL);
+    node_probe pr = { w, parent, func };
+    uint32_t found = idset_find(&w->node_set, hash_u64(node_key(parent, func)), node_eq, &pr);
     if (found) {
         *id = found;
         return STORE_OK;
     }
     if (w->n_nodes == UINT32_MAX) return STORE_EFULL;
     uint32_t nid = w->n_nodes;
-    if (push_node(w, parent, func) || idmap_put(&w->node_map, node_key(parent, func), nid)) return STORE_ENOMEM;
+    if (push_node(w, parent, func) || map_node(w, nid)) return STORE_ENOMEM;
     *id = nid;
     return STORE_OK;
 }
@@ -259,8 +290,8 @@ uint32_t pdict_w_strings(const pdict_w *w) { return w->n_strings; }
 
 uint64_t pdict_w_memory(const pdict_w *w)
 {
-    return idmap_bytes(&w->str_map) + idmap_bytes(&w->node_map) + w->str_hi_cap * sizeof *w->str_hi +
-           (uint64_t)w->stacks_cap * sizeof *w->stacks + w->sbytes_cap + w->soff_cap * 4 + w->nent_cap * 4;
+    return idset_bytes(&w->str_set) + idset_bytes(&w->node_set) + w->str_cap * 16 + w->pf_cap * 4 +
+           (uint64_t)w->stacks_cap * sizeof *w->stacks + w->sbytes_cap + w->soff_cap * 4;
 }
 
 /* Writes string chunk c from the open entries. */
@@ -295,7 +326,7 @@ static int put_node_chunk(pdict_w *w, MDB_txn *txn, MDB_dbi dbi, uint32_t c)
     unsigned char *buf = malloc((size_t)(end - first) * 2 * VARINT_MAX + 1), *q = buf;
     if (!buf) return ENOMEM;
     for (uint32_t id = first; id < end; id++) {
-        const uint32_t *e = w->nent + 2 * (size_t)(id - w->n_first);
+        const uint32_t *e = w->pf + 2 * (size_t)id;
         q = varint_put(q, id - e[0]);
         q = varint_put(q, e[1]);
     }
@@ -316,12 +347,6 @@ static void trim_open(pdict_w *w)
         w->sbytes_len -= b0;
         for (uint32_t i = 0; i < n; i++) w->soff[i] = w->soff[drop + i] - b0;
         w->s_first = s_keep;
-    }
-    uint32_t n_keep = w->n_nodes / PDICT_NODE_CHUNK * PDICT_NODE_CHUNK;
-    if (n_keep > w->n_first) {
-        uint32_t drop = n_keep - w->n_first, n = w->n_nodes - n_keep;
-        memmove(w->nent, w->nent + 2 * (size_t)drop, (size_t)n * 8);
-        w->n_first = n_keep;
     }
 }
 
@@ -354,13 +379,14 @@ void pdict_w_publish(pdict_w *w)
 void pdict_w_free(pdict_w *w)
 {
     if (!w) return;
-    idmap_free(&w->str_map);
-    idmap_free(&w->node_map);
+    idset_free(&w->str_set);
+    idset_free(&w->node_set);
+    free(w->str_lo);
     free(w->str_hi);
     free(w->stacks);
     free(w->sbytes);
     free(w->soff);
-    free(w->nent);
+    free(w->pf);
     free(w);
 }
 
@@ -372,8 +398,8 @@ store_status pdict_w_load(pdict_w **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi str
     if (rc) return env_status(rc);
     pdict_w *w = calloc(1, sizeof *w);
     if (w) w->stacks_cap = STACKS_MIN;
-    if (!w || !(w->stacks = calloc(STACKS_MIN, sizeof *w->stacks)) || idmap_init(&w->str_map, 1024) ||
-        idmap_init(&w->node_map, 1024)) {
+    if (!w || !(w->stacks = calloc(STACKS_MIN, sizeof *w->stacks)) || idset_init(&w->str_set, 1024) ||
+        idset_init(&w->node_set, 1024)) {
         pdict_w_free(w);
         return STORE_ENOMEM;
     }
@@ -403,17 +429,13 @@ store_status pdict_w_load(pdict_w **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi str
         else if (id < s_first) w->n_strings++;
         if (!ss && id && map_string(w, id, hash_bytes128(s, len))) ss = STORE_ENOMEM;
     }
-    uint32_t n_first = nn % PDICT_NODE_CHUNK == 0 ? nn : (nn - 1) / PDICT_NODE_CHUNK * PDICT_NODE_CHUNK;
-    w->n_first = n_first;
     for (uint32_t id = 0; id < nn && !ss; id++) {
         uint32_t parent, func;
         if (pdict_r_node(r, id, &parent, &func)) {
             ss = STORE_EIO;
             break;
         }
-        if (id >= n_first && push_node(w, parent, func)) ss = STORE_ENOMEM;
-        else if (id < n_first) w->n_nodes++;
-        if (!ss && id && idmap_put(&w->node_map, node_key(parent, func), id)) ss = STORE_ENOMEM;
+        if (push_node(w, parent, func) || (id && map_node(w, id))) ss = STORE_ENOMEM;
     }
     pdict_r_free(r);
     if (ss) {
