@@ -53,6 +53,12 @@ static void put(text *t, const char *fmt, ...)
     }
 }
 
+/* One metric without labels: its HELP and TYPE lines, then its value. */
+static void put_one(text *t, const char *name, const char *type, const char *help, unsigned long long v)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
+}
+
 enum MHD_Result srv_handle_metrics(srv_request *rq)
 {
     srv_ctx *srv = rq->srv;
@@ -74,18 +80,15 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
                 (unsigned long long)n);
         }
     }
-    put(&t, "# HELP flamedb_ingested_samples_total Samples (sums of stack counts) accepted by ingest.\n"
-            "# TYPE flamedb_ingested_samples_total counter\n"
-            "flamedb_ingested_samples_total %llu\n",
-        (unsigned long long)atomic_load(&srv->metrics.ingested_samples));
-    put(&t, "# HELP flamedb_ingested_profiles_total Profiles accepted by ingest.\n"
-            "# TYPE flamedb_ingested_profiles_total counter\n"
-            "flamedb_ingested_profiles_total %llu\n",
-        (unsigned long long)atomic_load(&srv->metrics.ingested_profiles));
-    put(&t, "# HELP flamedb_ingested_bytes_total Request body bytes accepted by ingest, as received.\n"
-            "# TYPE flamedb_ingested_bytes_total counter\n"
-            "flamedb_ingested_bytes_total %llu\n",
-        (unsigned long long)atomic_load(&srv->metrics.ingested_bytes));
+    put_one(&t, "flamedb_ingested_samples_total", "counter",
+            "Samples (sums of stack counts) accepted by ingest.",
+            (unsigned long long)atomic_load(&srv->metrics.ingested_samples));
+    put_one(&t, "flamedb_ingested_profiles_total", "counter",
+            "Profiles accepted by ingest.",
+            (unsigned long long)atomic_load(&srv->metrics.ingested_profiles));
+    put_one(&t, "flamedb_ingested_bytes_total", "counter",
+            "Request body bytes accepted by ingest, as received.",
+            (unsigned long long)atomic_load(&srv->metrics.ingested_bytes));
     put(&t, "# HELP flamedb_commit_duration_seconds Time of each durable LMDB commit (group commit).\n"
             "# TYPE flamedb_commit_duration_seconds histogram\n");
     for (int i = 0; i < STORE_COMMIT_BUCKETS; i++)
@@ -95,31 +98,30 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
             "flamedb_commit_duration_seconds_sum %.6f\n"
             "flamedb_commit_duration_seconds_count %llu\n",
         (unsigned long long)s.commits, s.commit_seconds_sum, (unsigned long long)s.commits);
-    put(&t, "# HELP flamedb_database_bytes Disk space used by the catalog and the partition files.\n"
-            "# TYPE flamedb_database_bytes gauge\n"
-            "flamedb_database_bytes %llu\n", (unsigned long long)s.db_bytes);
-    put(&t, "# HELP flamedb_series Series (distinct label sets) stored.\n"
-            "# TYPE flamedb_series gauge\n"
-            "flamedb_series %llu\n", (unsigned long long)s.series);
-    put(&t, "# HELP flamedb_call_tree_nodes Call-tree nodes (distinct stack prefixes) of the partitions whose "
-            "dictionaries the writer holds in memory.\n"
-            "# TYPE flamedb_call_tree_nodes gauge\n"
-            "flamedb_call_tree_nodes %llu\n", (unsigned long long)s.nodes);
-    put(&t, "# HELP flamedb_dictionary_memory_bytes Memory of the writer's dictionary maps and the catalog.\n"
-            "# TYPE flamedb_dictionary_memory_bytes gauge\n"
-            "flamedb_dictionary_memory_bytes %llu\n", (unsigned long long)s.dict_memory);
-    put(&t, "# HELP flamedb_partitions Time partitions stored (one file each).\n"
-            "# TYPE flamedb_partitions gauge\n"
-            "flamedb_partitions %llu\n", (unsigned long long)s.partitions);
-    put(&t, "# HELP flamedb_rollups_built_total Rollup buckets built by compaction.\n"
-            "# TYPE flamedb_rollups_built_total counter\n"
-            "flamedb_rollups_built_total %llu\n", (unsigned long long)s.rollups_built);
-    put(&t, "# HELP flamedb_retention_dropped_partitions_total Partitions dropped whole by retention.\n"
-            "# TYPE flamedb_retention_dropped_partitions_total counter\n"
-            "flamedb_retention_dropped_partitions_total %llu\n", (unsigned long long)s.retention_partitions);
-    put(&t, "# HELP flamedb_retention_deleted_profiles_total Profiles deleted by retention.\n"
-            "# TYPE flamedb_retention_deleted_profiles_total counter\n"
-            "flamedb_retention_deleted_profiles_total %llu\n", (unsigned long long)s.retention_deleted);
+    put_one(&t, "flamedb_database_bytes", "gauge",
+            "Disk space used by the catalog and the partition files.",
+            (unsigned long long)s.db_bytes);
+    put_one(&t, "flamedb_series", "gauge",
+            "Series (distinct label sets) stored.",
+            (unsigned long long)s.series);
+    put_one(&t, "flamedb_call_tree_nodes", "gauge",
+            "Call-tree nodes (distinct stack prefixes) of the partitions whose dictionaries the writer holds in memory.",
+            (unsigned long long)s.nodes);
+    put_one(&t, "flamedb_dictionary_memory_bytes", "gauge",
+            "Memory of the writer's dictionary maps and the catalog.",
+            (unsigned long long)s.dict_memory);
+    put_one(&t, "flamedb_partitions", "gauge",
+            "Time partitions stored (one file each).",
+            (unsigned long long)s.partitions);
+    put_one(&t, "flamedb_rollups_built_total", "counter",
+            "Rollup buckets built by compaction.",
+            (unsigned long long)s.rollups_built);
+    put_one(&t, "flamedb_retention_dropped_partitions_total", "counter",
+            "Partitions dropped whole by retention.",
+            (unsigned long long)s.retention_partitions);
+    put_one(&t, "flamedb_retention_deleted_profiles_total", "counter",
+            "Profiles deleted by retention.",
+            (unsigned long long)s.retention_deleted);
     if (t.oom) {
         free(t.buf);
         return MHD_NO;
