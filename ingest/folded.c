@@ -152,7 +152,7 @@ static ingest_status check_frames(const char *f, size_t n, size_t line, size_t *
 static ingest_status push_stack(ingest_profile *p, const char *f, size_t n, uint64_t count,
                                 size_t depth, size_t line, char *err, size_t errlen)
 {
-    if (count > INGEST_MAX_VALUE - p->samples) {
+    if (count > INGEST_MAX_VALUE - p->total) {
         snprintf(err, errlen, "line %zu: total of all counts exceeds %llu", line,
                  (unsigned long long)INGEST_MAX_VALUE);
         return INGEST_EINVAL;
@@ -179,7 +179,7 @@ static ingest_status push_stack(ingest_profile *p, const char *f, size_t n, uint
     }
     /* n fits: at most INGEST_MAX_DEPTH frames of INGEST_MAX_FRAME bytes. */
     p->stacks[p->n_stacks++] = (ingest_stack){ .frames = f, .len = (uint32_t)n, .count = count };
-    p->samples += count;
+    p->total += count;
     return INGEST_OK;
 }
 
@@ -219,7 +219,7 @@ ingest_status ingest_parse_stacks(ingest_profile *p, ingest_format fmt,
                                   char *err, size_t errlen)
 {
     size_t n_stacks = p->n_stacks, line = 0;
-    uint64_t samples = p->samples, truncated = p->truncated_stacks;
+    uint64_t total = p->total, truncated = p->truncated_stacks;
     const char *pos = body, *end;
 
     if (fmt != INGEST_FORMAT_FOLDED && fmt != INGEST_FORMAT_LINES) {
@@ -241,7 +241,7 @@ ingest_status ingest_parse_stacks(ingest_profile *p, ingest_format fmt,
         ingest_status st = parse_line(p, fmt, s, e, line, err, errlen);
         if (st != INGEST_OK) {
             p->n_stacks = n_stacks;
-            p->samples = samples;
+            p->total = total;
             p->truncated_stacks = truncated;
             return st;
         }

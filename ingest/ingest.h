@@ -46,6 +46,26 @@ typedef struct {
     uint64_t count;     /* > 0 */
 } ingest_stack;
 
+/* What a profile says of the samples behind its values.  Statistics need
+ * the number of samples: a Go CPU profile of 395 samples holds 3.95e9
+ * nanoseconds.  By default ingest_profile_finish decides from the unit:
+ * counts in a unit that counts samples (ingest_unit_counts_samples) are
+ * samples; in any other unit (bytes, nanoseconds) nobody knows. */
+typedef enum {
+    INGEST_SAMPLES_FROM_UNIT = 0,
+    INGEST_SAMPLES_KNOWN,      /* samples is set */
+    INGEST_SAMPLES_UNKNOWN
+} ingest_samples;
+
+/* How a type merges over time: counters (CPU, allocations) add up;
+ * gauges (in-use memory, goroutines: snapshots) average.  By default
+ * finish decides from the type (ingest_type_is_gauge). */
+typedef enum {
+    INGEST_AGG_FROM_TYPE = 0,
+    INGEST_AGG_SUM,
+    INGEST_AGG_AVERAGE
+} ingest_aggregation;
+
 typedef struct {
     ingest_label labels[INGEST_MAX_LABELS]; /* sorted by name after finish */
     int n_labels;
@@ -54,7 +74,10 @@ typedef struct {
     char unit[INGEST_MAX_UNIT]; /* "samples" unless said otherwise */
     ingest_stack *stacks;       /* owned array */
     size_t n_stacks, cap_stacks;
-    uint64_t samples;           /* sum of all counts */
+    uint64_t total;             /* sum of all counts, in the unit */
+    ingest_samples samples_how; /* after finish: INGEST_SAMPLES_KNOWN or _UNKNOWN */
+    uint64_t samples;           /* with INGEST_SAMPLES_KNOWN: the samples behind the values */
+    ingest_aggregation aggregation; /* after finish: SUM or AVERAGE */
     uint64_t truncated_stacks;  /* stacks cut to INGEST_MAX_DEPTH frames */
     char *arena;                /* owned bytes that stacks may point into */
     size_t arena_len, arena_cap;
@@ -89,9 +112,21 @@ ingest_status ingest_parse_stacks(ingest_profile *p, ingest_format fmt,
                                   char *err, size_t errlen);
 
 /* Checks the profile is complete (service present, type defaulted to cpu,
- * counts times the rate weight within INGEST_MAX_VALUE) and sorts labels.
- * Call after labels and stacks are set. */
+ * counts times the rate weight within INGEST_MAX_VALUE), sorts labels and
+ * decides samples_how and aggregation where the caller left them to the
+ * defaults.  Call after labels and stacks are set. */
 ingest_status ingest_profile_finish(ingest_profile *p, char *err, size_t errlen);
+
+/* Returns 1 when counts in this unit are samples: samples, count, and
+ * Pyroscope's objects, goroutines, lock_samples. */
+int ingest_unit_counts_samples(const char *unit);
+
+/* Returns 1 when a profile type is a snapshot (a gauge) unless the client
+ * says otherwise: inuse_space, inuse_objects, goroutine, goroutines. */
+int ingest_type_is_gauge(const char *type);
+
+/* Parses an aggregation name ("sum", "average"); answers -1 when unknown. */
+int ingest_aggregation_parse(const char *name, ingest_aggregation *out);
 
 /* Pyroscope's application name: "service[.type]{k=v,...}".  Adds the labels
  * service, type and each k=v to p.  Errors name what is wrong. */

@@ -24,7 +24,19 @@
  *
  * Values are taken as they are (no rate): a zero value leaves the stack out
  * of that type's profile, a negative one or one above INGEST_MAX_VALUE is
- * an error.  Sample labels (pprof's per-sample key/value pairs) are not
+ * an error.
+ *
+ * Samples.  Each type's profile says how many samples are behind its
+ * values (count_type, set_samples): a count type counts its own; a value
+ * type takes its samples from the profile's samples/count type, else from
+ * the count type listed just before it (Go lists alloc_objects before
+ * alloc_space, contentions before delay), else divides its total by the
+ * period when the period is of its type.  Otherwise the number is unknown
+ * and answers carry no intervals.  Go scales heap counts up from the
+ * sampled allocations, so their "samples" are an estimate on the high
+ * side: the intervals of heap profiles are narrower than they should be.
+ * Gauges (inuse_*, goroutine) are left to ingest_profile_finish's default
+ * unless the base profile says.  Sample labels (pprof's per-sample key/value pairs) are not
  * stored: series are identified by the request's labels alone. */
 #include "ingest_internal.h"
 
@@ -301,6 +313,46 @@ static ingest_status profile_setup(decoder *d, const ingest_profile *base, int w
     return INGEST_OK;
 }
 
+static int type_is(const decoder *d, size_t t, const char *type, const char *unit)
+{
+    const Perftools__Profiles__ValueType *vt = d->pb->sample_type[t];
+    const char *ty = str_at(d, vt->type), *un = str_at(d, vt->unit);
+    return ty && un && (!type || strcmp(ty, type) == 0) && strcmp(un, unit) == 0;
+}
+
+/* The sample type that counts the samples behind type t's values: t itself
+ * when its unit is `count`; else a type samples/count (Go's CPU profile);
+ * else the nearest count type before t (Go's alloc_objects before
+ * alloc_space, contentions before delay); -1 when there is none. */
+static long count_type(const decoder *d, size_t t)
+{
+    if (type_is(d, t, NULL, "count")) return (long)t;
+    for (size_t i = 0; i < d->pb->n_sample_type; i++)
+        if (type_is(d, i, "samples", "count")) return (long)i;
+    for (size_t i = t; i-- > 0;)
+        if (type_is(d, i, NULL, "count")) return (long)i;
+    return -1;
+}
+
+/* Sets p's samples (type t): the values of its count type in the samples
+ * where t has a value; else its total divided by the period when the
+ * period is of t's type and unit; else unknown. */
+static void set_samples(const decoder *d, size_t t, ingest_profile *p)
+{
+    const pb_profile *pb = d->pb;
+    long c = count_type(d, t);
+    uint64_t n = 0;
+    if (c >= 0) {
+        for (size_t i = 0; i < pb->n_sample; i++)
+            if (pb->sample[i]->value[t] > 0 && pb->sample[i]->value[c] > 0) n += (uint64_t)pb->sample[i]->value[c];
+    } else if (pb->period > 0 && pb->period_type) {
+        const char *pt = str_at(d, pb->period_type->type), *pu = str_at(d, pb->period_type->unit);
+        if (pt && pu && type_is(d, t, pt, pu)) n = (p->total + (uint64_t)pb->period / 2) / (uint64_t)pb->period;
+    }
+    p->samples_how = n ? INGEST_SAMPLES_KNOWN : INGEST_SAMPLES_UNKNOWN;
+    p->samples = n;
+}
+
 /* Builds every profile: stacks into out[0]'s arena. */
 static ingest_status build(decoder *d, const ingest_profile *base, int window_given, ingest_profile *out)
 {
@@ -333,20 +385,23 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
             uint64_t v = (uint64_t)pb->sample[i]->value[t];
             if (!v) continue;
             ingest_profile *p = &out[t];
-            if (p->samples + v > INGEST_MAX_VALUE) {
+            if (p->total + v > INGEST_MAX_VALUE) {
                 snprintf(d->err, d->errlen, "sample type %zu: the sum of values exceeds %" PRIu64, t,
                          (uint64_t)INGEST_MAX_VALUE);
                 return INGEST_EINVAL;
             }
             p->stacks[p->n_stacks++] = (ingest_stack){ arena + pos + start, (uint32_t)len, v };
-            p->samples += v;
+            p->total += v;
             p->truncated_stacks += (uint64_t)trunc;
         }
         pos += start + len;
     }
     out[0].arena_len = pos;
-    for (size_t t = 0; t < nt; t++)
+    for (size_t t = 0; t < nt; t++) {
+        set_samples(d, t, &out[t]);
+        out[t].aggregation = base->aggregation;
         if ((s = ingest_profile_finish(&out[t], d->err, d->errlen))) return s;
+    }
     return INGEST_OK;
 }
 

@@ -149,6 +149,30 @@ static void sort_labels(ingest_profile *p)
     }
 }
 
+int ingest_unit_counts_samples(const char *unit)
+{
+    static const char *const units[] = { "samples", "count", "objects", "goroutines", "goroutine", "lock_samples", NULL };
+    for (int i = 0; units[i]; i++)
+        if (strcmp(unit, units[i]) == 0) return 1;
+    return 0;
+}
+
+int ingest_type_is_gauge(const char *type)
+{
+    static const char *const types[] = { "inuse_space", "inuse_objects", "goroutine", "goroutines", NULL };
+    for (int i = 0; types[i]; i++)
+        if (strcmp(type, types[i]) == 0) return 1;
+    return 0;
+}
+
+int ingest_aggregation_parse(const char *name, ingest_aggregation *out)
+{
+    if (strcmp(name, "sum") == 0) *out = INGEST_AGG_SUM;
+    else if (strcmp(name, "average") == 0) *out = INGEST_AGG_AVERAGE;
+    else return -1;
+    return 0;
+}
+
 ingest_status ingest_profile_finish(ingest_profile *p, char *err, size_t errlen)
 {
     ingest_status st;
@@ -169,6 +193,12 @@ ingest_status ingest_profile_finish(ingest_profile *p, char *err, size_t errlen)
         return st;
     if (p->unit[0] == '\0')
         memcpy(p->unit, "samples", sizeof "samples");
+    if (p->samples_how == INGEST_SAMPLES_FROM_UNIT) {
+        p->samples_how = ingest_unit_counts_samples(p->unit) ? INGEST_SAMPLES_KNOWN : INGEST_SAMPLES_UNKNOWN;
+        p->samples = p->samples_how == INGEST_SAMPLES_KNOWN ? p->total : 0;
+    }
+    if (p->aggregation == INGEST_AGG_FROM_TYPE)
+        p->aggregation = ingest_type_is_gauge(ingest_label_get(p, "type")) ? INGEST_AGG_AVERAGE : INGEST_AGG_SUM;
     sort_labels(p);
     return INGEST_OK;
 }

@@ -1,8 +1,9 @@
 /* compare.c — did the profile change?  Two merges (left and right; often
  * one selector over two time ranges) compared function by function: the
  * self shares, their difference, and whether it is significant (a
- * two-proportion z-test at 95% on the raw sample counts: a share p from n
- * samples stands for p x n samples); plus the Manhattan distance and the
+ * two-proportion z-test at 95% on the sample counts: a share p from n
+ * samples stands for p x n samples; null when a side does not know its
+ * samples); plus the Manhattan distance and the
  * Jensen-Shannon divergence over the k functions that weigh most. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +25,8 @@ static int row_cmp(const void *a, const void *b, void *arg)
 
 static json_t *side_json(const query_fprofile *p)
 {
-    return json_pack("{s:I,s:I,s:I,s:f}", "total", (json_int_t)p->total, "samples", (json_int_t)p->samples,
+    return json_pack("{s:I,s:o,s:I,s:f}", "total", (json_int_t)p->total, "samples",
+                     query_samples_json(p->samples, p->samples_unknown),
                      "profiles", (json_int_t)p->profiles, "entropy", query_entropy(&p->d));
 }
 
@@ -61,13 +63,14 @@ json_t *query_compare_json(store_reader *r, const query_tree *left, const query_
         rows[n++] = (row){ fn, l, rr, rr - l };
     }
     row_ctx rc = { r };
+    int known = !L.samples_unknown && !R.samples_unknown && L.samples && R.samples;
     qsort_r(rows, n, sizeof *rows, row_cmp, &rc);
     for (size_t q = 0; q < n && (!limit || q < limit); q++) {
         uint64_t x1 = (uint64_t)llround(rows[q].l * (double)L.samples);
         uint64_t x2 = (uint64_t)llround(rows[q].r * (double)R.samples);
-        json_t *e = json_pack("{s:s,s:f,s:f,s:f,s:b}", "name", store_string(r, rows[q].fn, NULL), "left_share",
-                              rows[q].l, "right_share", rows[q].r, "delta", rows[q].delta, "significant",
-                              query_significant(x1, L.samples, x2, R.samples));
+        json_t *sig = known ? json_boolean(query_significant(x1, L.samples, x2, R.samples)) : json_null();
+        json_t *e = json_pack("{s:s,s:f,s:f,s:f,s:o}", "name", store_string(r, rows[q].fn, NULL), "left_share",
+                              rows[q].l, "right_share", rows[q].r, "delta", rows[q].delta, "significant", sig);
         if (!e || json_array_append_new(arr, e)) goto done;
     }
     out = json_pack("{s:o,s:o,s:f,s:f,s:O}", "left", side_json(&L), "right", side_json(&R), "manhattan", m,

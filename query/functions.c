@@ -103,6 +103,7 @@ int query_fprofile_build(store_reader *r, const query_tree *t, query_fprofile *o
     }
     out->total = t->grand_total;
     out->samples = t->samples;
+    out->samples_unknown = t->samples_unknown;
     out->profiles = t->profiles;
     return 0;
 }
@@ -117,6 +118,11 @@ void query_fprofile_free(query_fprofile *p)
 const char *query_fn_name(void *ctx, uint32_t fn)
 {
     return store_string(ctx, fn, NULL);
+}
+
+json_t *query_samples_json(uint64_t samples, uint64_t unknown)
+{
+    return unknown ? json_null() : json_integer((json_int_t)samples);
 }
 
 json_t *query_real_or_null(double x)

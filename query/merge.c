@@ -101,7 +101,8 @@ static int add_block(const store_block *b, void *arg)
     }
     c->pending[c->n_pending++] = (pending_block){ *b, w };
     c->pending_pairs += b->n_pairs;
-    t->samples += b->samples;
+    if (b->samples_known) t->samples += b->samples;
+    else t->samples_unknown += b->n_profiles;
     t->profiles += b->n_profiles;
     return 0;
 }

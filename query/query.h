@@ -91,7 +91,9 @@ typedef struct {
     uint64_t *total;        /* owned, per node, filled by query_tree_finish */
     uint64_t *touched;      /* owned bitmap of nodes with a value */
     uint64_t grand_total;   /* sum of all values */
-    uint64_t samples;       /* raw samples before rate weighting */
+    uint64_t samples;       /* samples behind the values (of the profiles that said) */
+    uint64_t samples_unknown; /* profiles merged that did not say their samples: when
+                               non-zero, samples is not known and no interval is given */
     uint64_t profiles;      /* blocks merged */
     uint32_t series;        /* series with at least one profile */
     char unit[64];          /* unit of the values */
@@ -99,6 +101,10 @@ typedef struct {
     size_t n_other_units;
     uint64_t skipped_profiles; /* profiles left out for their unit */
 } query_tree;
+
+/* The number of samples as JSON: null when some profile did not say
+ * (then no interval or test can be computed). */
+json_t *query_samples_json(uint64_t samples, uint64_t unknown);
 
 /* Merges every profile of the set whose window starts in [from, until). */
 /* Merges of a partition holding at least min_pairs (stack, count) pairs

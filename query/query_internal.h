@@ -29,6 +29,7 @@ typedef struct {
     query_functions f;
     query_dist d;
     uint64_t total, samples, profiles;
+    uint64_t samples_unknown;   /* as in query_tree */
 } query_fprofile;
 
 int query_fprofile_build(store_reader *r, const query_tree *t, query_fprofile *out);

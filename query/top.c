@@ -1,7 +1,11 @@
 /* top.c — hotspots: functions ranked by self or total value, each share
- * with its 95% Wilson score interval from the n raw samples behind the
- * answer (a share estimated from n samples has standard error
- * sqrt(p(1-p)/n); Wilson's interval stays inside [0, 1] for small n). */
+ * with its 95% Wilson score interval from the n samples behind the answer
+ * (a share estimated from n samples has standard error sqrt(p(1-p)/n);
+ * Wilson's interval stays inside [0, 1] for small n).  n is the number of
+ * samples, not the value: 395 samples of 10 ms are n = 395, not 3.95e9 ns.
+ * When some profile did not say its samples, intervals are null.  The
+ * share is of the value, so with samples of unequal weight (allocation
+ * bytes) the interval is an approximation. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +25,11 @@ static int rank_cmp(const void *a, const void *b, void *arg)
     return strcmp(store_string(c->r, c->f->fn[x], NULL), store_string(c->r, c->f->fn[y], NULL));
 }
 
-static json_t *interval(double p, uint64_t n)
+/* null when the number of samples is not known. */
+static json_t *interval(double p, const query_tree *t)
 {
+    if (t->samples_unknown || !t->samples) return json_null();
+    uint64_t n = t->samples;
     double lo, hi;
     query_wilson(p, n, 1.96, &lo, &hi);
     return json_pack("[f,f]", lo, hi);
@@ -44,14 +51,14 @@ json_t *query_top_json(store_reader *r, const query_tree *t, size_t limit, int b
         double ps = total > 0 ? (double)f.self[i] / total : 0, pt = total > 0 ? (double)f.total[i] / total : 0;
         json_t *e = json_pack("{s:s,s:I,s:I,s:f,s:f,s:o,s:o}", "name", store_string(r, f.fn[i], NULL),
                               "self", (json_int_t)f.self[i], "total", (json_int_t)f.total[i], "self_share", ps,
-                              "total_share", pt, "self_ci95", interval(ps, t->samples),
-                              "total_ci95", interval(pt, t->samples));
+                              "total_share", pt, "self_ci95", interval(ps, t),
+                              "total_ci95", interval(pt, t));
         if (!e || json_array_append_new(arr, e)) goto fail;
     }
     free(order);
     query_functions_free(&f);
-    return json_pack("{s:I,s:I,s:o}", "total", (json_int_t)t->grand_total, "samples", (json_int_t)t->samples,
-                     "functions", arr);
+    return json_pack("{s:I,s:o,s:o}", "total", (json_int_t)t->grand_total, "samples",
+                     query_samples_json(t->samples, t->samples_unknown), "functions", arr);
 fail:
     free(order);
     json_decref(arr);

@@ -10,8 +10,8 @@
  *
  * format=pprof (both endpoints): the body is pprof's profile.proto, gzip'd
  * or raw, or a multipart/form-data body whose `profile` field is (what
- * Pyroscope's SDKs send; `prev_profile` and `sample_type_config` are
- * ignored).  Each sample type becomes one profile; all are decoded and
+ * Pyroscope's SDKs send; `prev_profile` is ignored, `sample_type_config`
+ * says which types are gauges).  Each sample type becomes one profile; all are decoded and
  * validated before the first is queued, then all are queued at once (they
  * normally share one group commit, each in its own nested transaction). */
 #include <math.h>
@@ -68,13 +68,13 @@ static int read_unit(srv_request *rq, ingest_profile *p, const char *param)
  * called again, answers.  The suspension comes before anything that could
  * resume it, so the two never cross. */
 /* The store form of one pprof profile. */
-typedef struct pprof_prep {
+typedef struct profile_prep {
     store_label labels[INGEST_MAX_LABELS];
     store_stack *stacks;
     uint32_t *leaves;
     store_prep *prep;
     store_profile sp;
-} pprof_prep;
+} profile_prep;
 
 typedef struct {
     srv_request *rq;
@@ -82,16 +82,12 @@ typedef struct {
     ingest_format fmt;
     int gzipped;
     char *plain;                              /* the gunzipped body */
-    store_label labels[INGEST_MAX_LABELS];
-    store_stack *stacks;
-    uint32_t *leaves;                         /* store_resolve's answer */
-    store_prep *prep;                         /* store_prepare's block */
-    store_profile sp;
+    struct profile_prep one;                    /* the store form of p (not pprof) */
     int pprof, window_given;                  /* format=pprof; from/until given */
     const char *content_type;                 /* the request's, for multipart */
     ingest_profile *pp;                       /* pprof: one profile per sample type */
     size_t n_pp;
-    struct pprof_prep *preps;
+    struct profile_prep *preps;
     size_t pending;                           /* pprof profiles not yet committed */
     pthread_mutex_t lock;
     int suspended, done;
@@ -111,9 +107,9 @@ static void job_free(void *arg)
     free(job->preps);
     if (job->pp) ingest_pprof_free(job->pp, job->n_pp);
     free(job->plain);
-    free(job->stacks);
-    free(job->leaves);
-    store_prep_free(job->prep);
+    free(job->one.stacks);
+    free(job->one.leaves);
+    store_prep_free(job->one.prep);
     pthread_mutex_destroy(&job->lock);
     free(job);
 }
@@ -177,7 +173,12 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
 }
 
 /* Fills the store form of p; answers -1 when out of memory. */
-static int prep_fill(store *st, ingest_profile *p, pprof_prep *pr)
+/* The store form of a finished profile: labels, stacks, what the store
+ * already knows of them (store_resolve: looked up here, so the single
+ * writer thread only interns what is new) and, when every stack is known,
+ * the block itself (store_prepare: the writer then only frames and puts
+ * it). */
+static int prep_fill(store *st, ingest_profile *p, profile_prep *pr)
 {
     for (int i = 0; i < p->n_labels; i++) {
         pr->labels[i].name = p->labels[i].name;
@@ -196,6 +197,11 @@ static int prep_fill(store *st, ingest_profile *p, pprof_prep *pr)
         .labels = pr->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
         .part_token = token,
+        .samples_kind = p->samples_how != INGEST_SAMPLES_KNOWN ? STORE_SAMPLES_UNKNOWN
+                        : p->samples                      ? STORE_SAMPLES_GIVEN
+                                                          : STORE_SAMPLES_COUNTS,
+        .samples = p->samples_how == INGEST_SAMPLES_KNOWN ? p->samples : 0,
+        .gauge = p->aggregation == INGEST_AGG_AVERAGE,
     };
     pr->sp.prep = pr->prep = store_prepare(&pr->sp);
     return 0;
@@ -203,14 +209,45 @@ static int prep_fill(store *st, ingest_profile *p, pprof_prep *pr)
 
 /* On a pool thread: a pprof body into one profile per sample type, all
  * validated, then all queued. */
+/* Pyroscope's sample_type_config (a multipart field): {"inuse_space":
+ * {"units": "bytes", "aggregation": "average"}, ...}.  Sets the
+ * aggregation of the profiles whose type it names; answers -1 with a
+ * message when it is malformed. */
+static int apply_type_config(const char *text, size_t len, ingest_profile *pp, size_t n, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *cfg = json_loadb(text, len, 0, &je);
+    if (!cfg || !json_is_object(cfg)) {
+        snprintf(err, errlen, "multipart field 'sample_type_config': not a JSON object (%s)", cfg ? "" : je.text);
+        json_decref(cfg);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        json_t *agg = json_object_get(json_object_get(cfg, ingest_label_get(&pp[i], "type")), "aggregation");
+        if (!agg) continue;
+        if (!json_is_string(agg) || ingest_aggregation_parse(json_string_value(agg), &pp[i].aggregation)) {
+            snprintf(err, errlen, "multipart field 'sample_type_config': type '%s': aggregation must be \"sum\" or \"average\"",
+                     ingest_label_get(&pp[i], "type"));
+            rc = -1;
+        }
+    }
+    json_decref(cfg);
+    return rc;
+}
+
 static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
 {
     srv_request *rq = job->rq;
     char err[1024];
+    const char *config = NULL;
+    size_t config_len = 0;
     if (ingest_multipart_is(job->content_type)) {
         const char *field;
         size_t flen;
         ingest_status s = ingest_multipart_field(job->content_type, body, len, "profile", &field, &flen, err, sizeof err);
+        if (!s) s = ingest_multipart_field(job->content_type, body, len, "sample_type_config", &config, &config_len, err,
+                                           sizeof err);
         if (s) return job_finish(job, ingest_status_http(s), err);
         if (!field) return job_finish(job, 400, "multipart/form-data body without a 'profile' field (the pprof profile)");
         body = field;
@@ -219,6 +256,8 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
     ingest_status s = ingest_pprof_parse(body, len, rq->srv->max_body, &job->p, job->window_given, &job->pp,
                                          &job->n_pp, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
+    if (config && apply_type_config(config, config_len, job->pp, job->n_pp, err, sizeof err))
+        return job_finish(job, 400, err);
     job->preps = calloc(job->n_pp, sizeof *job->preps);
     if (!job->preps) return job_finish(job, 500, "out of memory");
     for (size_t i = 0; i < job->n_pp; i++)
@@ -255,30 +294,8 @@ static void job_parse(void *arg)
     ingest_status s = ingest_parse_stacks(p, job->fmt, body, len, err, sizeof err);
     if (!s) s = ingest_profile_finish(p, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
-    for (int i = 0; i < p->n_labels; i++) {
-        job->labels[i].name = p->labels[i].name;
-        job->labels[i].value = p->labels[i].value;
-    }
-    job->stacks = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *job->stacks);
-    job->leaves = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *job->leaves);
-    if (!job->stacks || !job->leaves) return job_finish(job, 500, "out of memory");
-    for (size_t i = 0; i < p->n_stacks; i++) {
-        job->stacks[i].frames = p->stacks[i].frames;
-        job->stacks[i].len = p->stacks[i].len;
-        job->stacks[i].count = p->stacks[i].count;
-    }
-    /* Known stacks are looked up here, so the single writer thread only
-     * interns what is new ... */
-    uint64_t token = store_resolve(rq->srv->st, p->from_ms, job->stacks, p->n_stacks, job->leaves);
-    job->sp = (store_profile){
-        .labels = job->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
-        .rate = p->rate, .unit = p->unit, .stacks = job->stacks, .n_stacks = p->n_stacks,
-        .leaves = job->leaves, .part_token = token,
-    };
-    /* ... and, when every stack is known, the block is made here too: the
-     * writer then only frames and puts it. */
-    job->sp.prep = job->prep = store_prepare(&job->sp);
-    store_status ss = store_write_async(rq->srv->st, &job->sp, job_committed, job);
+    if (prep_fill(rq->srv->st, p, &job->one)) return job_finish(job, 500, "out of memory");
+    store_status ss = store_write_async(rq->srv->st, &job->one.sp, job_committed, job);
     if (ss) job_finish(job, srv_status_of_store(ss), ss == STORE_ECLOSED ? "not stored: the server is shutting down"
                                                                           : "not stored: invalid profile");
 }
@@ -301,6 +318,24 @@ static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
     return MHD_YES;
 }
 
+/* What one stored profile holds: its type, the values in their unit, the
+ * samples behind them (null when the input did not say), how it merges
+ * over time, and the window it was stored under. */
+static json_t *profile_json(const ingest_profile *q)
+{
+    return json_pack("{s:s,s:s,s:I,s:o,s:I,s:s,s:o,s:o}", "type", ingest_label_get(q, "type"), "unit", q->unit,
+                     "total", (json_int_t)q->total, "samples",
+                     q->samples_how == INGEST_SAMPLES_KNOWN ? json_integer((json_int_t)q->samples) : json_null(),
+                     "stacks", (json_int_t)q->n_stacks, "aggregation",
+                     q->aggregation == INGEST_AGG_AVERAGE ? "average" : "sum", "from", query_time_json(q->from_ms),
+                     "until", query_time_json(q->until_ms));
+}
+
+static uint64_t known_samples(const ingest_profile *q)
+{
+    return q->samples_how == INGEST_SAMPLES_KNOWN ? q->samples : 0;
+}
+
 /* What a pprof ingest stored: totals, and each sample type's profile. */
 static int reply_pprof(srv_request *rq, ingest_job *job, enum MHD_Result *res)
 {
@@ -308,18 +343,17 @@ static int reply_pprof(srv_request *rq, ingest_job *job, enum MHD_Result *res)
     json_t *arr = json_array();
     for (size_t i = 0; i < job->n_pp; i++) {
         const ingest_profile *q = &job->pp[i];
-        samples += q->samples;
+        if (known_samples(q) > samples) samples = known_samples(q);
         stacks += q->n_stacks;
         trunc += q->truncated_stacks;
-        json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:I}", "type", ingest_label_get(q, "type"), "unit", q->unit,
-                                             "samples", (json_int_t)q->samples, "stacks", (json_int_t)q->n_stacks));
+        json_array_append_new(arr, profile_json(q));
     }
     atomic_fetch_add(&rq->srv->metrics.ingested_samples, samples);
     atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
     atomic_fetch_add(&rq->srv->metrics.ingested_profiles, job->n_pp);
-    *res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:I,s:I,s:o}", "samples", (json_int_t)samples, "stacks",
-                                             (json_int_t)stacks, "series", (json_int_t)job->n_pp, "truncated_stacks",
-                                             (json_int_t)trunc, "profiles", arr));
+    *res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:I,s:o}", "stacks", (json_int_t)stacks, "series",
+                                             (json_int_t)job->n_pp, "truncated_stacks", (json_int_t)trunc,
+                                             "profiles", arr));
     return 1;
 }
 
@@ -337,12 +371,13 @@ static int resumed(srv_request *rq, enum MHD_Result *res)
     }
     ingest_profile *p = &job->p;
     if (job->pprof) return reply_pprof(rq, job, res);
-    atomic_fetch_add(&rq->srv->metrics.ingested_samples, p->samples);
+    atomic_fetch_add(&rq->srv->metrics.ingested_samples, known_samples(p));
     atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
     atomic_fetch_add(&rq->srv->metrics.ingested_profiles, 1);
-    *res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:i,s:I}", "samples", (json_int_t)p->samples,
-                                             "stacks", (json_int_t)p->n_stacks, "series", 1,
-                                             "truncated_stacks", (json_int_t)p->truncated_stacks));
+    json_t *o = profile_json(p);
+    json_object_set_new(o, "series", json_integer(1));
+    json_object_set_new(o, "truncated_stacks", json_integer((json_int_t)p->truncated_stacks));
+    *res = srv_reply_json(rq, 200, o);
     return 1;
 }
 
@@ -358,7 +393,17 @@ typedef struct {
     int failed;
 } label_walk;
 
-static const char *const native_params[] = { "from", "until", "rate", "unit", "format", NULL };
+static const char *const native_params[] = { "from", "until", "rate", "unit", "format", "aggregation", NULL };
+
+/* Reads an aggregation parameter (sum or average) into p; answers -1 after
+ * replying 400 when it is malformed. */
+static int read_aggregation(srv_request *rq, ingest_profile *p, const char *param)
+{
+    const char *v = srv_param(rq, param);
+    if (!v || !*v || ingest_aggregation_parse(v, &p->aggregation) == 0) return 0;
+    srv_reply_error(rq, 400, "parameter '%s': '%s' (supported: sum, average)", param, v);
+    return -1;
+}
 
 static enum MHD_Result add_label_param(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -389,7 +434,7 @@ enum MHD_Result srv_handle_ingest(srv_request *rq)
         return srv_reply_error(rq, 400, "parameter 'format': %s (or pprof)", err);
     if ((v = srv_param(rq, "rate")) && parse_rate(v, &p->rate))
         return srv_reply_error(rq, 400, "parameter 'rate': '%s' is not a sampling frequency in Hz (a number above 0, at most 1e9)", v);
-    if (read_unit(rq, p, "unit")) return MHD_YES;
+    if (read_unit(rq, p, "unit") || read_aggregation(rq, p, "aggregation")) return MHD_YES;
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, add_label_param, &w);
     if (w.failed) return srv_reply_error(rq, 400, "%s", w.err);
     return submit_job(rq, job);
@@ -418,8 +463,7 @@ enum MHD_Result srv_handle_pyroscope(srv_request *rq)
     if ((v = srv_param(rq, "sampleRate")) && strcmp(v, "0") != 0 && parse_rate(v, &p->rate))
         return srv_reply_error(rq, 400, "parameter 'sampleRate': '%s' is not a sampling frequency in Hz", v);
     if (read_unit(rq, p, "units")) return MHD_YES;
-    if ((v = srv_param(rq, "aggregationType")) && strcmp(v, "sum") && strcmp(v, "average"))
-        return srv_reply_error(rq, 400, "parameter 'aggregationType': '%s' (supported: sum, average)", v);
+    if (read_aggregation(rq, p, "aggregationType")) return MHD_YES;
     if ((v = srv_param(rq, "spyName")) && *v && ingest_label_add(p, "spy", v, err, sizeof err))
         return srv_reply_error(rq, 400, "parameter 'spyName': %s", err);
     return submit_job(rq, job);

@@ -1,12 +1,19 @@
 /* block.c — the encoded form of one stored profile: its (node, count) pairs.
  *
  * Value layout (all integers LEB128 varints unless said):
- *   u8 version (1), u8 flags (4 = payload zstd-compressed, 2 = has rate),
- *   unit string id, n_pairs, n_profiles, raw payload length, length of
- *   the node column, duration in ms, [f64 rate, little-endian, when flag
- *   2], samples (raw samples behind the block), sum of the counts as
- *   stored (equal to samples in a raw block; weighted values in a rollup),
- *   payload.
+ *   u8 version (2), u8 flags (4 = payload zstd-compressed, 2 = has rate,
+ *   8 = samples unknown, 16 = gauge), unit string id, n_pairs, n_profiles,
+ *   raw payload length, length of the node column, duration in ms, [f64
+ *   rate, little-endian, when flag 2], samples (the number of samples
+ *   behind the values, 0 with flag 8), sum of the counts as stored
+ *   (weighted values in a rollup), payload.
+ * Samples are not values: a Go CPU profile of 395 samples holds 3.95e9
+ * nanoseconds, and every interval and test needs the 395.  A gauge block
+ * holds a snapshot (heap in use, goroutines): merges over time average
+ * gauges per series instead of adding them (query/merge.c).
+ * Version 1 (flamedb-5 before both) had neither flag and samples always
+ * the sum of the raw counts: read as samples only in a unit that counts
+ * them (block_samples_known).
  * The raw payload is columnar: n_pairs node-id deltas (ids ascending, the
  * first delta from 0), then n_pairs counts.  Columns compress better than
  * interleaved pairs: the counts of a sampled profile are mostly tiny and
@@ -30,9 +37,17 @@
 #include "block.h"
 #include "varint.h"
 
-#define BLOCK_VERSION 1
+#define BLOCK_VERSION 2
 #define FLAG_RATE 2
 #define FLAG_ZSTD 4
+#define FLAG_NO_SAMPLES 8
+#define FLAG_GAUGE 16
+
+int block_samples_known(const block_header *h, const char *unit)
+{
+    if (h->version >= 2) return !h->samples_unknown;
+    return strcmp(unit, "samples") == 0 || strcmp(unit, "count") == 0;
+}
 
 const char *store_value_unit(const char *unit, double rate, uint64_t *weight)
 {
@@ -118,12 +133,14 @@ store_status block_encode_with(const block_header *h, const block_payload *pl, v
     q = varint_put(q, pl->nodes_bytes);
     q = varint_put(q, (uint64_t)h->duration_ms);
     unsigned char flags = pl->compressed ? FLAG_ZSTD : 0;
+    if (h->samples_unknown) flags |= FLAG_NO_SAMPLES;
+    if (h->gauge) flags |= FLAG_GAUGE;
     if (h->rate > 0) {
         flags |= FLAG_RATE;
         memcpy(q, &h->rate, 8);
         q += 8;
     }
-    q = varint_put(q, h->samples);
+    q = varint_put(q, h->samples_unknown ? 0 : h->samples);
     q = varint_put(q, pl->count_sum);
     memcpy(q, pl->buf, pl->len);
     q += pl->len;
@@ -148,8 +165,11 @@ int block_parse_header(const void *val, size_t len, block_header *h,
                        const void **payload, size_t *payload_len, int *compressed)
 {
     const unsigned char *p = val, *end = p + len;
-    if (len < 2 || p[0] != BLOCK_VERSION) return -1;
+    if (len < 2 || p[0] < 1 || p[0] > BLOCK_VERSION) return -1;
+    h->version = p[0];
     unsigned char flags = p[1];
+    h->samples_unknown = (flags & FLAG_NO_SAMPLES) != 0;
+    h->gauge = (flags & FLAG_GAUGE) != 0;
     p += 2;
     uint64_t unit, n_pairs, n_profiles, raw_len, nodes_bytes, duration, samples;
     if (varint_get(&p, end, &unit) || varint_get(&p, end, &n_pairs) ||

@@ -13,9 +13,17 @@ typedef struct {
     uint32_t n_pairs, n_profiles, raw_len, nodes_bytes;
     int64_t duration_ms;
     double rate;
-    uint64_t samples;     /* raw samples behind the block */
+    uint64_t samples;     /* samples behind the block (0 when unknown) */
     uint64_t count_sum;   /* sum of the counts as stored (weighted, in rollups) */
+    int samples_unknown;  /* some profile in it did not say how many samples */
+    int gauge;            /* snapshots, averaged over time by merges */
+    int version;          /* 1: written before samples and gauges were kept */
 } block_header;
+
+/* Whether the block's samples field is the number of samples behind it;
+ * unit is its unit string.  A version-1 block's (always the sum of its raw
+ * counts) is, only in a unit that counts samples. */
+int block_samples_known(const block_header *h, const char *unit);
 
 /* The encoded pairs of a block, apart from its header: made where the
  * pairs are (a request thread), framed where the header's ids are known

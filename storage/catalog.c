@@ -416,7 +416,7 @@ static int load_series(catalog *c, MDB_txn *txn, char *err, size_t errlen)
 }
 
 /* Checks the format; stores it and the partition length in a new catalog. */
-static int check_meta(catalog *c, MDB_txn *txn, int64_t *part_ms, char *err, size_t errlen)
+static int check_meta(catalog *c, MDB_txn *txn, int64_t *part_ms, int *was_v5, char *err, size_t errlen)
 {
     MDB_val k = { 6, "format" }, v;
     int rc = mdb_get(txn, c->db_meta, &k, &v);
@@ -427,7 +427,8 @@ static int check_meta(catalog *c, MDB_txn *txn, int64_t *part_ms, char *err, siz
         rc = mdb_put(txn, c->db_meta, &k, &fv, 0);
         if (!rc) rc = mdb_put(txn, c->db_meta, &pk, &pv, 0);
     } else if (rc == 0) {
-        if (v.mv_size != strlen(CATALOG_FORMAT) || memcmp(v.mv_data, CATALOG_FORMAT, v.mv_size)) {
+        *was_v5 = v.mv_size == strlen(CATALOG_FORMAT_V5) && !memcmp(v.mv_data, CATALOG_FORMAT_V5, v.mv_size);
+        if (!*was_v5 && (v.mv_size != strlen(CATALOG_FORMAT) || memcmp(v.mv_data, CATALOG_FORMAT, v.mv_size))) {
             env_set_err(err, errlen, "%s holds data of format '%.*s', this flamedb reads '%s'", c->path,
                         (int)v.mv_size, (const char *)v.mv_data, CATALOG_FORMAT);
             return -1;
@@ -465,10 +466,24 @@ void catalog_close(catalog *c)
     free(c);
 }
 
+store_status catalog_set_format(catalog *c)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(c->env, NULL, 0, &txn);
+    if (rc) return env_status(rc);
+    MDB_val k = { 6, "format" }, v = { strlen(CATALOG_FORMAT), CATALOG_FORMAT };
+    if ((rc = mdb_put(txn, c->db_meta, &k, &v, 0))) {
+        mdb_txn_abort(txn);
+        return env_status(rc);
+    }
+    return env_status(mdb_txn_commit(txn));
+}
+
 store_status catalog_open(catalog **out, const char *path, uint64_t map_size, int fixed_map, int64_t *part_ms,
-                          char *err, size_t errlen)
+                          int *was_v5, char *err, size_t errlen)
 {
     *out = NULL;
+    *was_v5 = 0;
     catalog *c = calloc(1, sizeof *c);
     if (!c) return STORE_ENOMEM;
     pthread_rwlock_init(&c->index_lock, NULL);
@@ -500,7 +515,7 @@ store_status catalog_open(catalog **out, const char *path, uint64_t map_size, in
         catalog_close(c);
         return env_status(rc);
     }
-    if (check_meta(c, txn, part_ms, err, errlen) || load_strings(c, txn, err, errlen) ||
+    if (check_meta(c, txn, part_ms, was_v5, err, errlen) || load_strings(c, txn, err, errlen) ||
         load_series(c, txn, err, errlen)) {
         mdb_txn_abort(txn);
         catalog_close(c);

@@ -12,14 +12,21 @@
 
 #include "store.h"
 
-#define CATALOG_FORMAT "flamedb-5"
+#define CATALOG_FORMAT "flamedb-6"
+/* flamedb-5 differs only in its blocks (version 1: no samples, no gauges)
+ * and is upgraded in place: its rollups are rebuilt (store.c). */
+#define CATALOG_FORMAT_V5 "flamedb-5"
 
 typedef struct catalog catalog;
 
 /* Opens or creates the catalog in file path.  A new catalog stores
- * *part_ms; an existing one answers its own in *part_ms. */
+ * *part_ms; an existing one answers its own in *part_ms.  *was_v5 is set
+ * when the catalog is of format flamedb-5 (catalog_set_format ends the
+ * upgrade). */
 store_status catalog_open(catalog **out, const char *path, uint64_t map_size, int fixed_map, int64_t *part_ms,
-                          char *err, size_t errlen);
+                          int *was_v5, char *err, size_t errlen);
+/* Writes CATALOG_FORMAT, durably. */
+store_status catalog_set_format(catalog *c);
 void catalog_close(catalog *c);
 MDB_env *catalog_env(catalog *c);
 

@@ -363,7 +363,9 @@ static int parse_value(const MDB_val *v, store_part *pv, store_block *b)
     b->until_ms = h.duration_ms; /* the caller adds the start */
     b->rate = h.rate;
     b->unit = unit;
-    b->samples = h.samples;
+    b->samples_known = block_samples_known(&h, unit);
+    b->samples = b->samples_known ? h.samples : 0;
+    b->gauge = h.gauge;
     b->counts = h.count_sum;
     b->n_pairs = h.n_pairs;
     b->n_profiles = h.n_profiles;

@@ -5,8 +5,11 @@
  * levels: 1 hour and 10 minutes.  A rollup block has the raw block's
  * format, with values already weighted (a rated `samples` profile adds
  * count x round(1e9 / rate) under unit "nanoseconds", see
- * store_value_unit), rate 0, samples the sum of raw counts, and n_profiles
- * the profiles merged.
+ * store_value_unit), rate 0, samples the sum of its profiles' samples
+ * (unknown when one of them did not know), and n_profiles the profiles
+ * merged.  Gauge profiles (snapshots) get rollups of their own, flagged
+ * gauge: the sum of the snapshots and their number, which is what a merge
+ * needs to average them (query/merge.c).
  *
  * Built once, off the commit path.  A write only marks its two buckets
  * pending (one B-tree probe each when already marked); once a bucket has
@@ -20,8 +23,9 @@
  * has run.
  *
  * Keys (17 bytes): level (u8, 0 = 1 h, 1 = 10 min), series (BE u32), bucket start
- * in ms (BE, sign bit flipped), effective unit id (BE u32).  Units stay
- * apart, so a merge can still choose one.
+ * in ms (BE, sign bit flipped), effective unit id (BE u32) with the top bit
+ * set for gauges.  Units and kinds stay apart, so a merge can still choose
+ * one.
  *
  * Retention deletes a rollup bucket only once all of it has expired; the
  * read planner (reader.c) ignores the buckets that straddle the cutoff and
@@ -41,6 +45,9 @@
  * are then at most 2 x 10 minutes of raw blocks (a day still merges in
  * 25 ms in bench_rollup). */
 const int64_t rollup_size_ms[ROLLUP_LEVELS] = { 3600 * 1000, 600 * 1000 };
+
+/* The top bit of a rollup key's unit: gauge rollups apart from counters. */
+#define ROLLUP_GAUGE (UINT32_C(1) << 31)
 
 int64_t rollup_floor(int64_t t, int64_t size)
 {
@@ -84,13 +91,14 @@ static uint32_t merge_pairs(const uint32_t *an, const uint64_t *ac, uint32_t na,
 /* Adds one profile's pairs into its bucket at one level. */
 static store_status add_level(MDB_txn *txn, MDB_dbi dbi, void *zcctx, int level, uint32_t sid, int64_t from_ms, uint32_t unit,
                               uint64_t weight, const uint32_t *nodes, const uint64_t *counts, uint32_t n,
-                              uint64_t samples)
+                              const block_header *raw)
 {
     int64_t size = rollup_size_ms[level], bucket = rollup_floor(from_ms, size);
     unsigned char key[ROLLUP_KEY_LEN];
-    rollup_key(key, level, sid, bucket, unit);
+    rollup_key(key, level, sid, bucket, unit | (raw->gauge ? ROLLUP_GAUGE : 0));
     MDB_val k = { ROLLUP_KEY_LEN, key }, v;
-    block_header h = { .unit = unit, .n_profiles = 1, .duration_ms = size, .samples = samples };
+    block_header h = { .unit = unit, .n_profiles = 1, .duration_ms = size, .samples = raw->samples,
+                       .samples_unknown = raw->samples_unknown, .gauge = raw->gauge };
     uint32_t *on = NULL, *en = NULL;
     uint64_t *oc = NULL, *ec = NULL;
     char *scratch = NULL;
@@ -118,6 +126,7 @@ static store_status add_level(MDB_txn *txn, MDB_dbi dbi, void *zcctx, int level,
     h.n_pairs = merge_pairs(en, ec, old.n_pairs, nodes, counts, weight, n, on, oc);
     h.n_profiles += old.n_profiles;
     h.samples += old.samples;
+    h.samples_unknown |= rc == 0 && old.samples_unknown;
     void *val;
     size_t len;
     if ((ss = block_encode(&h, on, oc, zcctx, &val, &len))) goto out;
@@ -159,11 +168,11 @@ static int bucket_built(MDB_txn *txn, MDB_dbi rollups, int level, uint32_t sid, 
 }
 
 store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdict_w *d, void *zcctx, uint32_t sid,
-                             int64_t from_ms, const char *unit, double rate, const uint32_t *nodes,
-                             const uint64_t *counts, uint32_t n, uint64_t samples)
+                             int64_t from_ms, const char *unit, const block_header *raw, const uint32_t *nodes,
+                             const uint64_t *counts, uint32_t n)
 {
     uint64_t weight;
-    const char *vunit = store_value_unit(unit, rate, &weight);
+    const char *vunit = store_value_unit(unit, raw->rate, &weight);
     uint32_t unit_id;
     store_status ss = pdict_w_string(d, vunit, (uint32_t)strlen(vunit), &unit_id);
     for (int level = 0; !ss && level < ROLLUP_LEVELS; level++) {
@@ -171,7 +180,7 @@ store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdi
         int built = bucket_built(txn, rollups, level, sid, bucket);
         if (built < 0) return env_status(-built);
         if (built) {
-            ss = add_level(txn, rollups, zcctx, level, sid, from_ms, unit_id, weight, nodes, counts, n, samples);
+            ss = add_level(txn, rollups, zcctx, level, sid, from_ms, unit_id, weight, nodes, counts, n, raw);
             continue;
         }
         unsigned char key[ROLLUP_KEY_LEN];
@@ -264,10 +273,10 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
     MDB_cursor *c;
     int rc = mdb_cursor_open(txn, blocks, &c);
     if (rc) return env_status(rc);
-    /* One pass per value unit (nearly always one). */
+    /* One pass per value unit and kind (nearly always one). */
     do {
         uint32_t want = 0;
-        block_header out = { .n_profiles = 0, .duration_ms = rollup_size_ms[level] };
+        block_header out = { .n_profiles = 0, .duration_ms = rollup_size_ms[level], .version = 2 };
         unsigned char key[BLOCK_KEY_LEN];
         block_key(key, sid, bucket, 0);
         MDB_val k = { BLOCK_KEY_LEN, key }, v;
@@ -294,6 +303,7 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
             const char *vunit = store_value_unit(unit, h.rate, &weight);
             uint32_t vid;
             if ((ss = pdict_w_string(d, vunit, (uint32_t)strlen(vunit), &vid))) break;
+            if (h.gauge) vid |= ROLLUP_GAUGE;
             int seen = 0;
             for (int i = 0; i < n_units; i++) seen |= units[i] == vid;
             if (!seen) {
@@ -313,7 +323,8 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
                 break;
             }
             out.n_profiles += h.n_profiles;
-            out.samples += h.samples;
+            if (block_samples_known(&h, unit)) out.samples += h.samples;
+            else out.samples_unknown = 1;
         }
         if (rc && rc != MDB_NOTFOUND && !ss) ss = env_status(rc);
         if (ss || !want) break;
@@ -322,7 +333,8 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
             ss = STORE_ENOMEM;
             break;
         }
-        out.unit = want;
+        out.unit = want & ~ROLLUP_GAUGE;
+        out.gauge = (want & ROLLUP_GAUGE) != 0;
         out.n_pairs = (uint32_t)n;
         void *val;
         size_t len;
@@ -336,6 +348,38 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
     } while (!ss && ++done_units < n_units);
     mdb_cursor_close(c);
     return ss;
+}
+
+store_status rollup_reset(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, MDB_dbi pending)
+{
+    int rc = mdb_drop(txn, rollups, 0);
+    MDB_cursor *c;
+    if (rc || (rc = mdb_cursor_open(txn, blocks, &c))) return env_status(rc);
+    MDB_val k, v;
+    uint32_t last_sid[ROLLUP_LEVELS] = { 0 };
+    int64_t last_bucket[ROLLUP_LEVELS] = { 0 };
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != BLOCK_KEY_LEN) continue;
+        uint32_t sid;
+        int64_t from;
+        block_key_parse(k.mv_data, &sid, &from, NULL);
+        for (int level = 0; level < ROLLUP_LEVELS; level++) {
+            int64_t bucket = rollup_floor(from, rollup_size_ms[level]);
+            if (last_sid[level] == sid && last_bucket[level] == bucket) continue;
+            last_sid[level] = sid;
+            last_bucket[level] = bucket;
+            unsigned char key[ROLLUP_KEY_LEN];
+            rollup_key(key, level, sid, bucket, 0);
+            MDB_val pk = { ROLLUP_PENDING_LEN, key }, pv = { 0, "" };
+            int prc = mdb_put(txn, pending, &pk, &pv, 0);
+            if (prc) {
+                mdb_cursor_close(c);
+                return env_status(prc);
+            }
+        }
+    }
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? STORE_OK : env_status(rc);
 }
 
 store_status rollup_delete(MDB_cursor *c, uint32_t sid, int64_t cutoff_ms, uint64_t *budget)

@@ -6,6 +6,7 @@
 #include <lmdb.h>
 #include <stdint.h>
 
+#include "block.h"
 #include "pdict.h"
 #include "store.h"
 
@@ -18,13 +19,14 @@ void rollup_key_parse(const unsigned char *key, int *level, uint32_t *sid, int64
 /* Grace after a bucket's end before it is compacted. */
 #define ROLLUP_GRACE_MS 60000
 
-/* On a raw write of a profile (pairs sorted, unweighted): a bucket that
- * already has its rollup (late data) gets the pairs added; any other bucket
- * is marked pending in the partition's "pending" database, for
- * rollup_build.  The value unit is interned in d. */
+/* On a raw write of a profile (pairs sorted, unweighted; raw its block's
+ * header, unit its unit string): a bucket that already has its rollup
+ * (late data) gets the pairs added; any other bucket is marked pending in
+ * the partition's "pending" database, for rollup_build.  The value unit is
+ * interned in d. */
 store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdict_w *d, void *zcctx, uint32_t sid,
-                             int64_t from_ms, const char *unit, double rate, const uint32_t *nodes,
-                             const uint64_t *counts, uint32_t n, uint64_t samples);
+                             int64_t from_ms, const char *unit, const block_header *raw, const uint32_t *nodes,
+                             const uint64_t *counts, uint32_t n);
 
 /* Pending markers: level, series, bucket (13 bytes). */
 #define ROLLUP_PENDING_LEN 13
@@ -40,6 +42,11 @@ void rollup_scratch_free(rollup_scratch *s);
  * value units. */
 store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r *r, pdict_w *d, void *zcctx,
                           rollup_scratch *s, int level, uint32_t sid, int64_t bucket);
+/* Forgets every rollup of the partition and marks the buckets of all its
+ * blocks pending, so compaction builds them anew (the flamedb-5 upgrade:
+ * its rollups did not keep samples and gauges apart). */
+store_status rollup_reset(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, MDB_dbi pending);
+
 /* Deletes sid's rollup buckets wholly older than cutoff_ms (INT64_MAX:
  * all), at most *budget of them (decremented). */
 store_status rollup_delete(MDB_cursor *c, uint32_t sid, int64_t cutoff_ms, uint64_t *budget);

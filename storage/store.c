@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "env.h"
+#include "rollup.h"
 #include "store_internal.h"
 
 #define DAY_MS (INT64_C(24) * 3600 * 1000)
@@ -247,6 +248,36 @@ static int list_parts(store *st, char *err, size_t errlen)
     return rc;
 }
 
+/* flamedb-5 → 6: the blocks stay (version 1 is read as it is); every
+ * partition's rollups are dropped and their buckets marked pending, one
+ * transaction a partition, so compaction rebuilds them keeping samples
+ * and gauges apart.  The format is bumped last: an upgrade cut short is
+ * done again at the next open. */
+static int upgrade_v5(store *st, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < st->n_parts; i++) {
+        part *p = st->parts[i];
+        if (part_open(p, st->part_map_size, st->opt.map_size != 0, 0, err, errlen)) return -1;
+        MDB_txn *txn;
+        int rc = mdb_txn_begin(part_env(p), NULL, 0, &txn);
+        store_status ss = rc ? env_status(rc)
+                             : rollup_reset(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_ROLLUPS),
+                                            part_dbi(p, PART_PENDING));
+        if (!rc && ss) mdb_txn_abort(txn);
+        if (!rc && !ss && (rc = mdb_txn_commit(txn))) ss = env_status(rc);
+        if (ss) {
+            env_set_err(err, errlen, "upgrading %s from flamedb-5: %s", part_path(p),
+                        rc ? mdb_strerror(rc) : "cannot reset its rollups");
+            return -1;
+        }
+    }
+    if (catalog_set_format(st->cat)) {
+        env_set_err(err, errlen, "upgrading %s from flamedb-5: cannot write the new format", st->dir);
+        return -1;
+    }
+    return 0;
+}
+
 static void store_release(store *st)
 {
     for (size_t i = 0; i < st->n_parts; i++) part_unref(st->parts[i]);
@@ -319,8 +350,9 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
         if (d) closedir(d);
     }
     st->part_ms = opt->partition_ms ? opt->partition_ms : DAY_MS;
+    int was_v5 = 0;
     store_status ss = catalog_open(&st->cat, path, opt->map_size ? opt->map_size : UINT64_C(64) << 30,
-                                   opt->map_size != 0, &st->part_ms, err, errlen);
+                                   opt->map_size != 0, &st->part_ms, &was_v5, err, errlen);
     if (ss) {
         store_release(st);
         return ss;
@@ -333,6 +365,10 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
     }
     if (mkdir_p(st->parts_dir) || list_parts(st, err, errlen)) {
         if (errno && !*err) env_set_err(err, errlen, "cannot create %s: %s", st->parts_dir, strerror(errno));
+        store_release(st);
+        return STORE_EIO;
+    }
+    if (was_v5 && upgrade_v5(st, err, errlen)) {
         store_release(st);
         return STORE_EIO;
     }

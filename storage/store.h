@@ -50,6 +50,15 @@ typedef struct {
     uint64_t count;      /* > 0 */
 } store_stack;
 
+/* What a profile knows of the samples behind its values.  Statistics
+ * (intervals, z-tests) need the number of samples, which is not the value
+ * of a profile in nanoseconds or bytes. */
+typedef enum {
+    STORE_SAMPLES_COUNTS = 0,   /* the counts are samples: samples = their sum */
+    STORE_SAMPLES_GIVEN,        /* store_profile.samples says how many */
+    STORE_SAMPLES_UNKNOWN       /* nobody knows: answers carry no intervals */
+} store_samples_kind;
+
 typedef struct {
     const store_label *labels;  /* sorted by name, unique */
     int n_labels;
@@ -61,6 +70,9 @@ typedef struct {
     const uint32_t *leaves;     /* optional: store_resolve's answer for stacks */
     uint64_t part_token;        /* with leaves: what store_resolve answered */
     const store_prep *prep;     /* optional: store_prepare's block */
+    store_samples_kind samples_kind;
+    uint64_t samples;           /* with STORE_SAMPLES_GIVEN: > 0 */
+    int gauge;                  /* a snapshot (heap in use, goroutines): averaged over time */
 } store_profile;
 
 typedef struct {
@@ -161,7 +173,9 @@ typedef struct {
     int64_t from_ms, until_ms;
     double rate;            /* Hz, 0 = none */
     const char *unit;
-    uint64_t samples;       /* raw samples behind the block */
+    uint64_t samples;       /* samples behind the block (0 when not known) */
+    int samples_known;      /* 0: some profile of the block did not say */
+    int gauge;              /* snapshots: a merge over time averages them */
     uint64_t counts;        /* sum of its counts as stored: times the weight
                                of store_value_unit, the block's value */
     uint32_t n_pairs;       /* distinct stacks */

@@ -242,7 +242,9 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
     }
     block_header h = {
         .unit = unit, .n_pairs = pr->n, .n_profiles = 1,
-        .duration_ms = p->until_ms - p->from_ms, .rate = p->rate, .samples = pr->samples,
+        .duration_ms = p->until_ms - p->from_ms, .rate = p->rate,
+        .samples = p->samples_kind == STORE_SAMPLES_GIVEN ? p->samples : pr->samples,
+        .samples_unknown = p->samples_kind == STORE_SAMPLES_UNKNOWN, .gauge = p->gauge != 0,
     };
     void *val;
     size_t len;
@@ -252,7 +254,7 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
     }
     if (!ss)
         ss = rollup_on_write(txn, part_dbi(bp->p, PART_ROLLUPS), part_dbi(bp->p, PART_PENDING), w, st->zcctx, sid,
-                             p->from_ms, p->unit, p->rate, pr->nodes, pr->counts, pr->n, pr->samples);
+                             p->from_ms, p->unit, &h, pr->nodes, pr->counts, pr->n);
     if (!ss)
         ss = pdict_w_flush(w, txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
                            part_dbi(bp->p, PART_NODES));
@@ -497,6 +499,10 @@ static store_status check_profile(const store_profile *p, char *err, size_t errl
 {
     if (!p || p->n_labels <= 0 || !p->unit || p->from_ms >= p->until_ms) {
         env_set_err(err, errlen, "invalid profile: labels, unit and a window are required");
+        return STORE_EINVAL;
+    }
+    if (p->samples_kind == STORE_SAMPLES_GIVEN && !p->samples) {
+        env_set_err(err, errlen, "invalid profile: samples given but zero");
         return STORE_EINVAL;
     }
     for (size_t i = 0; i < p->n_stacks; i++) {

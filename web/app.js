@@ -88,7 +88,10 @@ export function fmtValue(v, unit) {
   return Number.isInteger(v) ? v.toLocaleString('en-US') : v.toPrecision(4);
 }
 const pct = (p, d = 2) => (p * 100).toFixed(d) + '%';
-const ci = (c) => `${(c[0] * 100).toFixed(2)}–${(c[1] * 100).toFixed(2)}%`;
+/* An interval, or what stands for none: the samples behind the shares are
+ * not known (a profile in bytes or nanoseconds that did not say). */
+const ci = (c) => (c ? `${(c[0] * 100).toFixed(2)}–${(c[1] * 100).toFixed(2)}%` : 'no interval');
+const fmtSamples = (n) => (n === null || n === undefined ? 'samples unknown' : `${n.toLocaleString('en-US')} samples`);
 const num = (x, d = 3) => (x === null || x === undefined ? '–' : Number(x).toFixed(d));
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 const labelsText = (l) => Object.entries(l).map(([k, v]) => `${k}=${v === '' ? '""' : v}`).join(', ');
@@ -185,13 +188,13 @@ function showTooltip(n, e, g) {
     const pt = g.nodes[n.parent];
     const ps = pt && pt.total ? n.total / pt.total : 1;
     const sci = wilson(ss, N), tci = wilson(ts, N);
-    Object.assign(ds, { self: n.self, total: n.total, selfShare: ss, totalShare: ts, selfCi: sci.join(','), totalCi: tci.join(',') });
+    Object.assign(ds, { self: n.self, total: n.total, selfShare: ss, totalShare: ts, selfCi: sci ? sci.join(',') : '', totalCi: tci ? tci.join(',') : '' });
     html = `<div class="tt-name">${esc(n.name)}</div>
       <table>
-      <tr><td>total</td><td class="num">${fmtValue(n.total, m.unit)}</td><td class="num">${pct(ts)}</td><td class="ci">95% ${ci(tci)}</td></tr>
-      <tr><td>self</td><td class="num">${fmtValue(n.self, m.unit)}</td><td class="num">${pct(ss)}</td><td class="ci">95% ${ci(sci)}</td></tr>
+      <tr><td>total</td><td class="num">${fmtValue(n.total, m.unit)}</td><td class="num">${pct(ts)}</td><td class="ci">${tci ? '95% ' + ci(tci) : ci(tci)}</td></tr>
+      <tr><td>self</td><td class="num">${fmtValue(n.self, m.unit)}</td><td class="num">${pct(ss)}</td><td class="ci">${sci ? '95% ' + ci(sci) : ci(sci)}</td></tr>
       </table>
-      <div class="muted">${pct(ps, 1)} of parent · shares of ${fmtValue(T, m.unit)} from ${N.toLocaleString('en-US')} samples</div>`;
+      <div class="muted">${pct(ps, 1)} of parent · shares of ${fmtValue(T, m.unit)} ${N === null || N === undefined ? '(samples unknown: no intervals)' : 'from ' + fmtSamples(N)}</div>`;
   }
   tooltip.innerHTML = html;
   tooltip.hidden = false;
@@ -359,7 +362,7 @@ function renderGroups(stab, answers) {
     box.className = 'mini';
     const head = document.createElement('div');
     head.className = 'mini-head';
-    head.innerHTML = `<a href="#">${esc(name)}</a> <span class="muted">${fmtValue(a.total, a.unit)} · ${a.samples.toLocaleString('en-US')} samples · Manhattan ${num(g.manhattan)} · JSD ${num(g.jsd)}</span>`;
+    head.innerHTML = `<a href="#">${esc(name)}</a> <span class="muted">${fmtSamples(a.samples)} · ${fmtValue(a.total, a.unit)} · Manhattan ${num(g.manhattan)} · JSD ${num(g.jsd)}</span>`;
     head.querySelector('a').onclick = (e) => {
       e.preventDefault();
       commit({ query: selectorOfLabels(state.query, g.labels), group_by: undefined, groups: undefined, focus: undefined });
@@ -437,8 +440,10 @@ function renderCompare(c) {
   t.hidden = !c;
   if (!c) { $('#compare-summary').innerHTML = 'Open the <b>Diff</b> view to compare two selections.'; return; }
   const sig = c.functions.filter((f) => f.significant);
-  $('#compare-summary').innerHTML = `Manhattan ${num(c.manhattan)} · JSD ${num(c.jsd)} · left ${c.left.samples.toLocaleString('en-US')} samples, right ${c.right.samples.toLocaleString('en-US')}.
-    <b>${sig.length}</b> significant change${sig.length === 1 ? '' : 's'} (two-proportion z-test, 95%); others are within sampling noise.`;
+  $('#compare-summary').innerHTML = `Manhattan ${num(c.manhattan)} · JSD ${num(c.jsd)} · left ${fmtSamples(c.left.samples)}, right ${fmtSamples(c.right.samples)}.
+    ${c.left.samples === null || c.right.samples === null
+    ? 'No significance test: a side does not say how many samples are behind its values.'
+    : `<b>${sig.length}</b> significant change${sig.length === 1 ? '' : 's'} (two-proportion z-test, 95%); others are within sampling noise.`}`;
   const rows = [...sig, ...c.functions.filter((f) => !f.significant)];
   t.querySelector('tbody').innerHTML = rows.map((f) => `<tr class="${f.significant ? 'sig' : 'noise'}" data-name="${esc(f.name)}">
     <td class="fn" title="${esc(f.name)}">${esc(f.name)}</td><td class="num">${pct(f.left_share)}</td><td class="num">${pct(f.right_share)}</td>
@@ -747,7 +752,7 @@ async function loadFlame(mine) {
   $('#legend').hidden = true;
   const others = q.other_types && q.other_types.length ? ` · other types: ${q.other_types.join(', ')}` : '';
   if (!q.type) $('#summary').textContent = 'no profiles in this range';
-  else $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtValue(q.total, q.unit)} · ${q.samples.toLocaleString('en-US')} samples · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
+  else $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
   drawTimeline(tlAns);
   renderTop(top);

@@ -13,7 +13,10 @@
 
 const MIN_PX = 0.5;
 
+/* The 95% Wilson interval of share p from n samples; null when n is not
+ * known (the API's samples: null). */
 export function wilson(p, n, z = 1.96) {
+  if (n === null || n === undefined) return null;
   if (!(n > 0)) return [0, 1];
   const z2 = z * z;
   const d = 1 + z2 / n;

@@ -41,6 +41,9 @@ async function loadFixtures(url) {
   await ingest(url, { service: 'shop', build: 'v2', instance: 'i-2', rate: '99', ...w(T + 300) }, shopV2);
   await ingest(url, { service: 'shop', build: 'v2', instance: 'i-2', rate: '99', ...w(T + 360) }, shopV2);
   await ingest(url, { service: 'shop', build: 'v1', instance: 'i-3', rate: '99', ...w(T + 600) }, shopI3);
+  const gojs = resolve(repo, '../shared/data/go-json-sort.cpu.pb.gz');
+  if (existsSync(gojs)) await ingest(url, { service: 'gojs', format: 'pprof', ...w(T + 200) }, readFileSync(gojs));
+  await ingest(url, { service: 'heap', type: 'alloc_space', unit: 'bytes', ...w(T + 200) }, 'main;alloc 4096\nmain;grow 1024\n');
   const mix = resolve(repo, '../shared/data/system-mix.folded');
   if (existsSync(mix)) await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, readFileSync(mix));
   else await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, 'kernel;idle 9000\nuser;work 100\n');
@@ -189,6 +192,28 @@ test('tooltip shows self, total, shares and the 95% interval of the hovered fram
   assert.ok(text.includes((render.total / q.total * 100).toFixed(2) + '%'), text);
   assert.ok(text.includes(`${(f.total_ci95[0] * 100).toFixed(2)}–${(f.total_ci95[1] * 100).toFixed(2)}%`), text);
   await shot(page, '04-tooltip');
+});
+
+test('samples apart from values: a Go CPU profile reads "395 samples · 3.95 s"; bytes without samples get no interval', async (ctx, url) => {
+  if (existsSync(resolve(repo, '../shared/data/go-json-sort.cpu.pb.gz'))) {
+    const page = await open(ctx, flameURL(url, { query: 'gojs{type="cpu"}' }));
+    await ready(page);
+    const summary = await page.textContent('#summary');
+    assert.ok(summary.includes('395 samples · 3.95 s'), summary);
+    await page.close();
+  }
+  const page = await open(ctx, flameURL(url, { query: 'heap{}' }));
+  await ready(page);
+  assert.ok((await page.textContent('#summary')).includes('samples unknown · 5.0 KiB'), await page.textContent('#summary'));
+  const box = await page.evaluate(() => window.__flamedb.layoutOf('alloc'));
+  await page.mouse.move(box.cx, box.cy);
+  await page.waitForSelector('#tooltip:not([hidden])');
+  const ds = await page.evaluate(() => ({ ...document.querySelector('#tooltip').dataset }));
+  assert.equal(ds.selfCi, '');
+  const text = await page.textContent('#tooltip');
+  assert.ok(text.includes('no interval') && text.includes('samples unknown'), text);
+  assert.deepEqual(page.errors, []);
+  await shot(page, '13-samples-unknown');
 });
 
 test('diff view colours a frame that grew red and one that shrank blue; compare lists significant changes', async (ctx, url) => {

@@ -383,6 +383,21 @@ metric() {
 }
 
 # Requires the shared real-data file; fails the test when it is missing.
+# wait_metric NAME MIN — polls /metrics until the metric NAME reaches MIN
+# (background work: compaction, retention; at most 20 s), then prints its
+# last value for the caller to assert on.
+wait_metric() {
+    local name=$1 min=$2 tries=200 v=0
+    while [ $tries -gt 0 ]; do
+        get /metrics
+        v=$(metric "$name")
+        [ "${v:-0}" -ge "$min" ] && break
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    echo "${v:-0}"
+}
+
 need_system_mix() {
     [ -r "$SYSTEM_MIX" ] || die "real data file missing: $SYSTEM_MIX (expected shared/ beside the repo)"
 }

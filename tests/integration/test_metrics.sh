@@ -107,17 +107,10 @@ test_metrics_partitions_rollups_retention() {
     assert_ge "partitions" 2 "$parts"
     assert_le "partitions" 3 "$parts"
     assert_ge "dictionary memory" 1 "$(metric flamedb_dictionary_memory_bytes)"
-    local tries=100 built=0
-    while [ $tries -gt 0 ]; do
-        get /metrics
-        built=$(metric flamedb_rollups_built_total)
-        [ "${built:-0}" -ge 4 ] && break
-        sleep 0.1
-        tries=$((tries - 1))
-    done
-    assert_ge "rollup buckets built for the two old profiles (10 min and 1 h each)" 4 "$built"
+    assert_ge "rollup buckets built for the two old profiles (10 min and 1 h each)" 4 \
+        "$(wait_metric flamedb_rollups_built_total 4)"
     restart_server --retention 2d
-    tries=100
+    local tries=100
     while [ $tries -gt 0 ]; do
         get /metrics
         [ "$(metric flamedb_retention_dropped_partitions_total)" = 2 ] && break

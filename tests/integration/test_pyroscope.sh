@@ -49,7 +49,7 @@ test_pyroscope_type_suffix_rules() {
     assert_status "no suffix" 200
     get /api/v1/series
     assert_json "series" '[.series[]|"\(.labels.service)/\(.labels.type)/\(.samples)"]|sort|join(",")' \
-        'app/wall/1,my.app.v2/cpu/2,plain/cpu/4,svc/alloc_space/3'
+        'app/wall/1,my.app.v2/cpu/2,plain/cpu/4,svc/alloc_space/null'
     query '{service="svc"}'
     assert_json "bytes profile" '"\(.type) \(.unit) \(.total)"' 'alloc_space bytes 3'
     query '{service="app"}'

@@ -77,7 +77,7 @@ static void test_folded_valid(void **state)
     assert_ptr_equal(p.stacks[0].frames, body);
     assert_ptr_equal(p.stacks[1].frames, body + strlen("main;run;work 12\n"));
     assert_ptr_equal(p.stacks[5].frames, body + strlen(body) - strlen("last;line 1"));
-    assert_int_equal(p.samples, 12 + 3 + 7 + 5 + UINT64_C(9007199254740000) + 1);
+    assert_int_equal(p.total, 12 + 3 + 7 + 5 + UINT64_C(9007199254740000) + 1);
     assert_int_equal(p.truncated_stacks, 0);
     ingest_profile_free(&p);
 
@@ -86,7 +86,7 @@ static void test_folded_valid(void **state)
     assert_int_equal(ingest_parse_stacks(&p, INGEST_FORMAT_FOLDED, "a 9007199254740991", 18,
                                          err, sizeof err), INGEST_OK);
     assert_stack(&p, 0, "a", INGEST_MAX_VALUE);
-    assert_int_equal(p.samples, INGEST_MAX_VALUE);
+    assert_int_equal(p.total, INGEST_MAX_VALUE);
     ingest_profile_free(&p);
     assert_null(p.stacks);
     assert_int_equal(p.n_stacks, 0);
@@ -132,7 +132,7 @@ static void test_folded_appends_and_grows(void **state)
     assert_stack(&p, 0, "root;f0", 1);
     assert_stack(&p, N - 1, "root;f4999", N);
     assert_stack(&p, N, "x;y", 2);
-    assert_int_equal(p.samples, (uint64_t)N * (N + 1) / 2 + 2);
+    assert_int_equal(p.total, (uint64_t)N * (N + 1) / 2 + 2);
     ingest_profile_free(&p);
     free(body);
 }
@@ -223,7 +223,7 @@ static void test_folded_malformed(void **state)
             fail_msg("row %zu: status %d, expected EINVAL (%s)", i, (int)st, b->frag);
         assert_err_contains(err, b->frag);
         assert_int_equal(p.n_stacks, 0);
-        assert_int_equal(p.samples, 0);
+        assert_int_equal(p.total, 0);
         ingest_profile_free(&p);
     }
 }
@@ -290,7 +290,7 @@ static void test_depth_truncation(void **state)
         semis += p.stacks[0].frames[i] == ';';
     assert_int_equal(semis, INGEST_MAX_DEPTH - 1);
     assert_int_equal(p.truncated_stacks, 1);
-    assert_int_equal(p.samples, 4);
+    assert_int_equal(p.total, 4);
     ingest_profile_free(&p);
     free(b);
 }
@@ -313,7 +313,7 @@ static void test_lines_format(void **state)
     assert_stack(&p, 2, " a", 1);
     assert_stack(&p, 3, "x;y;z", 1);
     assert_ptr_equal(p.stacks[3].frames, body + strlen(body) - 5);
-    assert_int_equal(p.samples, 4);
+    assert_int_equal(p.total, 4);
 
     assert_int_equal(ingest_parse_stacks(&p, INGEST_FORMAT_LINES, "a\n\nb;;c\n", 8,
                                          err, sizeof err), INGEST_EINVAL);
@@ -349,7 +349,7 @@ static void test_error_rolls_back(void **state)
                                          err, sizeof err), INGEST_EINVAL);
     assert_string_equal(err, "line 4: empty frame 2");
     assert_int_equal(p.n_stacks, 2);
-    assert_int_equal(p.samples, 5);
+    assert_int_equal(p.total, 5);
     assert_int_equal(p.truncated_stacks, 0);
     assert_stack(&p, 0, "a;b", 2);
     assert_stack(&p, 1, "c", 3);
@@ -358,7 +358,7 @@ static void test_error_rolls_back(void **state)
                      INGEST_OK);
     assert_int_equal(p.n_stacks, 3);
     assert_stack(&p, 2, "d", 1);
-    assert_int_equal(p.samples, 6);
+    assert_int_equal(p.total, 6);
     ingest_profile_free(&p);
     free(bad);
     free(deep);

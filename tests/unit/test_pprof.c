@@ -39,7 +39,7 @@ static void pb_msg(pb *p, int field, const pb *m) { pb_bytes(p, field, m->b, m->
 
 /* Profile field numbers (pprof's profile.proto). */
 enum { P_SAMPLE_TYPE = 1, P_SAMPLE = 2, P_MAPPING = 3, P_LOCATION = 4, P_FUNCTION = 5, P_STRING = 6,
-       P_TIME = 9, P_DURATION = 10 };
+       P_TIME = 9, P_DURATION = 10, P_PERIOD_TYPE = 11, P_PERIOD = 12 };
 
 static void add_strings(pb *p, const char *const *s, size_t n)
 {
@@ -148,7 +148,14 @@ static void test_pprof_sample_types_and_inlining(void **state)
     assert_int_equal(out[1].n_stacks, 2);
     assert_stack(&out[1], 0, "main;outer;inner;work", 20000000);
     assert_stack(&out[1], 1, "main", 5);
-    assert_int_equal(out[1].samples, 20000005);
+    assert_int_equal(out[1].total, 20000005);
+    /* samples are not nanoseconds: cpu's come from samples/count, over the
+     * samples where cpu has a value and the count is known (2, not 20000005) */
+    assert_int_equal(out[1].samples_how, INGEST_SAMPLES_KNOWN);
+    assert_int_equal(out[1].samples, 2);
+    assert_int_equal(out[0].samples_how, INGEST_SAMPLES_KNOWN);
+    assert_int_equal(out[0].samples, 2);
+    assert_int_equal(out[1].aggregation, INGEST_AGG_SUM);
     assert_true(out[1].rate == 0);
     /* window from time_nanos, 10 s when the duration is 0 */
     assert_int_equal(out[0].from_ms, 1700000000123LL);
@@ -161,6 +168,92 @@ static void test_pprof_sample_types_and_inlining(void **state)
     assert_int_equal(out[1].until_ms, 2000);
     ingest_pprof_free(out, n);
     ingest_profile_free(&base);
+}
+
+/* Go's heap profile: alloc_space counts its samples with alloc_objects,
+ * inuse_space with inuse_objects; inuse_* are gauges unless the base says. */
+static void test_pprof_heap_samples_and_gauges(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "alloc_objects", "count", "alloc_space", "bytes", "inuse_objects",
+                                     "inuse_space", "main", "grow" };
+    p.n = 0;
+    add_strings(&p, s, 9);
+    add_type(&p, 1, 2);
+    add_type(&p, 3, 4);
+    add_type(&p, 5, 2);
+    add_type(&p, 6, 4);
+    add_function(&p, 1, 7);
+    add_function(&p, 2, 8);
+    int f1[] = { 1 }, f2[] = { 2 };
+    add_location(&p, 1, 0, 0x10, f1, 1);
+    add_location(&p, 2, 0, 0x20, f2, 1);
+    uint64_t la[] = { 2, 1 }, lb[] = { 1 };
+    int64_t va[] = { 7, 7000, 3, 3000 }, vb[] = { 5, 900, 0, 0 };
+    add_sample(&p, la, 2, va, 4);
+    add_sample(&p, lb, 1, vb, 4);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    if (ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+    assert_int_equal(n, 4);
+    assert_string_equal(ingest_label_get(&out[1], "type"), "alloc_space");
+    assert_int_equal(out[1].total, 7900);
+    assert_int_equal(out[1].samples, 12);
+    assert_int_equal(out[1].aggregation, INGEST_AGG_SUM);
+    assert_string_equal(ingest_label_get(&out[3], "type"), "inuse_space");
+    assert_int_equal(out[3].total, 3000);
+    assert_int_equal(out[3].samples, 3);
+    assert_int_equal(out[3].aggregation, INGEST_AGG_AVERAGE);
+    assert_int_equal(out[2].aggregation, INGEST_AGG_AVERAGE);
+    ingest_pprof_free(out, n);
+    /* the client's word wins over the type's default */
+    base.aggregation = INGEST_AGG_SUM;
+    if (ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+    assert_int_equal(out[3].aggregation, INGEST_AGG_SUM);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
+/* Without a count type: value / period when the period is of the type;
+ * otherwise the samples are unknown. */
+static void test_pprof_samples_from_period(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "cpu", "nanoseconds", "main", "space", "bytes" };
+    for (int with_period = 0; with_period < 2; with_period++) {
+        p.n = 0;
+        add_strings(&p, s, 6);
+        add_type(&p, 1, 2);
+        add_type(&p, 4, 5);
+        add_function(&p, 1, 3);
+        int f1[] = { 1 };
+        add_location(&p, 1, 0, 0x10, f1, 1);
+        uint64_t la[] = { 1 };
+        int64_t va[] = { 30000000, 64 };
+        add_sample(&p, la, 1, va, 2);
+        if (with_period) {
+            pb m = { .n = 0 };
+            pb_int(&m, 1, 1);
+            pb_int(&m, 2, 2);
+            pb_msg(&p, P_PERIOD_TYPE, &m);
+            pb_int(&p, P_PERIOD, 10000000);
+        }
+        ingest_profile base, *out;
+        size_t n;
+        char err[512] = "";
+        base_init(&base);
+        if (ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+        assert_int_equal(n, 2);
+        assert_int_equal(out[0].samples_how, with_period ? INGEST_SAMPLES_KNOWN : INGEST_SAMPLES_UNKNOWN);
+        assert_int_equal(out[0].samples, with_period ? 3 : 0);
+        assert_int_equal(out[1].samples_how, INGEST_SAMPLES_UNKNOWN); /* bytes, period of another type */
+        ingest_pprof_free(out, n);
+        ingest_profile_free(&base);
+    }
 }
 
 static void test_pprof_missing_names(void **state)
@@ -402,6 +495,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pprof_sample_types_and_inlining),
+        cmocka_unit_test(test_pprof_heap_samples_and_gauges),
+        cmocka_unit_test(test_pprof_samples_from_period),
         cmocka_unit_test(test_pprof_missing_names),
         cmocka_unit_test(test_pprof_empty),
         cmocka_unit_test(test_pprof_malformed),

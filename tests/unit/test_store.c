@@ -50,7 +50,7 @@ static store_status write_stacks(store *st, const store_label *labels, int n_lab
         stacks[i].len = (uint32_t)strlen(frames[i]);
         stacks[i].count = counts[i];
     }
-    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL };
+    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     char err[256];
     return store_write(st, &p, NULL, err, sizeof err);
 }
@@ -193,7 +193,7 @@ static void test_lossless_roundtrip_and_reopen(void **state)
     uint32_t sid;
     store_stack stacks[5];
     for (int i = 0; i < 5; i++) stacks[i] = (store_stack){ frames[i], (uint32_t)strlen(frames[i]), counts[i] };
-    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL };
+    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     char err[256];
     assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
     const char *expect = "main;a 5\nmain;a;b 7\nmain;x y z;c 9007199254740991\nother 1\n";
@@ -390,7 +390,7 @@ static void test_invalid_profiles_refused(void **state)
     (void)state;
     store *st = open_store(0, 0);
     store_stack s = { "a", 1, 0 };
-    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL };
+    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     char err[256];
     assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* zero count */
     s.count = 1;
@@ -511,7 +511,7 @@ static void test_resolve_and_async_write(void **state)
     assert_int_not_equal(wl, leaves[2]);
 
     async_result a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, STORE_EIO, 0 };
-    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL };
+    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     assert_int_equal(store_write_async(st, &p, async_done, &a), STORE_OK);
     pthread_mutex_lock(&a.lock);
     while (!a.calls) pthread_cond_wait(&a.cond, &a.lock);
@@ -550,7 +550,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
     uint32_t leaves[3];
     uint64_t token = store_resolve(st, t0, known, 3, leaves);
     assert_int_not_equal(token, 0);
-    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL };
+    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     store_prep *prep = store_prepare(&p);
     assert_non_null(prep);
     p.prep = prep;
@@ -563,7 +563,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
 
     store_stack partly[2] = { { "main;c", 6, 1 }, { "main;new", 8, 1 } };
     uint32_t pl[2];
-    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, t0, partly, 2, pl), NULL };
+    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, t0, partly, 2, pl), NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     assert_null(store_prepare(&q)); /* a new stack: the writer makes the block */
 
     /* Retention drops the partition; the same hour is written anew with
