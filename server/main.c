@@ -24,8 +24,8 @@ static const char usage_main[] =
     "\n"
     "Usage:\n"
     "  flamedb serve [flags]    run the server (flamedb serve --help for its flags)\n"
-    "  flamedb migrate DIR      move a data directory of an older format (flamedb-4)\n"
-    "                           into this one; serve does it too when it opens one\n"
+    "  flamedb migrate DIR      move a data directory of an older format (flamedb-4,\n"
+    "                           flamedb-5) into this one; serve does it too when it opens one\n"
     "  flamedb import [flags] FILE...\n"
     "                           load perf script text or folded files into a server\n"
     "                           (flamedb import --help for its flags)\n"
@@ -210,10 +210,10 @@ static int migrate(int argc, char **argv)
     store_get_stats(st, &stats);
     store_close(st);
     if (stats.migrated_profiles)
-        printf("migrated %llu profiles of %s to format flamedb-5; the old file is in %s/flamedb-4-backup\n",
-               (unsigned long long)stats.migrated_profiles, argv[0], argv[0]);
+        printf("migrated %llu profiles of %s to format %s; the old file is in %s/flamedb-4-backup\n",
+               (unsigned long long)stats.migrated_profiles, argv[0], store_format(), argv[0]);
     else
-        printf("%s: nothing to migrate (already format flamedb-5)\n", argv[0]);
+        printf("%s: nothing to migrate (format %s)\n", argv[0], store_format());
     return 0;
 }
 

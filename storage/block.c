@@ -2,7 +2,8 @@
  *
  * Value layout (all integers LEB128 varints unless said):
  *   u8 version (2), u8 flags (4 = payload zstd-compressed, 2 = has rate,
- *   8 = samples unknown, 16 = gauge), unit string id, n_pairs, n_profiles,
+ *   8 = samples unknown, 16 = gauge), u32 checksum (little-endian: the low
+ *   32 bits of XXH3-64 of every byte after it), unit string id, n_pairs, n_profiles,
  *   raw payload length, length of the node column, duration in ms, [f64
  *   rate, little-endian, when flag 2], samples (the number of samples
  *   behind the values, 0 with flag 8), sum of the counts as stored
@@ -11,9 +12,13 @@
  * nanoseconds, and every interval and test needs the 395.  A gauge block
  * holds a snapshot (heap in use, goroutines): merges over time average
  * gauges per series instead of adding them (query/merge.c).
- * Version 1 (flamedb-5 before both) had neither flag and samples always
- * the sum of the raw counts: read as samples only in a unit that counts
- * them (block_samples_known).
+ * Version 1 (flamedb-5 before both) had neither flag, no checksum, and
+ * samples always the sum of the raw counts: read as samples only in a unit
+ * that counts them (block_samples_known).
+ * The checksum is for `flamedb check` (block_verify): merges do not pay
+ * for it; a value whose bytes were changed (a flipped bit on disk) is found
+ * there, where a decode alone would take a changed node id or count for
+ * good data.
  * The raw payload is columnar: n_pairs node-id deltas (ids ascending, the
  * first delta from 0), then n_pairs counts.  Columns compress better than
  * interleaved pairs: the counts of a sampled profile are mostly tiny and
@@ -35,6 +40,7 @@
 #include <string.h>
 
 #include "block.h"
+#include "hash.h"
 #include "varint.h"
 
 #define BLOCK_VERSION 2
@@ -42,6 +48,7 @@
 #define FLAG_ZSTD 4
 #define FLAG_NO_SAMPLES 8
 #define FLAG_GAUGE 16
+#define BLOCK_PREFIX 6   /* version, flags, checksum */
 
 int block_samples_known(const block_header *h, const char *unit)
 {
@@ -123,9 +130,9 @@ store_status block_payload_encode(const uint32_t *nodes, const uint64_t *counts,
 
 store_status block_encode_with(const block_header *h, const block_payload *pl, void **out, size_t *out_len)
 {
-    unsigned char *val = malloc(2 + 9 * VARINT_MAX + 8 + pl->len);
+    unsigned char *val = malloc(BLOCK_PREFIX + 9 * VARINT_MAX + 8 + pl->len);
     if (!val) return STORE_ENOMEM;
-    unsigned char *q = val + 2;
+    unsigned char *q = val + BLOCK_PREFIX;
     q = varint_put(q, h->unit);
     q = varint_put(q, h->n_pairs);
     q = varint_put(q, h->n_profiles);
@@ -146,9 +153,22 @@ store_status block_encode_with(const block_header *h, const block_payload *pl, v
     q += pl->len;
     val[0] = BLOCK_VERSION;
     val[1] = flags;
+    uint32_t sum = (uint32_t)hash_bytes(val + BLOCK_PREFIX, (size_t)(q - val) - BLOCK_PREFIX, 0);
+    for (int i = 0; i < 4; i++) val[2 + i] = (unsigned char)(sum >> (8 * i));
     *out = val;
     *out_len = (size_t)(q - val);
     return STORE_OK;
+}
+
+int block_verify(const void *val, size_t len)
+{
+    const unsigned char *p = val;
+    if (len < 2 || p[0] < 1 || p[0] > BLOCK_VERSION) return -1;
+    if (p[0] == 1) return 1;
+    if (len < BLOCK_PREFIX) return -1;
+    uint32_t want = 0;
+    for (int i = 0; i < 4; i++) want |= (uint32_t)p[2 + i] << (8 * i);
+    return (uint32_t)hash_bytes(p + BLOCK_PREFIX, len - BLOCK_PREFIX, 0) == want ? 0 : -1;
 }
 
 store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
@@ -170,7 +190,9 @@ int block_parse_header(const void *val, size_t len, block_header *h,
     unsigned char flags = p[1];
     h->samples_unknown = (flags & FLAG_NO_SAMPLES) != 0;
     h->gauge = (flags & FLAG_GAUGE) != 0;
-    p += 2;
+    size_t prefix = p[0] >= 2 ? BLOCK_PREFIX : 2;
+    if (len < prefix) return -1;
+    p += prefix;
     uint64_t unit, n_pairs, n_profiles, raw_len, nodes_bytes, duration, samples;
     if (varint_get(&p, end, &unit) || varint_get(&p, end, &n_pairs) ||
         varint_get(&p, end, &n_profiles) || varint_get(&p, end, &raw_len) ||

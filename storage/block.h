@@ -46,6 +46,9 @@ store_status block_encode_with(const block_header *h, const block_payload *pl, v
 /* Both at once, into a malloc'd value. */
 store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,
                           void *zcctx, void **out, size_t *out_len);
+/* Checks a value's checksum: 0 when it matches, 1 for a version-1 value
+ * (it has none), -1 when the bytes were changed or are not a block. */
+int block_verify(const void *val, size_t len);
 /* Parses a value's header; *payload points at the encoded pairs. */
 int block_parse_header(const void *val, size_t len, block_header *h,
                        const void **payload, size_t *payload_len, int *compressed);

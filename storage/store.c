@@ -80,6 +80,8 @@ static int lock_dir(store *st, char *err, size_t errlen)
 
 int64_t store_partition_ms(const store *st) { return st->part_ms; }
 
+const char *store_format(void) { return CATALOG_FORMAT; }
+
 int64_t store_part_floor(const store *st, int64_t t)
 {
     int64_t q = t / st->part_ms;

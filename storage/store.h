@@ -92,6 +92,9 @@ typedef struct {
  * naming the holder's pid); migrates a flamedb-4 directory first. */
 store_status store_open(store **out, const store_options *opt, char *err, size_t errlen);
 
+/* The format this flamedb writes ("flamedb-6"). */
+const char *store_format(void);
+
 /* The partition length of the open store, in ms. */
 int64_t store_partition_ms(const store *st);
 
