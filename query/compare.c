@@ -25,7 +25,7 @@ static int row_cmp(const void *a, const void *b, void *arg)
 
 static json_t *side_json(const query_fprofile *p)
 {
-    return json_pack("{s:I,s:o,s:I,s:f}", "total", (json_int_t)p->total, "samples",
+    return json_pack("{s:o,s:o,s:I,s:f}", "total", query_fprofile_total_json(p), "samples",
                      query_samples_json(p->samples, p->samples_unknown),
                      "profiles", (json_int_t)p->profiles, "entropy", query_entropy(&p->d));
 }

@@ -39,11 +39,12 @@ static json_t *node_json(const diff_ctx *c, const query_view *v, uint32_t id)
         }
     }
     if (!kids) return NULL;
-    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}",
+    return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}",
                      "name", id ? store_string(c->r, store_node_func(c->r, id), NULL) : "root",
-                     "left_self", (json_int_t)(id ? self_at(c->a, id) : 0), "left_total", (json_int_t)total_at(c->a, id),
-                     "right_self", (json_int_t)(id ? self_at(c->b, id) : 0), "right_total", (json_int_t)total_at(c->b, id),
-                     "children", kids);
+                     "left_self", query_value_json(c->a, id ? self_at(c->a, id) : 0), "left_total",
+                     query_value_json(c->a, total_at(c->a, id)), "right_self",
+                     query_value_json(c->b, id ? self_at(c->b, id) : 0), "right_total",
+                     query_value_json(c->b, total_at(c->b, id)), "children", kids);
 }
 
 json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tree *right)

@@ -1,6 +1,8 @@
 /* encode_folded.c — a merged tree as folded stacks: one "a;b;c N" line per
  * node with self > 0 (its path from the root), sorted by stack text, the
- * format flamegraph.pl, speedscope and `flamedb`'s own ingest read. */
+ * format flamegraph.pl, speedscope and `flamedb`'s own ingest read.
+ * Averages of gauges are rounded to whole units (the format's counts are
+ * integers). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,9 +45,10 @@ char *query_tree_folded(store_reader *r, const query_tree *t, size_t *out_len)
         }
         lines[k].text = text;
         lines[k].stack_len = pos;
-        pos += (size_t)snprintf(text + pos, 24, " %llu\n", (unsigned long long)t->self[q.node[k]]);
-        lines[k].len = pos;
-        total += pos;
+        uint64_t v = query_value_rounded(t, t->self[q.node[k]]);
+        pos += (size_t)snprintf(text + pos, 24, " %llu\n", (unsigned long long)v);
+        lines[k].len = v ? pos : 0; /* an average below one half: no line (counts are positive) */
+        total += lines[k].len;
     }
     qsort(lines, k, sizeof *lines, line_cmp);
     out = malloc(total + 1);

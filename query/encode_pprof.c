@@ -142,7 +142,7 @@ static int build_samples(store_reader *r, const query_tree *t, pprof_out *o)
         for (uint32_t d = 0; d < q.depth[k]; d++) /* root-first ids, reversed */
             s.location_id[d] = o->fslot[q.fns[q.start[k] + q.depth[k] - 1 - d]];
         s.n_location_id = q.depth[k];
-        o->values[k] = (int64_t)t->self[q.node[k]];
+        o->values[k] = (int64_t)query_value_rounded(t, t->self[q.node[k]]);
         s.n_value = 1;
         s.value = &o->values[k];
         o->samples[k] = s;

@@ -245,7 +245,7 @@ static int collect_stacks(store_reader *r, const query_tree *t, tree_stacks *out
     out->stacks = malloc((out->q.n ? out->q.n : 1) * sizeof *out->stacks);
     if (!out->stacks) return -1;
     for (size_t i = 0; i < out->q.n; i++)
-        out->stacks[i] = (query_ss_stack){ out->q.fns + out->q.start[i], out->q.depth[i], t->self[out->q.node[i]] };
+        out->stacks[i] = (query_ss_stack){ out->q.fns + out->q.start[i], out->q.depth[i], query_value_rounded(t, t->self[out->q.node[i]]) };
     out->n = out->q.n;
     return 0;
 }

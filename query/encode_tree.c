@@ -13,8 +13,8 @@ static json_t *node_json(store_reader *r, const query_tree *t, const query_view 
         return NULL;
     }
     json_object_set_new(o, "name", json_string(id ? store_string(r, store_node_func(r, id), NULL) : "root"));
-    json_object_set_new(o, "self", json_integer((json_int_t)(id ? t->self[id] : 0)));
-    json_object_set_new(o, "total", json_integer((json_int_t)t->total[id]));
+    json_object_set_new(o, "self", query_value_json(t, id ? t->self[id] : 0));
+    json_object_set_new(o, "total", query_value_json(t, t->total[id]));
     uint32_t first, n = query_view_children(v, id, &first);
     for (uint32_t i = 0; i < n; i++) {
         json_t *c = node_json(r, t, v, v->edges[first + i].id);

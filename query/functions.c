@@ -104,8 +104,14 @@ int query_fprofile_build(store_reader *r, const query_tree *t, query_fprofile *o
     out->total = t->grand_total;
     out->samples = t->samples;
     out->samples_unknown = t->samples_unknown;
+    out->divisor = t->divisor ? t->divisor : 1;
     out->profiles = t->profiles;
     return 0;
+}
+
+json_t *query_fprofile_total_json(const query_fprofile *p)
+{
+    return p->divisor > 1 ? json_real((double)p->total / (double)p->divisor) : json_integer((json_int_t)p->total);
 }
 
 void query_fprofile_free(query_fprofile *p)
@@ -118,6 +124,23 @@ void query_fprofile_free(query_fprofile *p)
 const char *query_fn_name(void *ctx, uint32_t fn)
 {
     return store_string(ctx, fn, NULL);
+}
+
+double query_value(const query_tree *t, uint64_t v)
+{
+    return t->divisor > 1 ? (double)v / (double)t->divisor : (double)v;
+}
+
+uint64_t query_value_rounded(const query_tree *t, uint64_t v)
+{
+    return t->divisor > 1 ? v / t->divisor + (v % t->divisor >= (t->divisor + 1) / 2) : v;
+}
+
+const char *query_aggregation_name(const query_tree *t) { return t->gauge ? "average" : "sum"; }
+
+json_t *query_value_json(const query_tree *t, uint64_t v)
+{
+    return t->divisor > 1 ? json_real((double)v / (double)t->divisor) : json_integer((json_int_t)v);
 }
 
 json_t *query_samples_json(uint64_t samples, uint64_t unknown)

@@ -89,6 +89,7 @@ fail:
 
 typedef struct {
     uint64_t profiles, samples, samples_unknown, total;
+    int gauge;
     int64_t first, last;
     const char *unit;
     int mixed;
@@ -104,6 +105,7 @@ static int stat_block(const store_block *b, void *arg)
     if (!s->profiles || b->from_ms < s->first) s->first = b->from_ms;
     if (!s->profiles || b->from_ms > s->last) s->last = b->from_ms;
     s->profiles += b->n_profiles;
+    s->gauge |= b->gauge;
     if (b->samples_known) s->samples += b->samples;
     else s->samples_unknown += b->n_profiles;
     s->total += b->counts * w;
@@ -121,8 +123,12 @@ json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_
         json_t *lj = json_object();
         int nl = store_series_labels(r, ids[i], labels, 64);
         for (int j = 0; lj && j < nl && j < 64; j++) json_object_set_new(lj, labels[j].name, json_string(labels[j].value));
-        json_t *e = json_pack("{s:o,s:I,s:o,s:I,s:s,s:o,s:o}", "labels", lj, "profiles", (json_int_t)s.profiles,
-                              "samples", query_samples_json(s.samples, s.samples_unknown), "total", (json_int_t)s.total,
+        /* a gauge's total over time is the average of its snapshots */
+        json_t *total = s.gauge && s.profiles ? json_real((double)s.total / (double)s.profiles)
+                                              : json_integer((json_int_t)s.total);
+        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:s,s:s,s:o,s:o}", "labels", lj, "profiles", (json_int_t)s.profiles,
+                              "samples", query_samples_json(s.samples, s.samples_unknown), "total", total,
+                              "aggregation", s.gauge ? "average" : "sum",
                               "unit", s.mixed ? "mixed" : (s.unit ? s.unit : "samples"),
                               "first", query_time_json(s.first), "last", query_time_json(s.last));
         if (!e || json_array_append_new(arr, e)) goto fail;

@@ -37,6 +37,7 @@
 typedef struct {
     char name[64];
     uint64_t profiles;
+    int gauge;              /* some profile in this unit is a gauge */
 } unit_count;
 
 typedef struct {
@@ -55,6 +56,15 @@ typedef struct {
     unit_count units[16];
     int n_units;
     int failed;
+    size_t cur;             /* index in the set of the series being scanned */
+    /* Gauges (averaged over time): a gauge block of series i weighs
+     * gauge_scale[i], a counter block counter_scale; NULL / 1 when the
+     * merge has no gauges.  The counting pass fills gauge_n and sums. */
+    const uint64_t *gauge_scale;
+    uint64_t counter_scale;
+    int counting;
+    uint64_t *gauge_n;
+    unsigned __int128 *gauge_sum, counter_sum;
 } merge_ctx;
 
 const char *query_block_unit(const store_block *b, uint64_t *weight)
@@ -63,18 +73,37 @@ const char *query_block_unit(const store_block *b, uint64_t *weight)
 }
 
 /* Counts a block's profiles (a rollup block holds many) for its unit. */
-static void count_unit(merge_ctx *c, const char *unit, uint64_t profiles)
+static void count_unit(merge_ctx *c, const char *unit, uint64_t profiles, int gauge)
 {
     for (int i = 0; i < c->n_units; i++) {
         if (strcmp(c->units[i].name, unit) == 0) {
             c->units[i].profiles += profiles;
+            c->units[i].gauge |= gauge;
             return;
         }
     }
     if (c->n_units < 16) {
         snprintf(c->units[c->n_units].name, sizeof c->units[0].name, "%s", unit);
+        c->units[c->n_units].gauge = gauge;
         c->units[c->n_units++].profiles = profiles;
     }
+}
+
+/* The counting pass of a merge with gauges: per series, the gauge profiles
+ * in the unit and the sum of their values; the sum of the counters. */
+static int count_block(const store_block *b, void *arg)
+{
+    merge_ctx *c = arg;
+    uint64_t w;
+    if (strcmp(query_block_unit(b, &w), c->want) != 0) return 0;
+    unsigned __int128 v = (unsigned __int128)b->counts * w;
+    if (b->gauge) {
+        c->gauge_n[c->cur] += b->n_profiles;
+        c->gauge_sum[c->cur] += v;
+    } else {
+        c->counter_sum += v;
+    }
+    return 0;
 }
 
 static int add_block(const store_block *b, void *arg)
@@ -83,12 +112,13 @@ static int add_block(const store_block *b, void *arg)
     query_tree *t = c->t;
     uint64_t w;
     const char *unit = query_block_unit(b, &w);
-    count_unit(c, unit, b->n_profiles);
+    count_unit(c, unit, b->n_profiles, b->gauge);
     if (!c->want) {
         snprintf(t->unit, sizeof t->unit, "%s", unit);
         c->want = t->unit;
     }
     if (strcmp(unit, c->want) != 0) return 0;
+    w *= b->gauge ? (c->gauge_scale ? c->gauge_scale[c->cur] : 1) : (c->counter_scale ? c->counter_scale : 1);
     if (c->n_pending == c->cap_pending) {
         size_t cap = c->cap_pending ? c->cap_pending * 2 : 256;
         pending_block *np = realloc(c->pending, cap * sizeof *np);
@@ -310,6 +340,7 @@ static int merge_pass(store_reader *r, const query_series_set *set, int64_t from
         if (!c->acc || !c->acc_touched) rc = -2;
         for (size_t i = 0; i < set->n_series && !rc; i++) {
             uint64_t before = t->profiles;
+            c->cur = i;
             store_part_scan_merged(r, parts[k], set->series[i], from_ms, until_ms, add_block, c);
             if (c->failed) rc = c->failed == 2 ? -2 : -1;
             if (t->profiles > before) seen[i] = 1;
@@ -329,6 +360,77 @@ static int merge_pass(store_reader *r, const query_series_set *set, int64_t from
     c->cap_pending = 0;
     if (!rc && grow_tree(t, store_node_max(r) + 1)) rc = -2;
     return rc;
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Weights for a merge that averages gauges over time: series i's gauge
+ * profiles (n_i of them in the range) weigh L / n_i and counters L, where L
+ * (the answer's divisor) is the least common multiple of the n_i, so every
+ * value stays an exact integer and values / L are the averages.  When L
+ * or the weighted sums would not fit 63 bits, L is instead the largest
+ * that fits and each weight L / n_i is rounded (*inexact: a relative error
+ * below n_i / 2L a series).  Answers 0, -2 out of memory. */
+static int gauge_plan(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms, const char *unit,
+                      uint64_t **scale, uint64_t *counter_scale, uint64_t *divisor, int *inexact)
+{
+    merge_ctx c = { .r = r, .want = unit, .counting = 1 };
+    c.gauge_n = calloc(set->n_series + 1, sizeof *c.gauge_n);
+    c.gauge_sum = calloc(set->n_series + 1, sizeof *c.gauge_sum);
+    *scale = calloc(set->n_series + 1, sizeof **scale);
+    if (!c.gauge_n || !c.gauge_sum || !*scale) {
+        free(c.gauge_n);
+        free(c.gauge_sum);
+        free(*scale);
+        *scale = NULL;
+        return -2;
+    }
+    store_part **parts;
+    size_t np = store_reader_parts(r, from_ms, until_ms, &parts);
+    for (size_t k = 0; k < np; k++)
+        for (c.cur = 0; c.cur < set->n_series; c.cur++)
+            store_part_scan_merged(r, parts[k], set->series[c.cur], from_ms, until_ms, count_block, &c);
+    const uint64_t max_l = UINT64_C(1) << 40;
+    uint64_t L = 1;
+    *inexact = 0;
+    for (size_t i = 0; i < set->n_series && !*inexact; i++) {
+        uint64_t n = c.gauge_n[i];
+        if (!n) continue;
+        unsigned __int128 next = (unsigned __int128)(L / gcd_u64(L, n)) * n;
+        if (next > max_l) *inexact = 1;
+        else L = (uint64_t)next;
+    }
+    unsigned __int128 bound = c.counter_sum * L;
+    for (size_t i = 0; i < set->n_series && !*inexact; i++)
+        if (c.gauge_n[i]) bound += c.gauge_sum[i] * (L / c.gauge_n[i]);
+    if (!*inexact && bound >= (unsigned __int128)1 << 63) *inexact = 1;
+    if (*inexact) {
+        /* the averages' sum, then the largest L that keeps sum x L below 2^62 */
+        double avg = (double)c.counter_sum;
+        for (size_t i = 0; i < set->n_series; i++)
+            if (c.gauge_n[i]) avg += (double)c.gauge_sum[i] / (double)c.gauge_n[i];
+        double l = avg >= 1 ? 4611686018427387904.0 / (avg * 2) : (double)max_l;
+        if (l > (double)max_l) l = (double)max_l;
+        L = l < 1 ? 1 : (uint64_t)l;
+    }
+    for (size_t i = 0; i < set->n_series; i++) {
+        if (!c.gauge_n[i]) continue;
+        uint64_t w = (L + c.gauge_n[i] / 2) / c.gauge_n[i];
+        (*scale)[i] = w ? w : 1;
+    }
+    *counter_scale = L;
+    *divisor = L;
+    free(c.gauge_n);
+    free(c.gauge_sum);
+    return 0;
 }
 
 static int unit_cmp(const void *a, const void *b)
@@ -366,15 +468,31 @@ int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t fr
         /* The caller chose the unit: everything else is left out. */
         for (best = 0; best < c.n_units && strcmp(c.units[best].name, unit); best++)
             ;
-    } else if (best >= 0 && strcmp(c.units[best].name, out->unit) != 0) {
+        if (best == c.n_units) best = -1;
+    }
+    int gauge = best >= 0 && c.units[best].gauge;
+    if (best >= 0 && (gauge || strcmp(c.units[best].name, out->unit) != 0)) {
+        /* Merge again: in the unit chosen, and with gauges averaged. */
         char want[64];
         snprintf(want, sizeof want, "%s", c.units[best].name);
+        uint64_t *scale = NULL, counter_scale = 1, divisor = 1;
+        int inexact = 0;
+        if (gauge && gauge_plan(r, set, from_ms, until_ms, want, &scale, &counter_scale, &divisor, &inexact)) goto oom;
         query_tree_free(out);
-        if (alloc_tree(out, n_nodes)) goto oom;
+        if (alloc_tree(out, n_nodes)) {
+            free(scale);
+            goto oom;
+        }
         snprintf(out->unit, sizeof out->unit, "%s", want);
-        merge_ctx c2 = { .r = r, .t = out, .want = out->unit };
-        if ((mrc = merge_pass(r, set, from_ms, until_ms, out, &c2))) goto failed;
+        merge_ctx c2 = { .r = r, .t = out, .want = out->unit, .gauge_scale = scale, .counter_scale = counter_scale };
+        mrc = merge_pass(r, set, from_ms, until_ms, out, &c2);
+        free(scale);
+        if (mrc) goto failed;
+        out->gauge = gauge;
+        out->divisor = divisor;
+        out->inexact = inexact;
     }
+    if (!out->divisor) out->divisor = 1;
     if (best >= 0 && c.n_units > 1) {
         out->other_units = calloc((size_t)c.n_units, sizeof *out->other_units);
         if (!out->other_units) goto oom;

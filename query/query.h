@@ -95,12 +95,27 @@ typedef struct {
     uint64_t samples_unknown; /* profiles merged that did not say their samples: when
                                non-zero, samples is not known and no interval is given */
     uint64_t profiles;      /* blocks merged */
+    int gauge;              /* gauge profiles were averaged over time (per series, then summed) */
+    uint64_t divisor;       /* values (self, total, grand_total) are divisor times the answer's:
+                               1 without gauges; see query_value_json */
+    int inexact;            /* with gauges: the divisor could not be exact (see merge.c) */
     uint32_t series;        /* series with at least one profile */
     char unit[64];          /* unit of the values */
     char **other_units;     /* owned: units of profiles left out, sorted */
     size_t n_other_units;
     uint64_t skipped_profiles; /* profiles left out for their unit */
 } query_tree;
+
+/* A value of tree t as JSON in its unit: an integer, or for an average of
+ * gauges value / t->divisor as a number. */
+json_t *query_value_json(const query_tree *t, uint64_t v);
+double query_value(const query_tree *t, uint64_t v);
+/* The same rounded to a whole unit, for formats whose values are integers
+ * (folded, pprof, speedscope). */
+uint64_t query_value_rounded(const query_tree *t, uint64_t v);
+
+/* "average" when the tree averaged gauges over time, else "sum". */
+const char *query_aggregation_name(const query_tree *t);
 
 /* The number of samples as JSON: null when some profile did not say
  * (then no interval or test can be computed). */

@@ -30,9 +30,12 @@ typedef struct {
     query_dist d;
     uint64_t total, samples, profiles;
     uint64_t samples_unknown;   /* as in query_tree */
+    uint64_t divisor;           /* as in query_tree: total / divisor is the value */
 } query_fprofile;
 
 int query_fprofile_build(store_reader *r, const query_tree *t, query_fprofile *out);
+/* Its total as JSON in its unit (see query_value_json). */
+json_t *query_fprofile_total_json(const query_fprofile *p);
 void query_fprofile_free(query_fprofile *p);
 /* Distances of x to y over their top k (compare.c). */
 int query_distances(store_reader *r, const query_dist *x, const query_dist *y, size_t k, double *m, double *jsd);

@@ -45,9 +45,9 @@ json_t *query_stability_windows_json(store_reader *r, const query_series_set *se
             prev = &u[w];
         }
         int64_t ws = from_ms + (int64_t)w * step_ms, we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
-        json_t *e = json_pack("{s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o}", "from", query_time_json(ws), "until",
+        json_t *e = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o}", "from", query_time_json(ws), "until",
                               query_time_json(we), "profiles", (json_int_t)u[w].profiles, "total",
-                              (json_int_t)u[w].total, "samples", query_samples_json(u[w].samples, u[w].samples_unknown), "entropy",
+                              query_fprofile_total_json(&u[w]), "samples", query_samples_json(u[w].samples, u[w].samples_unknown), "entropy",
                               query_real_or_null(ent[w]), "manhattan", query_real_or_null(man[w]), "jsd",
                               query_real_or_null(jsd[w]));
         if (!e || json_array_append_new(windows, e)) goto done;
@@ -93,8 +93,8 @@ json_t *query_stability_groups_json(store_reader *r, const query_group_by *by, c
     qsort(order, n, sizeof *order, by_m_desc);
     for (size_t q = 0; q < n; q++) {
         size_t g = order[q].i;
-        json_t *e = json_pack("{s:o,s:I,s:I,s:o,s:o,s:o,s:o}", "labels", query_group_labels_json(by, &groups[g]),
-                              "profiles", (json_int_t)u[g].profiles, "total", (json_int_t)u[g].total, "samples",
+        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:o,s:o,s:o}", "labels", query_group_labels_json(by, &groups[g]),
+                              "profiles", (json_int_t)u[g].profiles, "total", query_fprofile_total_json(&u[g]), "samples",
                               query_samples_json(u[g].samples, u[g].samples_unknown), "entropy", query_real_or_null(ent[g]), "manhattan",
                               query_real_or_null(man[g]), "jsd", query_real_or_null(jsd[g]));
         if (!e || json_array_append_new(arr, e)) goto done;

@@ -3,7 +3,12 @@
  * window starts in.  Steps are aligned to `from`; empty steps are 0.  Like a
  * merge, one unit per answer: the unit with the most profiles.  A block's
  * value is its stored counts times its weight (rollups store weighted
- * counts and weigh 1). */
+ * counts and weigh 1).
+ *
+ * Gauges (snapshots: heap in use) are averaged, not added: within a step,
+ * each series adds the mean of its gauge profiles there (the sum of their
+ * values over their number), so a step holding two snapshots of 15 MB
+ * shows 15 MB, as the merge of that step would. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,10 +29,13 @@ int64_t query_timeline_default_step(int64_t from_ms, int64_t until_ms)
 
 typedef struct {
     size_t n, step_index;
-    uint64_t *values;                 /* [TL_UNITS][n] */
+    uint64_t *values;                 /* [TL_UNITS][n]: counters */
+    double *averages;                 /* [TL_UNITS][n]: gauges, summed over series */
     char units[TL_UNITS][64];
     uint64_t unit_profiles[TL_UNITS];
+    int unit_gauge[TL_UNITS];
     int n_units;
+    uint64_t gauge_sum[TL_UNITS], gauge_n[TL_UNITS]; /* of one series in one step */
 } tl_ctx;
 
 static int tl_block(const store_block *b, void *arg)
@@ -42,7 +50,13 @@ static int tl_block(const store_block *b, void *arg)
         snprintf(c->units[c->n_units++], 64, "%s", u);
     }
     c->unit_profiles[i] += b->n_profiles;
-    c->values[(size_t)i * c->n + c->step_index] += b->counts * w;
+    if (b->gauge) {
+        c->unit_gauge[i] = 1;
+        c->gauge_sum[i] += b->counts * w;
+        c->gauge_n[i] += b->n_profiles;
+    } else {
+        c->values[(size_t)i * c->n + c->step_index] += b->counts * w;
+    }
     return 0;
 }
 
@@ -52,13 +66,19 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
     tl_ctx c = { 0 };
     c.n = (size_t)((until_ms - from_ms + step_ms - 1) / step_ms);
     c.values = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.values);
+    c.averages = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.averages);
     json_t *points = json_array();
-    if (!c.values || !points) goto fail;
+    if (!c.values || !c.averages || !points) goto fail;
     for (size_t i = 0; i < set->n_series; i++) {
         for (c.step_index = 0; c.step_index < c.n; c.step_index++) {
             int64_t ws = from_ms + (int64_t)c.step_index * step_ms;
             int64_t we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
             store_blocks_scan_merged(r, set->series[i], ws, we, tl_block, &c);
+            for (int u = 0; u < c.n_units; u++) {
+                if (c.gauge_n[u])
+                    c.averages[(size_t)u * c.n + c.step_index] += (double)c.gauge_sum[u] / (double)c.gauge_n[u];
+                c.gauge_sum[u] = c.gauge_n[u] = 0;
+            }
         }
     }
     int best = -1;
@@ -69,14 +89,18 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
     snprintf(unit_out, unit_len, "%s", best >= 0 ? c.units[best] : "samples");
     for (size_t k = 0; k < c.n; k++) {
         uint64_t v = best >= 0 ? c.values[(size_t)best * c.n + k] : 0;
-        if (json_array_append_new(points, json_pack("[o,I]", query_time_json(from_ms + (int64_t)k * step_ms),
-                                                    (json_int_t)v)))
+        json_t *value = best >= 0 && c.unit_gauge[best]
+                            ? json_real((double)v + c.averages[(size_t)best * c.n + k])
+                            : json_integer((json_int_t)v);
+        if (json_array_append_new(points, json_pack("[o,o]", query_time_json(from_ms + (int64_t)k * step_ms), value)))
             goto fail;
     }
     free(c.values);
+    free(c.averages);
     return points;
 fail:
     free(c.values);
+    free(c.averages);
     json_decref(points);
     return NULL;
 }

@@ -49,15 +49,15 @@ json_t *query_top_json(store_reader *r, const query_tree *t, size_t limit, int b
     for (size_t k = 0; k < f.n && (!limit || k < limit); k++) {
         size_t i = order[k];
         double ps = total > 0 ? (double)f.self[i] / total : 0, pt = total > 0 ? (double)f.total[i] / total : 0;
-        json_t *e = json_pack("{s:s,s:I,s:I,s:f,s:f,s:o,s:o}", "name", store_string(r, f.fn[i], NULL),
-                              "self", (json_int_t)f.self[i], "total", (json_int_t)f.total[i], "self_share", ps,
+        json_t *e = json_pack("{s:s,s:o,s:o,s:f,s:f,s:o,s:o}", "name", store_string(r, f.fn[i], NULL),
+                              "self", query_value_json(t, f.self[i]), "total", query_value_json(t, f.total[i]), "self_share", ps,
                               "total_share", pt, "self_ci95", interval(ps, t),
                               "total_ci95", interval(pt, t));
         if (!e || json_array_append_new(arr, e)) goto fail;
     }
     free(order);
     query_functions_free(&f);
-    return json_pack("{s:I,s:o,s:o}", "total", (json_int_t)t->grand_total, "samples",
+    return json_pack("{s:o,s:o,s:o}", "total", query_value_json(t, t->grand_total), "samples",
                      query_samples_json(t->samples, t->samples_unknown), "functions", arr);
 fail:
     free(order);

@@ -272,8 +272,8 @@ static enum MHD_Result two_sides(srv_request *rq, int diff)
     if (side_merge(rq, r, &L) || side_merge(rq, r, &R)) goto out;
     json_t *o;
     if (diff) {
-        o = json_pack("{s:I,s:I,s:s,s:s,s:o}", "left_total", (json_int_t)L.tree.grand_total, "right_total",
-                      (json_int_t)R.tree.grand_total, "left_unit", L.tree.unit, "right_unit", R.tree.unit, "tree",
+        o = json_pack("{s:o,s:o,s:s,s:s,s:o}", "left_total", query_value_json(&L.tree, L.tree.grand_total),
+                      "right_total", query_value_json(&R.tree, R.tree.grand_total), "left_unit", L.tree.unit, "right_unit", R.tree.unit, "tree",
                       query_diff_json(r, &L.tree, &R.tree));
     } else {
         o = query_compare_json(r, &L.tree, &R.tree, (size_t)k, (size_t)limit);

@@ -35,13 +35,15 @@ static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_
 {
     uint64_t tn = 0, tt = 0;
     json_t *tree = query_tree_json(r, t, max_nodes, &tn, &tt);
-    json_t *o = json_pack("{s:s?,s:s,s:o,s:o,s:I,s:o,s:I,s:I,s:o,s:{s:I,s:I},s:o}",
-                          "type", set->type[0] ? set->type : NULL, "unit", t->unit,
-                          "from", query_time_json(from), "until", query_time_json(until),
-                          "total", (json_int_t)t->grand_total, "samples", query_samples_json(t->samples, t->samples_unknown),
-                          "profiles", (json_int_t)t->profiles, "series", (json_int_t)t->series,
-                          "other_types", string_array(set->other_types, set->n_other_types),
-                          "truncated", "nodes", (json_int_t)tn, "total", (json_int_t)tt, "tree", tree);
+    json_t *o = json_pack("{s:s?,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:{s:I,s:o},s:o}",
+                          "type", set->type[0] ? set->type : NULL, "unit", t->unit, "aggregation",
+                          query_aggregation_name(t), "from", query_time_json(from), "until", query_time_json(until),
+                          "total", query_value_json(t, t->grand_total), "samples",
+                          query_samples_json(t->samples, t->samples_unknown), "profiles", (json_int_t)t->profiles,
+                          "series", (json_int_t)t->series, "other_types",
+                          string_array(set->other_types, set->n_other_types), "truncated", "nodes", (json_int_t)tn,
+                          "total", query_value_json(t, tt), "tree", tree);
+    if (o && t->inexact) json_object_set_new(o, "approximate", json_true());
     if (o && t->n_other_units) {
         json_object_set_new(o, "other_units", string_array(t->other_units, t->n_other_units));
         json_object_set_new(o, "skipped_profiles", json_integer((json_int_t)t->skipped_profiles));
@@ -115,15 +117,15 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
     for (size_t i = 0; groups && i < ng; i++) {
         uint64_t tn, tt;
         const query_tree *t = &gt[i].tree;
-        json_t *e = json_pack("{s:o,s:s,s:I,s:o,s:I,s:I,s:{s:I,s:I},s:o}", "labels",
+        json_t *e = json_pack("{s:o,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:I},s:o}", "labels",
                               query_group_labels_json(by, &g[gt[i].i]), "unit", t->unit, "total",
-                              (json_int_t)t->grand_total, "samples", query_samples_json(t->samples, t->samples_unknown), "profiles",
+                              query_value_json(t, t->grand_total), "samples", query_samples_json(t->samples, t->samples_unknown), "profiles",
                               (json_int_t)t->profiles, "series", (json_int_t)t->series, "truncated", "nodes",
                               (json_int_t)0, "total", (json_int_t)0, "tree", query_tree_json(r, t, max_nodes, &tn, &tt));
         if (e) {
             json_t *tr = json_object_get(e, "truncated");
             json_object_set_new(tr, "nodes", json_integer((json_int_t)tn));
-            json_object_set_new(tr, "total", json_integer((json_int_t)tt));
+            json_object_set_new(tr, "total", query_value_json(t, tt));
             json_array_append_new(groups, e);
         }
     }

@@ -80,7 +80,7 @@ export function fmtValue(v, unit) {
   }
   if (unit === 'bytes') {
     const a = Math.abs(v);
-    if (a < 1024) return v + ' B';
+    if (a < 1024) return (Number.isInteger(v) ? v : v.toFixed(1)) + ' B';
     if (a < 1048576) return (v / 1024).toFixed(1) + ' KiB';
     if (a < 1073741824) return (v / 1048576).toFixed(1) + ' MiB';
     return (v / 1073741824).toFixed(2) + ' GiB';
@@ -752,7 +752,7 @@ async function loadFlame(mine) {
   $('#legend').hidden = true;
   const others = q.other_types && q.other_types.length ? ` · other types: ${q.other_types.join(', ')}` : '';
   if (!q.type) $('#summary').textContent = 'no profiles in this range';
-  else $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
+  else $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
   drawTimeline(tlAns);
   renderTop(top);

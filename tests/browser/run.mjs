@@ -44,6 +44,8 @@ async function loadFixtures(url) {
   const gojs = resolve(repo, '../shared/data/go-json-sort.cpu.pb.gz');
   if (existsSync(gojs)) await ingest(url, { service: 'gojs', format: 'pprof', ...w(T + 200) }, readFileSync(gojs));
   await ingest(url, { service: 'heap', type: 'alloc_space', unit: 'bytes', ...w(T + 200) }, 'main;alloc 4096\nmain;grow 1024\n');
+  await ingest(url, { service: 'inuse', type: 'inuse_space', unit: 'bytes', ...w(T + 200) }, 'main;cache 3072\n');
+  await ingest(url, { service: 'inuse', type: 'inuse_space', unit: 'bytes', ...w(T + 210) }, 'main;cache 5120\n');
   const mix = resolve(repo, '../shared/data/system-mix.folded');
   if (existsSync(mix)) await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, readFileSync(mix));
   else await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, 'kernel;idle 9000\nuser;work 100\n');
@@ -214,6 +216,12 @@ test('samples apart from values: a Go CPU profile reads "395 samples · 3.95 s";
   assert.ok(text.includes('no interval') && text.includes('samples unknown'), text);
   assert.deepEqual(page.errors, []);
   await shot(page, '13-samples-unknown');
+  // a gauge: two heap snapshots of 3 and 5 KiB read as their average, 4 KiB
+  const gp = await open(ctx, flameURL(url, { query: 'inuse{}' }));
+  await ready(gp);
+  const gs = await gp.textContent('#summary');
+  assert.ok(gs.includes('4.0 KiB (snapshots averaged over time)'), gs);
+  assert.deepEqual(gp.errors, []);
 });
 
 test('diff view colours a frame that grew red and one that shrank blue; compare lists significant changes', async (ctx, url) => {

@@ -40,11 +40,12 @@ mg_answers() {
 # mg_same OLD NEW — an answer equals the previous release's: byte for byte,
 # except the "samples" fields of JSON answers, which flamedb-6 fixed (the
 # previous release gave the value as the number of samples; now a profile
-# says its samples or they are null): those are checked by mg_check_samples.
+# says its samples or they are null): those are checked by mg_check_samples;
+# and the "aggregation" fields flamedb-6 added.
 mg_same() {
     case $1 in
     *.json)
-        local strip='walk(if type == "object" then del(.samples) else . end)'
+        local strip='walk(if type == "object" then del(.samples, .aggregation) else . end)'
         [ "$(jq -S -c "$strip" "$1")" = "$(jq -S -c "$strip" "$2")" ]
         ;;
     *) cmp -s "$1" "$2" ;;

@@ -122,3 +122,43 @@ test_samples_survive_restart_and_rollups() {
     query 'r{type="alloc_space"}' "from=$h" "until=$((h + 3600))"
     assert_json "unknown stays unknown in a rollup" '"\(.total) \(.samples)"' '3 null'
 }
+
+# Heap in use is a gauge: three snapshots of ~15 MB merge to their average
+# over time, not 45 MB; two instances add up.  Query, top, timeline,
+# group-by, series listing and the exports agree.
+test_samples_gauges_average_over_time() {
+    start_server
+    local t=$(( ($(now) / 3600 - 2) * 3600 ))
+    local i v
+    for i in 0 1 2; do
+        v=$((15000000 + i * 300000))
+        ingest "service=gheap&instance=a&type=inuse_space&unit=bytes&from=$((t + i * 10))&until=$((t + i * 10 + 10))" \
+            "main;cache;alloc $v"$'\n'"main;buf $((v / 3))"$'\n'
+        assert_json "snapshot $i stored as a gauge" '.aggregation' 'average'
+    done
+    ingest "service=gheap&instance=b&type=inuse_space&unit=bytes&from=$t&until=$((t + 10))" $'main;buf 1000\n'
+    # a: alloc (15.0+15.3+15.6)/3 = 15.3 MB, buf 5.1 MB; b: buf 1000
+    query 'gheap{}' "from=$t" "until=$((t + 3600))"
+    assert_json "averaged, then summed across instances" '"\(.aggregation) \(.total)"' 'average 20401000'
+    assert_json "alloc" '[.tree|..|objects|select(.name=="alloc")|.total]|.[0]' '15300000'
+    query 'gheap{instance="a"}' "from=$t" "until=$((t + 3600))" format=folded
+    assert_eq "folded export of the average" $'main;buf 5100000\nmain;cache;alloc 15300000' "$BODY"
+    get /api/v1/top 'query=gheap{}' "from=$t" "until=$((t + 3600))"
+    assert_json "top" '[.functions[]|"\(.name)=\(.self)"]|join(",")' 'alloc=15300000,buf=5101000,main=0,cache=0'
+    get /api/v1/timeline 'query=gheap{}' "from=$t" "until=$((t + 3600))" step=1h
+    assert_json "timeline" '[.points[][1]]|join(",")' '20401000'
+    query 'gheap{}' "from=$t" "until=$((t + 3600))" group_by=instance
+    assert_json "groups" '[.groups[]|"\(.labels.instance)=\(.total)"]|join(",")' 'a=20400000,b=1000'
+    get /api/v1/series 'query=gheap{}' "from=$t" "until=$((t + 3600))"
+    assert_json "series listing" '[.series[]|"\(.labels.instance) \(.aggregation) \(.total)"]|join(",")' \
+        'a average 20400000,b average 1000'
+    # rollups (after compaction) answer the same
+    assert_ge "rollups built" 4 "$(wait_metric flamedb_rollups_built_total 4)"
+    query 'gheap{}' "from=$t" "until=$((t + 3600))"
+    assert_json "from the rollups" '"\(.aggregation) \(.total)"' 'average 20401000'
+    # a counter type of the same service still adds up
+    ingest "service=gheap&instance=a&type=alloc_space&unit=bytes&from=$t&until=$((t + 10))" $'main;x 5\n'
+    ingest "service=gheap&instance=a&type=alloc_space&unit=bytes&from=$((t + 10))&until=$((t + 20))" $'main;x 5\n'
+    query 'gheap{type="alloc_space"}' "from=$t" "until=$((t + 3600))"
+    assert_json "counters sum" '"\(.aggregation) \(.total)"' 'sum 10'
+}

@@ -12,8 +12,9 @@
 static char tmpdir[256];
 static store *st;
 
-static void put(const char *service, const char *type, const char *instance, int64_t from, double rate,
-                const char *unit, const char *folded)
+/* A profile of kind gauge (a snapshot) or counter, with samples as said. */
+static void put_kind(const char *service, const char *type, const char *instance, int64_t from, double rate,
+                     const char *unit, const char *folded, int gauge, store_samples_kind samples)
 {
     store_label labels[3] = { { "instance", instance }, { "service", service }, { "type", type } };
     store_stack stacks[32];
@@ -27,9 +28,15 @@ static void put(const char *service, const char *type, const char *instance, int
         stacks[n].len = (uint32_t)strlen(line);
         stacks[n++].count = strtoull(sp + 1, NULL, 10);
     }
-    store_profile p = { labels, 3, from, from + 10000, rate, unit, stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile p = { labels, 3, from, from + 10000, rate, unit, stacks, n, NULL, 0, NULL, samples, 0, gauge };
     char err[256];
     if (store_write(st, &p, NULL, err, sizeof err)) fail_msg("store_write: %s", err);
+}
+
+static void put(const char *service, const char *type, const char *instance, int64_t from, double rate,
+                const char *unit, const char *folded)
+{
+    put_kind(service, type, instance, from, rate, unit, folded, 0, STORE_SAMPLES_COUNTS);
 }
 
 static int setup(void **state)
@@ -301,9 +308,9 @@ static char *tree_text(store_reader *r, const query_tree *t)
  * answers must be the same. */
 static void compare_rollups_and_raw(int64_t ranges[][2], int n_ranges)
 {
-    const char *sels[] = { "rolled{}", "rolled{type=\"alloc\"}", "rolled{instance=\"r1\"}" };
+    const char *sels[] = { "rolled{}", "rolled{type=\"alloc\"}", "rolled{instance=\"r1\"}", "rolled{type=\"heap\"}" };
     for (int q = 0; q < n_ranges; q++) {
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             answer on, off;
             ask(&on, sels[k], ranges[q][0], ranges[q][1]);
             store_reader *r;
@@ -318,6 +325,9 @@ static void compare_rollups_and_raw(int64_t ranges[][2], int n_ranges)
             assert_string_equal(on.t.unit, off.t.unit);
             assert_int_equal(on.t.grand_total, off.t.grand_total);
             assert_int_equal(on.t.samples, off.t.samples);
+            assert_int_equal(on.t.samples_unknown, off.t.samples_unknown);
+            assert_int_equal(on.t.gauge, off.t.gauge);
+            assert_int_equal(on.t.divisor, off.t.divisor);
             assert_int_equal(on.t.profiles, off.t.profiles);
             assert_int_equal(on.t.skipped_profiles, off.t.skipped_profiles);
             assert_int_equal(on.t.series, off.t.series);
@@ -383,8 +393,11 @@ static void test_rollups_answer_like_raw(void **state)
             int64_t at = base + (int64_t)(seed % (round ? 3 * 3600 : 5400)) * 1000 + (seed >> 20) % 1000;
             char inst[8];
             snprintf(inst, sizeof inst, "r%u", (seed >> 8) % 3);
-            put("rolled", (seed >> 12) % 5 ? "cpu" : "alloc", inst, at, rates[(seed >> 4) % 3],
-                (seed >> 16) % 7 ? "samples" : "bytes", stacks[(seed >> 24) % 4]);
+            if ((seed >> 28) % 4 == 0) /* gauges: snapshots in bytes, samples unknown */
+                put_kind("rolled", "heap", inst, at, 0, "bytes", stacks[(seed >> 24) % 4], 1, STORE_SAMPLES_UNKNOWN);
+            else
+                put("rolled", (seed >> 12) % 5 ? "cpu" : "alloc", inst, at, rates[(seed >> 4) % 3],
+                    (seed >> 16) % 7 ? "samples" : "bytes", stacks[(seed >> 24) % 4]);
         }
         compare_rollups_and_raw(ranges, 40); /* late data, buckets built or not */
         uint64_t built = 0;
@@ -404,6 +417,54 @@ static void test_rollups_answer_like_raw(void **state)
     uint64_t again = 1;
     assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &again), STORE_OK);
     assert_int_equal(again, 0); /* nothing left pending */
+}
+
+/* Gauges average over time per series, then add up across series: heap
+ * snapshots of 10 and 20 (instance g1) and 3, 3, 6 (g2) are 15 + 4 = 19,
+ * not 42; each value is exact (the divisor is lcm(2, 3) = 6).  Group-by,
+ * the timeline and the samples say the same. */
+static void test_gauges_average_over_time(void **state)
+{
+    (void)state;
+    const int64_t h = 1795300000000LL - 1795300000000LL % 3600000;
+    put_kind("gg", "inuse_space", "g1", h, 0, "bytes", "main;alloc 10\n", 1, STORE_SAMPLES_UNKNOWN);
+    put_kind("gg", "inuse_space", "g1", h + 10000, 0, "bytes", "main;alloc 20\n", 1, STORE_SAMPLES_UNKNOWN);
+    put_kind("gg", "inuse_space", "g2", h, 0, "bytes", "main;alloc 3\n", 1, STORE_SAMPLES_UNKNOWN);
+    put_kind("gg", "inuse_space", "g2", h + 10000, 0, "bytes", "main;alloc 3\n", 1, STORE_SAMPLES_UNKNOWN);
+    put_kind("gg", "inuse_space", "g2", h + 20000, 0, "bytes", "main;free 6\n", 1, STORE_SAMPLES_UNKNOWN);
+    for (int compacted = 0; compacted < 2; compacted++) {
+        answer a;
+        ask(&a, "gg{}", h, h + 3600000);
+        assert_true(a.t.gauge);
+        assert_int_equal(a.t.divisor, 6);
+        assert_true(query_value(&a.t, a.t.grand_total) == 19.0);
+        assert_true(a.t.samples_unknown > 0);
+        char *text = tree_text(a.r, &a.t);
+        /* alloc: 15 + 2 = 17 (x6 = 102), free: 2 (x6 = 12) */
+        assert_non_null(strstr(text, "alloc 102 102"));
+        assert_non_null(strstr(text, "free 12 12"));
+        free(text);
+        uint64_t tn, tt;
+        json_t *tj = query_tree_json(a.r, &a.t, 0, &tn, &tt);
+        assert_true(json_real_value(json_object_get(tj, "total")) == 19.0);
+        json_decref(tj);
+        char unit[64];
+        json_t *pts = query_timeline_json(a.r, &a.set, h, h + 3600000, 3600000, unit, sizeof unit);
+        assert_true(json_real_value(json_array_get(json_array_get(pts, 0), 1)) == 19.0);
+        json_decref(pts);
+        /* one instance alone: its own average */
+        done(&a);
+        ask(&a, "gg{instance=\"g1\"}", h, h + 3600000);
+        assert_true(query_value(&a.t, a.t.grand_total) == 15.0);
+        size_t len;
+        char *folded = query_tree_folded(a.r, &a.t, &len);
+        assert_string_equal(folded, "main;alloc 15\n");
+        free(folded);
+        done(&a);
+        uint64_t built = 0;
+        assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+        if (!compacted) assert_true(built > 0); /* the second round reads the rollups */
+    }
 }
 
 /* A merge split across threads answers exactly as on one: profiles on both
@@ -505,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_listings),
         cmocka_unit_test(test_rollups_answer_like_raw),
         cmocka_unit_test(test_delete_takes_rollups),
+        cmocka_unit_test(test_gauges_average_over_time),
         cmocka_unit_test(test_parallel_merge_answers_the_same),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
