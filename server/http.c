@@ -8,7 +8,9 @@
  * thread once the group commit is durable; MHD then calls the access
  * handler again and the handler answers.  A body is
  * buffered whole (up to --max-body; past that 413 without reading the rest)
- * because nothing may be stored before all of it has been validated. */
+ * because nothing may be stored before all of it has been validated.
+ * A CORS preflight (cors.c) skips the method check and is answered at
+ * dispatch, once its empty body is read, which keeps the connection open. */
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,7 @@ static int method_allowed(const char *allowed, const char *method)
 
 static enum MHD_Result dispatch(srv_request *rq)
 {
+    if (srv_cors_is_preflight(rq)) return srv_cors_preflight(rq);
     switch (rq->route) {
     case ROUTE_INGEST: return srv_handle_ingest(rq);
     case ROUTE_PYROSCOPE: return srv_handle_pyroscope(rq);
@@ -116,8 +119,11 @@ static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, 
      * suspend its connection under MHD_stop_daemon. */
     if (atomic_load(&srv->stopping))
         return srv_reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
-    if (!allowed) return srv_reply_error(rq, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", url);
     rq->allowed = allowed;
+    /* Answered once its (empty) body is read, so the connection is kept
+     * for the request the preflight is for. */
+    if (srv_cors_is_preflight(rq)) return MHD_YES;
+    if (!allowed) return srv_reply_error(rq, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", url);
     if (!method_allowed(allowed, method)) {
         srv_reply_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, "method %s is not allowed on %s (use %s)",
                         method, url, allowed);

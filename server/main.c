@@ -49,6 +49,10 @@ static const char usage_serve[] =
     "  --partition DURATION   time partition length of a new data directory, whole hours\n"
     "                         (default 1d); retention drops whole partitions.  An existing\n"
     "                         directory keeps its own; a different value is refused\n"
+    "  --cors-origin ORIGIN   let web pages from ORIGIN (scheme://host[:port], e.g.\n"
+    "                         https://grafana.example.com or http://localhost:3000) use\n"
+    "                         the API from a browser (CORS); repeatable.  '*' is not\n"
+    "                         accepted.  Default: none, no cross-origin access\n"
     "  --help                 this text\n";
 
 /* Parses BYTES with an optional k, m or g suffix (powers of 1024). */
@@ -72,6 +76,7 @@ typedef struct {
     int64_t retention_ms, partition_ms;
     size_t max_body;
     unsigned threads;
+    srv_cors cors;
 } serve_flags;
 
 /* Answers 0 to run, 1 when --help was shown, -1 on a bad flag. */
@@ -83,6 +88,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->partition_ms = 0;
     f->max_body = 64u << 20;
     f->threads = 32;
+    f->cors.n = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char err[256];
@@ -90,7 +96,8 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             fputs(usage_serve, stdout);
             return 1;
         }
-        static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition", NULL };
+        static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
+                                             "--cors-origin", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -114,6 +121,12 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         } else if (!strcmp(a, "--max-body")) {
             if (parse_bytes(v, &f->max_body)) {
                 fprintf(stderr, "flamedb serve: --max-body '%s': expected a size in bytes like 67108864 or 64m\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--cors-origin")) {
+            char cerr[512];
+            if (srv_cors_add(&f->cors, v, cerr, sizeof cerr)) {
+                fprintf(stderr, "flamedb serve: --cors-origin %s\n", cerr);
                 return -1;
             }
         } else if (!strcmp(a, "--partition")) {
@@ -149,7 +162,8 @@ static int serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024];
-    srv_ctx srv = { .max_body = f.max_body };
+    srv_ctx srv = { .max_body = f.max_body, .cors = f.cors };
+    for (size_t i = 0; i < f.cors.n; i++) srv_log("CORS: allowing browser requests from %s", f.cors.origin[i]);
     store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms };
     store_status ss = store_open(&srv.st, &opt, err, sizeof err);
     if (ss) {

@@ -1,5 +1,6 @@
 /* respond.c — building answers: JSON bodies, JSON errors, raw bytes.
- * Every answer records its status on the request for /metrics. */
+ * Every answer records its status on the request for /metrics, and carries
+ * the CORS headers its request's origin is granted (cors.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allowed ? rq->allowed : "GET");
     }
+    srv_cors_decorate(rq, resp, status);
     rq->status = status;
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);

@@ -36,6 +36,15 @@ typedef struct {
     _Atomic uint64_t ingested_profiles;
 } srv_metrics;
 
+/* The origins allowed by --cors-origin, each as browsers send it in the
+ * Origin header (cors.c). */
+#define SRV_CORS_MAX 32
+#define SRV_CORS_ORIGIN_LEN 320
+typedef struct {
+    size_t n;
+    char origin[SRV_CORS_MAX][SRV_CORS_ORIGIN_LEN];
+} srv_cors;
+
 typedef struct srv_workpool srv_workpool;
 typedef void (*srv_work_fn)(void *arg);
 
@@ -48,6 +57,7 @@ typedef struct {
     _Atomic int in_flight;   /* requests begun and not completed */
     _Atomic int stopping;    /* set by srv_stop: new requests get 503 */
     int verbose;
+    srv_cors cors;           /* none: no Access-Control-* headers, preflights refused */
 } srv_ctx;
 
 /* One request: what the handler needs, and what it answered. */
@@ -79,6 +89,21 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
                                 void *data, size_t len, int must_free);
 /* Maps a storage status to an HTTP status. */
 int srv_status_of_store(store_status ss);
+
+/* cors.c: CORS for browser clients (--cors-origin). */
+/* Validates ORIGIN, adds it in its canonical form; answers 0, or -1 with a
+ * message in err. */
+int srv_cors_add(srv_cors *c, const char *origin, char *err, size_t errlen);
+/* The configured origin the request's Origin header names, or NULL. */
+const char *srv_cors_match(const srv_request *rq);
+/* Adds the CORS headers an answer of this status carries (respond.c). */
+void srv_cors_decorate(const srv_request *rq, struct MHD_Response *resp, int status);
+/* Whether the request is a CORS preflight: OPTIONS with Origin and
+ * Access-Control-Request-Method. */
+int srv_cors_is_preflight(const srv_request *rq);
+/* Answers a preflight: 204 with the route's methods, 403 for an origin not
+ * configured, 404 for no such endpoint. */
+enum MHD_Result srv_cors_preflight(srv_request *rq);
 
 /* params.c */
 const char *srv_param(srv_request *rq, const char *name);
