@@ -19,6 +19,8 @@
  * with N counted from 1 over all lines, blank ones included. */
 #include "ingest_internal.h"
 
+#include "../storage/frame.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,12 @@ static ingest_status check_frames(const char *f, size_t n, size_t line, size_t *
     }
     if ((nul = memchr(f, '\0', n))) {
         snprintf(err, errlen, "line %zu: frame %zu contains a NUL byte", line,
+                 frame_at(f, (size_t)(nul - f)));
+        return INGEST_EINVAL;
+    }
+    /* the separator of a frame's location (storage/frame.h) */
+    if ((nul = memchr(f, FRAME_SEP, n))) {
+        snprintf(err, errlen, "line %zu: frame %zu contains the control character U+001F", line,
                  frame_at(f, (size_t)(nul - f)));
         return INGEST_EINVAL;
     }

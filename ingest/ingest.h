@@ -10,7 +10,10 @@
  * Stacks are zero-copy where possible: an ingest_stack points at its frames
  * (root first, joined by ';') inside the body buffer, which therefore must
  * outlive the profile.  Frames never contain ';' or '\n', are non-empty,
- * valid UTF-8 and at most INGEST_MAX_FRAME bytes.  Stacks deeper than
+ * valid UTF-8 and their names at most INGEST_MAX_FRAME bytes; a frame may
+ * carry its location (file, line, mapping) after its name in the form of
+ * storage/frame.h (pprof input), and folded text may not contain the
+ * form's separator.  Stacks deeper than
  * INGEST_MAX_DEPTH keep their INGEST_MAX_DEPTH leaf-most frames (self time
  * stays with the right function) and are counted in truncated_stacks. */
 #ifndef FLAMEDB_INGEST_H

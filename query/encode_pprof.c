@@ -2,9 +2,13 @@
  * format `go tool pprof` reads.
  *
  * One sample type: the query's type with the tree's unit ("samples" is
- * written as pprof's "count").  One Function and one Location (a single
- * Line) per distinct function name, so `go tool pprof -top` ranks exactly
- * the functions /api/v1/top ranks.  One Sample per call-tree node with
+ * written as pprof's "count").  One Location (a single Line) per distinct
+ * frame of the tree and one Function per distinct (name, file), so `go tool
+ * pprof -top` ranks exactly the functions /api/v1/top ranks.  The merge
+ * keeps lines (store_reader_lines): a frame stored with its location
+ * (storage/frame.h) gives its Line.line, Function.filename and a Mapping
+ * (file, build id), so `-lines` and `-list` show the lines of a profile
+ * pushed in; frames without one are a function only, as before.  One Sample per call-tree node with
  * self > 0: its location ids leaf first (the node, then its ancestors), its
  * value the node's self.  pprof's flat(f) is then self(f), and its cum(f),
  * which counts a sample once however often f recurs in it, is total(f).
@@ -13,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../storage/frame.h"
 #include "profile.pb-c.h"
 #include "query_internal.h"
 
@@ -46,23 +51,91 @@ int query_gzip(const void *in, size_t len, char **out, size_t *out_len)
 typedef Perftools__Profiles__Profile pb_profile;
 
 /* The protobuf-c messages of the answer, in a few flat arrays. */
+/* Distinct strings (of the string table) or keys (of functions and
+ * mappings) by content: open addressing over FNV-1a, ids from 1. */
+typedef struct {
+    char **key;          /* NUL-terminated copies, by id - 1 */
+    uint32_t *slot;      /* id, 0 = empty */
+    uint32_t n, cap;     /* ids used; slots (a power of two) */
+} pp_set;
+
+static uint64_t fnv(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static void set_free(pp_set *s)
+{
+    for (uint32_t i = 0; i < s->n; i++) free(s->key[i]);
+    free(s->key);
+    free(s->slot);
+    memset(s, 0, sizeof *s);
+}
+
+/* The id of bytes s[0..n), added when new; 0 when memory ran out. */
+static uint32_t set_id(pp_set *s, const char *k, size_t n)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        uint32_t cap = s->cap ? s->cap * 2 : 256;
+        uint32_t *slot = calloc(cap, sizeof *slot);
+        char **key = realloc(s->key, (size_t)cap / 2 * sizeof *key);
+        if (!slot || !key) {
+            free(slot);
+            if (key) s->key = key;
+            return 0;
+        }
+        s->key = key;
+        for (uint32_t i = 0; i < s->n; i++) {
+            size_t h = fnv(key[i], strlen(key[i])) & (cap - 1);
+            while (slot[h]) h = (h + 1) & (cap - 1);
+            slot[h] = i + 1;
+        }
+        free(s->slot);
+        s->slot = slot;
+        s->cap = cap;
+    }
+    size_t h = fnv(k, n) & (s->cap - 1);
+    for (; s->slot[h]; h = (h + 1) & (s->cap - 1)) {
+        const char *e = s->key[s->slot[h] - 1];
+        if (strlen(e) == n && memcmp(e, k, n) == 0) return s->slot[h];
+    }
+    char *c = malloc(n + 1);
+    if (!c) return 0;
+    memcpy(c, k, n);
+    c[n] = '\0';
+    s->key[s->n++] = c;
+    s->slot[h] = s->n;
+    return s->n;
+}
+
 typedef struct {
     pb_profile prof;
     Perftools__Profiles__ValueType vt, *vtp;
     Perftools__Profiles__ValueType period_type;
-    char **strings;
+    pp_set strings;     /* the string table from index 1 ("" is index 0) */
+    pp_set fkeys;       /* functions: "name US file" */
+    pp_set mkeys;       /* mappings: "file US build id" */
+    char **table;
     Perftools__Profiles__Function *fns, **fnp;
+    Perftools__Profiles__Mapping *maps, **mapp;
     Perftools__Profiles__Location *locs, **locp;
     Perftools__Profiles__Line *lines, **linep;
     Perftools__Profiles__Sample *samples, **samplep;
     uint64_t *loc_ids;
     int64_t *values;
-    uint32_t *fslot;    /* function string id -> function index + 1 */
+    uint32_t *fslot;    /* frame string id -> location index + 1 */
 } pprof_out;
 
 static void out_free(pprof_out *o)
 {
-    free(o->strings);
+    set_free(&o->strings);
+    set_free(&o->fkeys);
+    set_free(&o->mkeys);
+    free(o->table);
+    free(o->maps);
+    free(o->mapp);
     free(o->fns);
     free(o->fnp);
     free(o->locs);
@@ -76,49 +149,109 @@ static void out_free(pprof_out *o)
     free(o->fslot);
 }
 
-/* Functions and locations: one per distinct function name. */
+/* A string's index in the table (0 for ""), or -1 when memory ran out. */
+static int64_t str_index(pprof_out *o, const char *s, size_t n)
+{
+    if (!n) return 0;
+    uint32_t id = set_id(&o->strings, s, n);
+    return id ? (int64_t)id : -1;
+}
+
+/* The id of key a US b in set, 0 when memory ran out. */
+static uint32_t pair_id(pp_set *set, const char *a, size_t an, const char *b, size_t bn)
+{
+    char buf[2 * 4096 + 2];
+    if (an > 4096) an = 4096;
+    if (bn > 4096) bn = 4096;
+    memcpy(buf, a, an);
+    buf[an] = FRAME_SEP;
+    memcpy(buf + an + 1, b, bn);
+    return set_id(set, buf, an + 1 + bn);
+}
+
+/* Locations (one per distinct frame, with one Line), functions (one per
+ * distinct name and file) and mappings (one per file and build id). */
 static int build_functions(store_reader *r, const query_tree *t, pprof_out *o, size_t n_strings)
 {
-    size_t nf = 0;
+    size_t nl = 0;
     QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
         if (!id) continue;
         uint32_t f = store_node_func(r, id);
-        if (f < n_strings && !o->fslot[f]) o->fslot[f] = (uint32_t)++nf;
+        if (f < n_strings && !o->fslot[f]) o->fslot[f] = (uint32_t)++nl;
     })
-    size_t n = nf ? nf : 1;
-    o->strings = malloc((nf + 3) * sizeof *o->strings);
+    size_t n = nl ? nl : 1;
     o->fns = malloc(n * sizeof *o->fns);
     o->fnp = malloc(n * sizeof *o->fnp);
+    o->maps = malloc(n * sizeof *o->maps);
+    o->mapp = malloc(n * sizeof *o->mapp);
     o->locs = malloc(n * sizeof *o->locs);
     o->locp = malloc(n * sizeof *o->locp);
     o->lines = malloc(n * sizeof *o->lines);
     o->linep = malloc(n * sizeof *o->linep);
-    if (!o->strings || !o->fns || !o->fnp || !o->locs || !o->locp || !o->lines || !o->linep) return -1;
+    if (!o->fns || !o->fnp || !o->maps || !o->mapp || !o->locs || !o->locp || !o->lines || !o->linep) return -1;
+    /* the sample type's strings first: indexes 1 and 2 */
+    if (str_index(o, "\x01type", 5) != 1 || str_index(o, "\x01unit", 5) != 2) return -1;
     for (uint32_t f = 0; f < n_strings; f++) {
         if (!o->fslot[f]) continue;
         size_t i = o->fslot[f] - 1;
-        o->strings[3 + i] = (char *)store_string(r, f, NULL);
-        Perftools__Profiles__Function fn = PERFTOOLS__PROFILES__FUNCTION__INIT;
-        fn.id = i + 1;
-        fn.name = fn.system_name = (int64_t)(3 + i);
-        o->fns[i] = fn;
-        o->fnp[i] = &o->fns[i];
+        uint32_t len;
+        const char *s = store_string(r, f, &len);
+        frame_parts fp;
+        frame_parse(s, len, &fp);
+        uint32_t fid = pair_id(&o->fkeys, fp.name, fp.name_len, fp.file, fp.file_len);
+        int64_t name = str_index(o, fp.name, fp.name_len), file = str_index(o, fp.file, fp.file_len);
+        if (!fid || name < 0 || file < 0) return -1;
+        if (fid > o->prof.n_function) { /* a new function */
+            Perftools__Profiles__Function fn = PERFTOOLS__PROFILES__FUNCTION__INIT;
+            fn.id = fid;
+            fn.name = fn.system_name = name;
+            fn.filename = file;
+            o->fns[fid - 1] = fn;
+            o->fnp[fid - 1] = &o->fns[fid - 1];
+            o->prof.n_function = fid;
+        }
+        uint64_t mid = 0;
+        if (fp.mapping_len || fp.build_id_len) {
+            mid = pair_id(&o->mkeys, fp.mapping, fp.mapping_len, fp.build_id, fp.build_id_len);
+            int64_t mfile = str_index(o, fp.mapping, fp.mapping_len), bid = str_index(o, fp.build_id, fp.build_id_len);
+            if (!mid || mfile < 0 || bid < 0) return -1;
+            if (mid > o->prof.n_mapping) {
+                Perftools__Profiles__Mapping m = PERFTOOLS__PROFILES__MAPPING__INIT;
+                m.id = mid;
+                m.filename = mfile;
+                m.build_id = bid;
+                m.has_functions = 1;
+                m.has_filenames = fp.file_len > 0;
+                m.has_line_numbers = fp.line > 0;
+                o->maps[mid - 1] = m;
+                o->mapp[mid - 1] = &o->maps[mid - 1];
+                o->prof.n_mapping = mid;
+            }
+        }
         Perftools__Profiles__Line ln = PERFTOOLS__PROFILES__LINE__INIT;
-        ln.function_id = (int64_t)(i + 1);
+        ln.function_id = fid;
+        ln.line = fp.line;
         o->lines[i] = ln;
         o->linep[i] = &o->lines[i];
         Perftools__Profiles__Location loc = PERFTOOLS__PROFILES__LOCATION__INIT;
         loc.id = i + 1;
+        loc.mapping_id = mid;
         loc.n_line = 1;
         loc.line = &o->linep[i];
         o->locs[i] = loc;
         o->locp[i] = &o->locs[i];
     }
-    o->prof.n_function = o->prof.n_location = nf;
     o->prof.function = o->fnp;
+    o->prof.mapping = o->mapp;
+    o->prof.n_location = nl;
     o->prof.location = o->locp;
-    o->prof.n_string_table = nf + 3;
-    o->prof.string_table = o->strings;
+    /* the string table: "" then the set's strings in id order */
+    o->table = malloc(((size_t)o->strings.n + 1) * sizeof *o->table);
+    if (!o->table) return -1;
+    o->table[0] = "";
+    for (uint32_t k = 0; k < o->strings.n; k++) o->table[k + 1] = o->strings.key[k];
+    o->prof.n_string_table = (size_t)o->strings.n + 1;
+    o->prof.string_table = o->table;
     return 0;
 }
 
@@ -165,9 +298,8 @@ char *query_tree_pprof(store_reader *r, const query_tree *t, const char *type, i
     char *packed = NULL, *gz = NULL;
     o.fslot = calloc(n_strings, sizeof *o.fslot);
     if (!o.fslot || build_functions(r, t, &o, n_strings) || build_samples(r, t, &o)) goto done;
-    o.strings[0] = "";
-    o.strings[1] = (char *)(type && *type ? type : "samples");
-    o.strings[2] = (char *)(strcmp(t->unit, "samples") == 0 || !t->unit[0] ? "count" : t->unit);
+    o.table[1] = (char *)(type && *type ? type : "samples");
+    o.table[2] = (char *)(strcmp(t->unit, "samples") == 0 || !t->unit[0] ? "count" : t->unit);
     Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
     vt.type = 1;
     vt.unit = 2;

@@ -1,6 +1,9 @@
 /* encode_tree.c — a merged tree as nested JSON:
  * {"name", "self", "total", "children": [...]}, children by total
- * descending then name, at most max_nodes nodes (see tree_view.c). */
+ * descending then name, at most max_nodes nodes (see tree_view.c).  When
+ * the reader keeps lines, nodes are locations and say "file", "line",
+ * "mapping" and "build_id" where known. */
+#include "../storage/frame.h"
 #include "query_internal.h"
 
 static json_t *node_json(store_reader *r, const query_tree *t, const query_view *v, uint32_t id)
@@ -12,7 +15,21 @@ static json_t *node_json(store_reader *r, const query_tree *t, const query_view 
         json_decref(kids);
         return NULL;
     }
-    json_object_set_new(o, "name", json_string(id ? store_string(r, store_node_func(r, id), NULL) : "root"));
+    if (id) {
+        uint32_t len;
+        const char *s = store_string(r, store_node_func(r, id), &len);
+        frame_parts f;
+        frame_parse(s, len, &f);
+        json_object_set_new(o, "name", json_stringn(f.name, f.name_len));
+        if (f.located) { /* a reader with lines (store_reader_lines) */
+            if (f.file_len) json_object_set_new(o, "file", json_stringn(f.file, f.file_len));
+            if (f.line) json_object_set_new(o, "line", json_integer(f.line));
+            if (f.mapping_len) json_object_set_new(o, "mapping", json_stringn(f.mapping, f.mapping_len));
+            if (f.build_id_len) json_object_set_new(o, "build_id", json_stringn(f.build_id, f.build_id_len));
+        }
+    } else {
+        json_object_set_new(o, "name", json_string("root"));
+    }
     json_object_set_new(o, "self", query_value_json(t, id ? t->self[id] : 0));
     json_object_set_new(o, "total", query_value_json(t, t->total[id]));
     uint32_t first, n = query_view_children(v, id, &first);

@@ -74,6 +74,8 @@ typedef struct {
  * [from_ms, until_ms): a malloc'd ascending array the caller frees. */
 int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
                 uint32_t **ids, size_t *n);
+/* The same by labels alone, whether or not the series hold any profile. */
+int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **ids, size_t *n);
 
 /* Resolves sel to the series with profiles in [from_ms, until_ms) and picks
  * one type: the selector's own type= when it matched, else cpu if any
@@ -228,6 +230,24 @@ json_t *query_variance_groups_json(store_reader *r, const query_series_set *whol
                                    size_t n, int64_t from_ms, int64_t until_ms, size_t k);
 /* The labels of a group as a JSON object. */
 json_t *query_group_labels_json(const query_group_by *by, const query_group *g);
+
+/* ---- where the data is (extent.c) ------------------------------------ */
+
+/* Where the profiles of the series matching a selector lie, at any time:
+ * the windows of the newest (latest start; equal starts: the later end)
+ * and the oldest (earliest start; equal starts: the earlier end). */
+typedef struct {
+    int found;                                   /* 0: no matching series holds a profile */
+    int64_t latest_from_ms, latest_until_ms;
+    int64_t earliest_from_ms, earliest_until_ms;
+} query_extent;
+
+/* Fills out for sel (found = 0 when nothing matches); -1 when out of
+ * memory.  Reads block keys and headers only: see extent.c for the cost. */
+int query_extent_find(store_reader *r, const query_selector *sel, query_extent *out);
+/* Adds "latest": {"from", "until"} and "earliest": {"from", "until"}
+ * (unix seconds) to the answer o when e found a profile; else nothing. */
+void query_extent_json(json_t *o, const query_extent *e);
 
 /* ---- listings (listings.c) -------------------------------------------- */
 

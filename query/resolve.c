@@ -53,8 +53,7 @@ static int series_matches(store_reader *r, const query_selector *sel, uint32_t s
     return 1;
 }
 
-int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
-                uint32_t **ids, size_t *n)
+int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **ids, size_t *n)
 {
     uint32_t *cand;
     size_t n_cand;
@@ -69,10 +68,21 @@ int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int
     size_t k = 0;
     for (size_t i = 0; i < total; i++) {
         uint32_t sid = have ? cand[i] : (uint32_t)(i + 1);
-        if (series_matches(r, sel, sid) && store_series_has_blocks(r, sid, from_ms, until_ms)) out[k++] = sid;
+        if (series_matches(r, sel, sid)) out[k++] = sid;
     }
     free(cand);
     *ids = out;
+    *n = k;
+    return 0;
+}
+
+int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                uint32_t **ids, size_t *n)
+{
+    if (query_match_labels(r, sel, ids, n)) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (store_series_has_blocks(r, (*ids)[i], from_ms, until_ms)) (*ids)[k++] = (*ids)[i];
     *n = k;
     return 0;
 }

@@ -6,7 +6,9 @@
  * fault), opens one read snapshot, asks query/ for the answer and encodes
  * it.  A "side" is a selector over a time range, resolved and merged; compare
  * and diff have two (left and right, each with optional left_from,
- * left_until, right_from, right_until over the shared from and until). */
+ * left_until, right_from, right_until over the shared from and until).
+ * The answers of one side (top, stability, timeline, variance) say where
+ * the selector's profiles are when its range held none (with_head). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,8 +97,10 @@ static store_reader *begin(srv_request *rq)
     return r;
 }
 
-/* Adds the common head of an answer: type, unit, from, until, other_types. */
-static json_t *with_head(json_t *o, const side *s, const char *unit)
+/* Adds the common head of an answer: type, unit, from, until, other_types;
+ * and when the range held no profile of the selector, where its profiles
+ * are ("latest", "earliest": query_extent_json). */
+static json_t *with_head(json_t *o, store_reader *r, const side *s, const char *unit)
 {
     if (!o) return NULL;
     json_t *others = json_array();
@@ -106,6 +110,8 @@ static json_t *with_head(json_t *o, const side *s, const char *unit)
     json_object_set_new(o, "from", query_time_json(s->from));
     json_object_set_new(o, "until", query_time_json(s->until));
     json_object_set_new(o, "other_types", others);
+    query_extent ext;
+    if (!s->set.n_series && query_extent_find(r, &s->sel, &ext) == 0) query_extent_json(o, &ext);
     return o;
 }
 
@@ -170,7 +176,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     if (!r) goto out;
     if (!grouped) {
         if (side_merge(rq, r, &s)) goto out;
-        json_t *o = with_head(query_top_json(r, &s.tree, (size_t)limit, by_total), &s, s.tree.unit);
+        json_t *o = with_head(query_top_json(r, &s.tree, (size_t)limit, by_total), r, &s, s.tree.unit);
         res = srv_reply_json(rq, 200, o);
         goto out;
     }
@@ -191,7 +197,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
             json_object_set_new(e, "unit", json_string(m[i].tree.unit));
             json_array_append_new(groups, e);
         }
-        json_t *o = with_head(json_object(), &s, NULL);
+        json_t *o = with_head(json_object(), r, &s, NULL);
         if (o) json_object_set_new(o, "groups", groups);
         res = srv_reply_json(rq, 200, o);
         free_merged(m, ng);
@@ -244,7 +250,7 @@ enum MHD_Result srv_handle_stability(srv_request *rq)
             query_groups_free(g, ng);
         }
     }
-    res = srv_reply_json(rq, 200, with_head(o, &s, NULL));
+    res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
     if (r) store_reader_end(r);
     side_free(&s);
@@ -337,7 +343,7 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
         }
         json_object_set_new(o, "groups", groups);
     }
-    res = srv_reply_json(rq, 200, with_head(o, &s, NULL));
+    res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
     if (r) store_reader_end(r);
     side_free(&s);
@@ -382,7 +388,7 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
             query_groups_free(g, ng);
         }
     }
-    res = srv_reply_json(rq, 200, with_head(o, &s, NULL));
+    res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
     if (r) store_reader_end(r);
     side_free(&s);

@@ -3,7 +3,9 @@
  *
  * Each parses its parameters (400 naming the one at fault), opens a read
  * snapshot, asks query/ for the answer and encodes it.  The snapshot is
- * held only while the answer is built; writers never wait for it. */
+ * held only while the answer is built; writers never wait for it.  A JSON
+ * answer whose range held no series of the selector says where its
+ * profiles are ("latest", "earliest": query/extent.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +32,10 @@ static json_t *string_array(char **items, size_t n)
     return a;
 }
 
+/* ext: where the selector's profiles are, when the range held none. */
 static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_series_set *set,
-                                  const query_tree *t, int64_t from, int64_t until, size_t max_nodes)
+                                  const query_tree *t, int64_t from, int64_t until, size_t max_nodes,
+                                  const query_extent *ext)
 {
     uint64_t tn = 0, tt = 0;
     json_t *tree = query_tree_json(r, t, max_nodes, &tn, &tt);
@@ -48,6 +52,7 @@ static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_
         json_object_set_new(o, "other_units", string_array(t->other_units, t->n_other_units));
         json_object_set_new(o, "skipped_profiles", json_integer((json_int_t)t->skipped_profiles));
     }
+    query_extent_json(o, ext);
     return srv_reply_json(rq, 200, o);
 }
 
@@ -73,7 +78,7 @@ static void group_name(const query_group_by *by, const query_group *g, char *buf
 /* group_by: every group merged, sorted by total; JSON trees or speedscope. */
 static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const query_series_set *set,
                                     const query_group_by *by, int64_t from, int64_t until, size_t max_nodes,
-                                    int speedscope)
+                                    int speedscope, const query_extent *ext)
 {
     char err[256];
     query_group *g;
@@ -132,6 +137,7 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
     json_t *o = json_pack("{s:s?,s:o,s:o,s:o,s:o}", "type", set->type[0] ? set->type : NULL, "from",
                           query_time_json(from), "until", query_time_json(until), "other_types",
                           string_array(set->other_types, set->n_other_types), "groups", groups);
+    query_extent_json(o, ext);
     res = srv_reply_json(rq, 200, o);
 out:
     for (size_t i = 0; gt && i < merged; i++) query_tree_free(&gt[i].tree);
@@ -156,7 +162,13 @@ enum MHD_Result srv_handle_query(srv_request *rq)
                                format);
     int folded = format && !strcmp(format, "folded"), speedscope = format && !strcmp(format, "speedscope");
     int pprof = format && !strcmp(format, "pprof");
-    if (srv_param_uint(rq, "max_nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes)) return MHD_YES;
+    uint64_t lines = 0;
+    if (srv_param_uint(rq, "max_nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes) ||
+        srv_param_uint(rq, "lines", 0, 1, &lines))
+        return MHD_YES;
+    if (lines && (folded || speedscope))
+        return srv_reply_error(rq, 400, "parameter 'lines': format=%s has function names only (use json or pprof)",
+                               format);
     if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
     if (grouped && (folded || pprof)) {
         query_group_by_free(&by);
@@ -177,12 +189,17 @@ enum MHD_Result srv_handle_query(srv_request *rq)
         query_group_by_free(&by);
         return srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
     }
+    /* pprof always keeps lines: go tool pprof -list and -lines need them */
+    store_reader_lines(r, lines || pprof);
     if (query_resolve(r, &sel, from, until, &set, err, sizeof err)) {
         res = srv_reply_error(rq, 500, "%s", err);
         goto out;
     }
+    /* JSON answers of an empty range say where the selector's profiles are */
+    query_extent ext = { 0 };
+    if (!set.n_series && !folded && !pprof && !speedscope && query_extent_find(r, &sel, &ext)) ext.found = 0;
     if (grouped) {
-        res = reply_groups(rq, r, &set, &by, from, until, (size_t)max_nodes, speedscope);
+        res = reply_groups(rq, r, &set, &by, from, until, (size_t)max_nodes, speedscope, &ext);
         goto out_set;
     }
     if (query_merge(r, &set, from, until, &t, err, sizeof err)) {
@@ -204,7 +221,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
         const char *names[1] = { set.type[0] ? set.type : "profile" };
         res = srv_reply_json(rq, 200, query_trees_speedscope(r, trees, names, 1, names[0]));
     } else {
-        res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes);
+        res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes, &ext);
     }
     query_tree_free(&t);
 out_set:
@@ -235,6 +252,8 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
         if (kind == LIST_LABELS) answer = query_labels_json(r, ids, n);
         else if (kind == LIST_VALUES) answer = query_label_values_json(r, ids, n, rq->route_arg);
         else answer = query_series_json(r, ids, n, from, until);
+        query_extent ext;
+        if (!n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
     }
     free(ids);
     store_reader_end(r);

@@ -21,8 +21,10 @@
 
 #include <zstd.h>
 
+#include "arena.h"
 #include "block.h"
 #include "env.h"
+#include "frame.h"
 #include "hash.h"
 #include "idmap.h"
 #include "rollup.h"
@@ -53,6 +55,10 @@ struct store_reader {
     uint32_t n_nodes, cap_nodes;
     const store_part *only;   /* the one partition folded so far: maps not kept */
     int maps_stale;           /* node_map and name_map lack entries */
+    int lines;                /* names are whole frame texts, with their locations */
+    int names_merge;          /* located frames were cut to their names: names of one
+                                 partition are no longer unique, the maps are always kept */
+    arena cut_names;          /* those names, NUL-terminated */
     idmap node_map;
     const char **name;
     uint32_t *name_len;
@@ -133,6 +139,7 @@ void store_reader_end(store_reader *r)
     free(r->tfunc);
     free(r->name);
     free(r->name_len);
+    arena_free(&r->cut_names);
     idmap_free(&r->node_map);
     idmap_free(&r->name_map);
     ZSTD_freeDCtx(r->zctx);
@@ -235,6 +242,8 @@ static int build_maps(store_reader *r)
     return 0;
 }
 
+/* The id of name s (len bytes); a new name is kept as s points, or, when
+ * s is not NUL-terminated at len (a located frame's name), as a copy. */
 static uint32_t reader_name(store_reader *r, const char *s, uint32_t len)
 {
     if (r->maps_stale) return push_name(r, s, len); /* one partition: names are unique */
@@ -242,6 +251,13 @@ static uint32_t reader_name(store_reader *r, const char *s, uint32_t len)
     name_probe pr = { r, s, len };
     uint32_t id = idmap_find(&r->name_map, h, name_eq, &pr);
     if (id) return id;
+    if (s[len]) {
+        char *c = arena_alloc(&r->cut_names, (size_t)len + 1);
+        if (!c) return 0;
+        memcpy(c, s, len);
+        c[len] = '\0';
+        s = c;
+    }
     id = push_name(r, s, len);
     return id && !idmap_put(&r->name_map, h, id) ? id : 0;
 }
@@ -256,13 +272,24 @@ static uint32_t reader_node(store_reader *r, uint32_t parent, uint32_t func)
     return id && !idmap_put(&r->node_map, key, id) ? id : 0;
 }
 
+/* The reader's name of a partition string: the whole frame text with
+ * lines, else its name alone (storage/frame.h), so that locations of one
+ * function merge.  A cut name may repeat inside one partition: the first
+ * one switches the reader to keeping its maps. */
 static uint32_t part_name(store_reader *r, store_part *v, uint32_t sid)
 {
     if (!v->str_q && !(v->str_q = calloc(pdict_r_strings(v->d) + 1, sizeof *v->str_q))) return 0;
     if (v->str_q[sid]) return v->str_q[sid];
     uint32_t len;
     const char *s = pdict_r_string(v->d, sid, &len);
-    return s ? (v->str_q[sid] = reader_name(r, s, len)) : 0;
+    if (!s) return 0;
+    uint32_t name_len = r->lines ? len : frame_name_len(s, len);
+    if (name_len < len && !r->names_merge) {
+        r->names_merge = 1;
+        r->only = NULL;
+        if (build_maps(r)) return 0;
+    }
+    return v->str_q[sid] = reader_name(r, s, name_len);
 }
 
 uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *failed)
@@ -277,7 +304,7 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
     /* While one partition only is folded, its names and nodes are unique
      * and the maps are not kept (most queries read one partition); a
      * second partition first builds them. */
-    if (!r->only && r->n_nodes == 1) {
+    if (!r->only && r->n_nodes == 1 && !r->names_merge) {
         r->only = v;
         r->maps_stale = 1;
     } else if (r->only != v) {
@@ -415,6 +442,8 @@ int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t un
 
 void store_reader_use_rollups(store_reader *r, int on) { r->use_rollups = on; }
 
+void store_reader_lines(store_reader *r, int on) { r->lines = on; }
+
 static int plan(store_reader *r, store_part *v, uint32_t sid, int64_t from, int64_t until, int level,
                 store_block_fn fn, void *ctx);
 
@@ -514,6 +543,74 @@ int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int6
         int64_t kfrom;
         block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
         if (ksid == sid && kfrom < until_ms) return 1;
+    }
+    return 0;
+}
+
+/* The newest or oldest profile of a series, for answers that say where a
+ * selector has data when their range held none: block keys sort by series
+ * then start, so a series' last (first) block in a partition is one cursor
+ * seek away, and partitions are disjoint in time, so the first partition
+ * holding the series, walking newest (oldest) first, has the answer.  Cost:
+ * one seek per partition walked and one block header; no block is decoded.
+ * A block whose header cannot be read is stepped over, as scans do. */
+
+/* The window of the block at k, v of series sid: 1, or 0 when its header
+ * is unreadable. */
+static int block_window(const MDB_val *k, const MDB_val *v, int64_t *from_ms, int64_t *until_ms)
+{
+    block_header h;
+    const void *payload;
+    size_t plen;
+    int compressed;
+    if (block_parse_header(v->mv_data, v->mv_size, &h, &payload, &plen, &compressed)) return 0;
+    block_key_parse(k->mv_data, NULL, from_ms, NULL);
+    *until_ms = *from_ms + h.duration_ms;
+    return 1;
+}
+
+int store_series_last(store_reader *r, uint32_t sid, int64_t since_ms, int64_t *from_ms, int64_t *until_ms)
+{
+    for (size_t i = r->n_parts; i-- > 0;) {
+        store_part *v = &r->parts[i];
+        if (part_end(v->p) <= since_ms) break;
+        if (view_open(r, v)) continue;
+        unsigned char key[BLOCK_KEY_LEN];
+        block_key(key, sid, INT64_MAX, UINT32_MAX);
+        MDB_val k = { BLOCK_KEY_LEN, key }, val;
+        int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND) rc = mdb_cursor_get(v->cur, &k, &val, MDB_LAST);
+        else if (rc == 0 && memcmp(k.mv_data, key, BLOCK_KEY_LEN)) rc = mdb_cursor_get(v->cur, &k, &val, MDB_PREV);
+        for (; rc == 0 && k.mv_size == BLOCK_KEY_LEN; rc = mdb_cursor_get(v->cur, &k, &val, MDB_PREV)) {
+            uint32_t ksid;
+            int64_t kfrom;
+            block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+            if (ksid != sid) break;   /* none in this partition: an older one */
+            if (kfrom < since_ms) return 0;
+            if (block_window(&k, &val, from_ms, until_ms)) return 1;
+        }
+    }
+    return 0;
+}
+
+int store_series_first(store_reader *r, uint32_t sid, int64_t before_ms, int64_t *from_ms, int64_t *until_ms)
+{
+    for (size_t i = 0; i < r->n_parts; i++) {
+        store_part *v = &r->parts[i];
+        if (part_start(v->p) >= before_ms) break;
+        if (view_open(r, v)) continue;
+        unsigned char key[BLOCK_KEY_LEN];
+        block_key(key, sid, INT64_MIN, 0);
+        MDB_val k = { BLOCK_KEY_LEN, key }, val;
+        int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
+        for (; rc == 0 && k.mv_size == BLOCK_KEY_LEN; rc = mdb_cursor_get(v->cur, &k, &val, MDB_NEXT)) {
+            uint32_t ksid;
+            int64_t kfrom;
+            block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+            if (ksid != sid) break;   /* none in this partition: a newer one */
+            if (kfrom >= before_ms) return 0;
+            if (block_window(&k, &val, from_ms, until_ms)) return 1;
+        }
     }
     return 0;
 }

@@ -212,9 +212,26 @@ int store_blocks_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, int
                              store_block_fn fn, void *ctx);
 /* Rollups on (default) or off for this reader: off, scans are raw. */
 void store_reader_use_rollups(store_reader *r, int on);
+/* Frames with their locations (file, line, mapping: storage/frame.h) as
+ * distinct call-tree nodes, names being whole frame texts; off (default),
+ * a reader's tree and names are by function name alone, so stacks that
+ * differ only in line merge.  Set before the first merge. */
+void store_reader_lines(store_reader *r, int on);
 
 /* Answers 1 when series sid has a block starting in [from_ms, until_ms). */
 int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms);
+
+/* The window of series sid's newest profile (latest start; of equal
+ * starts, the last stored) among those starting at or after since_ms:
+ * answers 1 and fills *from_ms, *until_ms, or 0 when there is none.  Reads
+ * block keys and one block header, never a block's pairs: partitions are
+ * walked newest first, one cursor seek each, down to the first that holds
+ * the series (partitions ending at or before since_ms are not opened). */
+int store_series_last(store_reader *r, uint32_t sid, int64_t since_ms, int64_t *from_ms, int64_t *until_ms);
+/* Its mirror: the oldest profile (earliest start; of equal starts, the
+ * first stored) among those starting before before_ms, partitions walked
+ * oldest first. */
+int store_series_first(store_reader *r, uint32_t sid, int64_t before_ms, int64_t *from_ms, int64_t *until_ms);
 
 /* Decodes a block's pairs into reader-owned arrays, valid until the next
  * call on this reader: node ids ascending, counts > 0. */

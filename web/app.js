@@ -728,6 +728,27 @@ function setMainData(tree, meta, empty) {
   graph.setData(tree, meta);
 }
 
+// An empty range whose selector has profiles elsewhere (the API's `latest`:
+// profiles imported with their own timestamps miss the default hour) offers
+// to move the range there: same length, ending where the newest profile ends.
+function ago(s) {
+  const a = Math.abs(s);
+  const t = a < 90 ? `${Math.round(a)} s` : a < 5400 ? `${Math.round(a / 60)} min` : a < 172800 ? `${Math.round(a / 3600)} h` : `${Math.round(a / 86400)} days`;
+  return s >= 0 ? t + ' ago' : 'in ' + t;
+}
+function renderLatest(q, base) {
+  const el = $('#latest'), l = q && q.latest;
+  el.hidden = !l;
+  $('#flame').classList.toggle('offered', !!l);
+  if (!l) { el.textContent = ''; delete el.dataset.from; delete el.dataset.until; return; }
+  const now = Date.now() / 1000;
+  const span = Math.max(1, Math.round(parseTime(base.until, now) - parseTime(base.from, now)));
+  const until = Math.ceil(l.until), from = Math.min(Math.floor(l.from), until - span);
+  Object.assign(el.dataset, { from: l.from, until: l.until });
+  el.innerHTML = `No profiles in this range; the newest is at <b>${esc(fmtTime(l.from))}</b> (${ago(now - l.from)}) — <button class="primary" id="show-latest" title="${esc(fmtTime(from))} → ${esc(fmtTime(until))}">Show it</button>`;
+  $('#show-latest').onclick = () => commit({ from: String(from), until: String(until), focus: undefined });
+}
+
 async function loadFlame(mine) {
   const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
   const maxNodes = state.max_nodes || '8192';
@@ -743,6 +764,7 @@ async function loadFlame(mine) {
   if (mine !== loads) return;
   current = q;
   setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes }, q.total ? '' : 'No profiles match this selector in this range.');
+  renderLatest(q, base);
   const tr = $('#truncated');
   tr.hidden = !(q.truncated && q.truncated.nodes);
   if (q.truncated && q.truncated.nodes) {
@@ -778,6 +800,7 @@ async function loadDiff(mine) {
   current = { unit: d.right_unit, diff: d };
   setMainData(d.tree, { diff: true, leftTotal: d.left_total, rightTotal: d.right_total, leftUnit: d.left_unit, rightUnit: d.right_unit },
     d.left_total || d.right_total ? '' : 'Neither side has profiles in its range.');
+  renderLatest(null);
   $('#truncated').hidden = true;
   const lg = $('#legend');
   lg.hidden = false;

@@ -33,6 +33,9 @@ const FROM = String(T - 60), UNTIL = String(T + 900);
 const shopV1 = 'main;handle;parse 120\nmain;handle;render 300\nmain;gc 50\nmain;handle;render;escape 30\n';
 const shopV2 = shopV1 + 'main;handle;render;json 400\n';
 const shopI3 = 'main;handle;parse 500\nmain;gc 400\nmain;handle;render 20\n';
+// archive: imported with its own timestamps, 8 days ago: outside every preset
+const OLD_T = T - 8 * 86400;
+const archive1 = 'main;restore;decode 40\nmain;restore;verify 10\n', archive2 = 'main;restore;decode 25\nmain;gc 5\n';
 
 async function loadFixtures(url) {
   const w = (t) => ({ from: String(t), until: String(t + 10) });
@@ -46,6 +49,8 @@ async function loadFixtures(url) {
   await ingest(url, { service: 'heap', type: 'alloc_space', unit: 'bytes', ...w(T + 200) }, 'main;alloc 4096\nmain;grow 1024\n');
   await ingest(url, { service: 'inuse', type: 'inuse_space', unit: 'bytes', ...w(T + 200) }, 'main;cache 3072\n');
   await ingest(url, { service: 'inuse', type: 'inuse_space', unit: 'bytes', ...w(T + 210) }, 'main;cache 5120\n');
+  await ingest(url, { service: 'archive', ...w(OLD_T - 600) }, archive1);
+  await ingest(url, { service: 'archive', ...w(OLD_T) }, archive2);
   const mix = resolve(repo, '../shared/data/system-mix.folded');
   if (existsSync(mix)) await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, readFileSync(mix));
   else await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, 'kernel;idle 9000\nuser;work 100\n');
@@ -412,6 +417,54 @@ test('diff of one selector over two time ranges; dragging the timeline selects a
   assert.ok(Math.abs(Number(sp.get('until')) - (Number(FROM) + span * 0.5)) <= span * 0.02, `until ${sp.get('until')}`);
   await page2.goBack();
   await page2.waitForFunction((f) => document.querySelector('#from').value === f, FROM);
+});
+
+test('an empty range offers the newest profile; "Show it" moves the range there and draws it', async (ctx, url) => {
+  // no from/until: the default last hour, which holds nothing of archive
+  const page = await open(ctx, `${url}/?${new URLSearchParams({ query: 'archive{}' })}`);
+  await ready(page);
+  const q = await getJSON(url, '/api/v1/query', { query: 'archive{}' });
+  assert.equal(q.total, 0);
+  assert.deepEqual(q.latest, { from: OLD_T, until: OLD_T + 10 });
+  await page.waitForSelector('#latest:not([hidden])');
+  const when = new Date(OLD_T * 1000).toISOString().replace('T', ' ').replace(/:00\.000Z$/, 'Z');
+  const text = await page.textContent('#latest');
+  assert.ok(text.startsWith(`No profiles in this range; the newest is at ${when} (8 days ago) — Show it`), text);
+  assert.equal(Number(await page.getAttribute('#latest', 'data-from')), OLD_T);
+  assert.equal(await page.evaluate(() => getComputedStyle(document.querySelector('#flame'), '::after').display), 'none',
+    'the offer replaces the empty message');
+  assert.equal(await page.textContent('#summary'), 'no profiles in this range');
+  await shot(page, '14-latest-offer');
+  await page.click('#show-latest');
+  await page.waitForFunction(() => document.body.dataset.state === 'ready' && window.__flamedb.current.total > 0, null, { timeout: 15000 });
+  // the hour ending where the newest profile ends, in the URL like any range change
+  const sp = new URL(page.url()).searchParams;
+  assert.equal(sp.get('until'), String(OLD_T + 10));
+  assert.equal(sp.get('from'), String(OLD_T + 10 - 3600));
+  assert.equal(sp.get('query'), 'archive{}');
+  assert.equal(await page.inputValue('#from'), String(OLD_T + 10 - 3600));
+  assert.ok(await page.isHidden('#latest'), 'the offer is gone');
+  const q2 = await getJSON(url, '/api/v1/query', { query: 'archive{}', from: sp.get('from'), until: sp.get('until') });
+  assert.equal(q2.profiles, 2);
+  assert.equal(q2.samples, 80);
+  assert.equal(q2.latest, undefined);
+  const summary = await page.textContent('#summary');
+  assert.ok(summary.includes('80 samples') && summary.includes('2 profiles'), summary);
+  const painted = await page.evaluate(() => {
+    const c = window.__flamedb.graph.canvas;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4 * 7) if (d[i]) n++;
+    return n;
+  });
+  assert.ok(painted > 1000, `only ${painted} painted pixels`);
+  const dec = await page.evaluate(() => window.__flamedb.layoutOf('decode'));
+  assert.ok(dec && dec.total === 65, `decode frame ${JSON.stringify(dec)}`);
+  assert.deepEqual(page.errors, []);
+  await shot(page, '15-latest-shown');
+  // back: the empty hour and its offer again
+  await page.goBack();
+  await page.waitForSelector('#latest:not([hidden])');
 });
 
 test('dark colour scheme at 1280x800', async (ctx, url, browser) => {

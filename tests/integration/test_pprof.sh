@@ -197,3 +197,50 @@ test_pprof_export_round_trip() {
     get /api/v1/query 'query=cnt{}' format=pprof group_by=service
     assert_error "group_by with pprof" 400 "group_by"
 }
+
+# Frames with lines (issue 15): a Go profile pushed in keeps file, line and
+# mapping per frame; its pprof export shows the same lines to `go tool pprof
+# -lines` (but for pprof's "(inline)" marks: each inlined line is a frame of
+# its own here) and `-list` prints the source lines with their values.  The
+# JSON tree merges by function unless lines=1.
+test_pprof_lines_kept_and_exported() {
+    go_env
+    start_server
+    local t=$(( $(now) - 300 ))
+    post "/ingest?name=ln&format=pprof&from=$t&until=$((t + 10))" --data-binary @"$GO_JSON_SORT"
+    assert_status "push" 200
+    get /api/v1/query 'query=ln{type="cpu"}' from=now-1h format=pprof
+    assert_status "pprof export" 200
+    cp "$BODY_FILE" "$IT_TMP/lines.pb.gz"
+    local want got
+    want=$(go tool pprof -top -lines -nodecount=40 "$GO_JSON_SORT" 2>/dev/null | sed -n '/flat%/,$p' | sed 's/ (inline)$//')
+    got=$(go tool pprof -top -lines -nodecount=40 "$IT_TMP/lines.pb.gz" 2>/dev/null | sed -n '/flat%/,$p')
+    assert_contains "pprof -lines lists files and lines" "$got" "runtime/mheap.go:656"
+    assert_eq "go tool pprof -top -lines: the pushed profile's lines" "$want" "$got"
+    if [ -r /usr/lib/go-1.19/src/runtime/mheap.go ]; then
+        got=$(go tool pprof -list 'runtime.spanOf' "$IT_TMP/lines.pb.gz" 2>/dev/null)
+        assert_contains "go tool pprof -list shows the source line with its value" "$got" "140ms      140ms    656:"
+    fi
+    # JSON: by function by default (as before), locations with lines=1
+    query 'ln{type="cpu"}' from=now-1h max_nodes=0
+    assert_json "no file without lines=1" '[.tree|..|objects|select(has("file"))]|length' '0'
+    assert_json "spanOf is one node per call path" \
+        '[.tree|..|objects|select(.name=="runtime.spanOf")]|length' \
+        "$(jqb '[.tree|..|objects|select(.name=="runtime.spanOf")]|length')"
+    local by_function
+    by_function=$(jqb '[.tree|..|objects|select(.name=="runtime.spanOf")|.self]|add')
+    query 'ln{type="cpu"}' from=now-1h max_nodes=0 lines=1
+    assert_json "lines=1: spanOf's two lines" \
+        '[.tree|..|objects|select(.name=="runtime.spanOf")]|group_by(.line)
+         |map("\(.[0].file|split("/")|last):\(.[0].line)=\(map(.self)|add)")|join(",")' \
+        'mheap.go:655=100000000,mheap.go:656=140000000'
+    assert_json "the same total" '[.tree|..|objects|select(.name=="runtime.spanOf")|.self]|add' "$by_function"
+    assert_json "a mapping" '[.tree|..|objects|select(has("mapping"))]|length > 0' 'true'
+    query 'ln{type="cpu"}' from=now-1h format=folded lines=1
+    assert_error "lines with folded" 400 "'lines'" "folded"
+    query 'ln{type="cpu"}' from=now-1h format=folded
+    assert_not_contains "folded has names only" "$BODY" $'\x1f'
+    # the separator of a location is refused in folded text
+    ingest "service=bad" $'main;a\x1fb 1\n'
+    assert_error "U+001F in a frame" 400 "line 1" "U+001F"
+}

@@ -217,6 +217,57 @@ static void test_pprof_heap_samples_and_gauges(void **state)
     ingest_profile_free(&base);
 }
 
+/* Frames keep where they are (storage/frame.h): function file, line and
+ * the location's mapping and build id; a name with the separator in it
+ * gets a space instead. */
+static void test_pprof_frames_with_lines(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "samples", "count", "main", "work", "main.go", "/bin/app", "abc123", "we\x1fird" };
+    p.n = 0;
+    add_strings(&p, s, 9);
+    add_type(&p, 1, 2);
+    pb m = { .n = 0 };
+    pb_int(&m, 1, 1);      /* mapping id */
+    pb_int(&m, 5, 6);      /* filename */
+    pb_int(&m, 6, 7);      /* build id */
+    pb_msg(&p, P_MAPPING, &m);
+    for (int f = 1; f <= 3; f++) {
+        pb fn = { .n = 0 };
+        pb_int(&fn, 1, (uint64_t)f);
+        pb_int(&fn, 2, (uint64_t)(f == 3 ? 8 : f + 2));
+        if (f < 3) pb_int(&fn, 4, 5); /* filename main.go */
+        pb_msg(&p, P_FUNCTION, &fn);
+    }
+    const int lines[] = { 0, 10, 42, 0 };
+    for (int l = 1; l <= 3; l++) {
+        pb loc = { .n = 0 }, ln = { .n = 0 };
+        pb_int(&loc, 1, (uint64_t)l);
+        if (l < 3) pb_int(&loc, 2, 1); /* mapping 1 */
+        pb_int(&ln, 1, (uint64_t)l);
+        if (lines[l]) pb_int(&ln, 2, (uint64_t)lines[l]);
+        pb_msg(&loc, 4, &ln);
+        pb_msg(&p, P_LOCATION, &loc);
+    }
+    uint64_t la[] = { 2, 1 }, lb[] = { 3 };
+    int64_t va[] = { 5 }, vb[] = { 1 };
+    add_sample(&p, la, 2, va, 1);
+    add_sample(&p, lb, 1, vb, 1);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    if (ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+    assert_int_equal(n, 1);
+#define US "\x1f"
+    assert_stack(&out[0], 0, "main" US "main.go" US "10" US "/bin/app" US "abc123;work" US "main.go" US "42" US "/bin/app" US "abc123", 5);
+#undef US
+    assert_stack(&out[0], 1, "we ird", 1); /* nothing known: the name alone */
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
 /* Without a count type: value / period when the period is of the type;
  * otherwise the samples are unknown. */
 static void test_pprof_samples_from_period(void **state)
@@ -497,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_pprof_sample_types_and_inlining),
         cmocka_unit_test(test_pprof_heap_samples_and_gauges),
         cmocka_unit_test(test_pprof_samples_from_period),
+        cmocka_unit_test(test_pprof_frames_with_lines),
         cmocka_unit_test(test_pprof_missing_names),
         cmocka_unit_test(test_pprof_empty),
         cmocka_unit_test(test_pprof_malformed),

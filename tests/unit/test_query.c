@@ -467,6 +467,42 @@ static void test_gauges_average_over_time(void **state)
     }
 }
 
+/* Frames with locations (storage/frame.h) merge by function unless the
+ * reader keeps lines: in one partition (the reader's fast path, which the
+ * first cut name must leave) and across two. */
+static void test_located_frames_merge_by_function(void **state)
+{
+    (void)state;
+#define US "\x1f"
+    const int64_t d0 = 1795400000000LL - 1795400000000LL % 86400000, d1 = d0 + 86400000;
+    put("loc", "cpu", "l1", d0, 0, "samples",
+        "main;f" US "a.go" US "10" US US " 3\nmain;f" US "a.go" US "12" US "/bin/a" US "b1 4\nmain;g 1\n");
+    put("loc", "cpu", "l1", d1, 0, "samples", "main;f" US "a.go" US "10" US US " 5\n");
+    for (int lines = 0; lines < 2; lines++) {
+        for (int both = 0; both < 2; both++) {
+            answer a;
+            char err[256];
+            assert_int_equal(store_reader_begin(st, &a.r), STORE_OK);
+            store_reader_lines(a.r, lines);
+            int64_t until = both ? d1 + 3600000 : d0 + 3600000;
+            if (query_selector_parse("loc{}", &a.sel, err, sizeof err)) fail_msg("%s", err);
+            assert_int_equal(query_resolve(a.r, &a.sel, d0, until, &a.set, err, sizeof err), 0);
+            assert_int_equal(query_merge(a.r, &a.set, d0, until, &a.t, err, sizeof err), 0);
+            char *text = tree_text(a.r, &a.t);
+            if (!lines)
+                assert_string_equal(text, both ? "main 0 13\nmain;f 12 12\nmain;g 1 1\n" : "main 0 8\nmain;f 7 7\nmain;g 1 1\n");
+            else
+                assert_string_equal(text, both ? "main 0 13\nmain;f" US "a.go" US "10" US US " 8 8\nmain;f" US "a.go" US "12" US
+                                                 "/bin/a" US "b1 4 4\nmain;g 1 1\n"
+                                               : "main 0 8\nmain;f" US "a.go" US "10" US US " 3 3\nmain;f" US "a.go" US "12" US
+                                                 "/bin/a" US "b1 4 4\nmain;g 1 1\n");
+            free(text);
+            done(&a);
+        }
+    }
+#undef US
+}
+
 /* A merge split across threads answers exactly as on one: profiles on both
  * sides of a day (partition) boundary, three series, rates and units,
  * rollups on and off. */
@@ -567,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_rollups_answer_like_raw),
         cmocka_unit_test(test_delete_takes_rollups),
         cmocka_unit_test(test_gauges_average_over_time),
+        cmocka_unit_test(test_located_frames_merge_by_function),
         cmocka_unit_test(test_parallel_merge_answers_the_same),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

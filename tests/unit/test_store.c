@@ -270,6 +270,74 @@ static void test_labels_and_postings(void **state)
     store_close(st);
 }
 
+/* store_series_last / store_series_first: the newest and oldest window of
+ * a series across hour partitions, from keys and headers; partitions that
+ * lack the series (holding lower or higher ids only) are walked past, and
+ * the bounds stop the walk. */
+static void test_series_last_and_first(void **state)
+{
+    (void)state;
+    const int64_t H = 3600000;
+    store *st;
+    char err[256];
+    store_options opt = { .dir = tmpdir, .partition_ms = H };
+    assert_int_equal(store_open(&st, &opt, err, sizeof err), STORE_OK);
+    const store_label s2[] = { { "service", "db" } }, s3[] = { { "service", "web" } };
+    const char *f[] = { "a;b" };
+    uint64_t one = 1;
+    /* series 1: hours 0, 2 (twice) and 5; series 2: hour 1; series 3: hour 5 */
+    assert_int_equal(write_stacks(st, api_labels, 3, 5000, f, &one, 1, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, s2, 1, H + 1000, f, &one, 1, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, api_labels, 3, 2 * H + 10000, f, &one, 1, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, api_labels, 3, 2 * H + 20000, f, &one, 1, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, api_labels, 3, 5 * H, f, &one, 1, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, s3, 1, 5 * H + 7000, f, &one, 1, 0), STORE_OK);
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    assert_int_equal(store_series_max(r), 3);
+    int64_t from = -1, until = -1;
+    assert_int_equal(store_series_last(r, 1, INT64_MIN, &from, &until), 1);
+    assert_int_equal(from, 5 * H);
+    assert_int_equal(until, 5 * H + 10000);
+    assert_int_equal(store_series_last(r, 1, 5 * H, &from, &until), 1);
+    assert_int_equal(store_series_last(r, 1, 5 * H + 1, &from, &until), 0);
+    /* hour 5 holds series 1 and 3 around it, hour 2 only series 1 */
+    assert_int_equal(store_series_last(r, 2, INT64_MIN, &from, &until), 1);
+    assert_int_equal(from, H + 1000);
+    assert_int_equal(until, H + 11000);
+    assert_int_equal(store_series_last(r, 2, H + 1001, &from, &until), 0);
+    assert_int_equal(store_series_last(r, 2, 2 * H, &from, &until), 0);
+    assert_int_equal(store_series_last(r, 3, INT64_MIN, &from, &until), 1);
+    assert_int_equal(from, 5 * H + 7000);
+    assert_int_equal(store_series_last(r, 4, INT64_MIN, &from, &until), 0);
+
+    assert_int_equal(store_series_first(r, 1, INT64_MAX, &from, &until), 1);
+    assert_int_equal(from, 5000);
+    assert_int_equal(until, 15000);
+    assert_int_equal(store_series_first(r, 1, 5001, &from, &until), 1);
+    assert_int_equal(store_series_first(r, 1, 5000, &from, &until), 0);
+    /* hour 0 holds only series 1, below series 2's ids */
+    assert_int_equal(store_series_first(r, 2, INT64_MAX, &from, &until), 1);
+    assert_int_equal(from, H + 1000);
+    assert_int_equal(store_series_first(r, 2, H, &from, &until), 0);
+    assert_int_equal(store_series_first(r, 3, INT64_MAX, &from, &until), 1);
+    assert_int_equal(from, 5 * H + 7000);
+    assert_int_equal(store_series_first(r, 4, INT64_MAX, &from, &until), 0);
+    store_reader_end(r);
+
+    /* a deleted series has no window left */
+    uint32_t ids[] = { 1 };
+    uint64_t deleted;
+    assert_int_equal(store_delete_series(st, ids, 1, &deleted), STORE_OK);
+    assert_int_equal(deleted, 4);
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    assert_int_equal(store_series_last(r, 1, INT64_MIN, &from, &until), 0);
+    assert_int_equal(store_series_first(r, 1, INT64_MAX, &from, &until), 0);
+    assert_int_equal(store_series_last(r, 3, INT64_MIN, &from, &until), 1);
+    store_reader_end(r);
+    store_close(st);
+}
+
 /* A full map fails the one write, rolls back its new dictionary entries,
  * and leaves the store consistent and usable. */
 static void test_map_full_rolls_back(void **state)
@@ -589,6 +657,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lossless_roundtrip_and_reopen, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_same_start_is_kept_apart, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_labels_and_postings, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_series_last_and_first, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_map_full_rolls_back, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_concurrent_writers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_retention_deletes_old_profiles, make_tmp, remove_tmp),
