@@ -3,7 +3,8 @@
  * Value layout (all integers LEB128 varints unless said):
  *   u8 version (2), u8 flags (4 = payload zstd-compressed, 2 = has rate,
  *   8 = samples unknown, 16 = gauge), u32 checksum (little-endian: the low
- *   32 bits of XXH3-64 of every byte after it), unit string id, n_pairs, n_profiles,
+ *   32 bits of XXH3-64 of every byte after it, seeded with the version and
+ *   flags), unit string id, n_pairs, n_profiles,
  *   raw payload length, length of the node column, duration in ms, [f64
  *   rate, little-endian, when flag 2], samples (the number of samples
  *   behind the values, 0 with flag 8), sum of the counts as stored
@@ -49,6 +50,10 @@
 #define FLAG_NO_SAMPLES 8
 #define FLAG_GAUGE 16
 #define BLOCK_PREFIX 6   /* version, flags, checksum */
+
+/* The version and flags seed the checksum, so a flipped flag (gauge,
+ * samples unknown) is found like a flipped byte of the rest. */
+static uint64_t checksum_seed(const unsigned char *val) { return ((uint64_t)val[0] << 8) | val[1]; }
 
 int block_samples_known(const block_header *h, const char *unit)
 {
@@ -153,7 +158,7 @@ store_status block_encode_with(const block_header *h, const block_payload *pl, v
     q += pl->len;
     val[0] = BLOCK_VERSION;
     val[1] = flags;
-    uint32_t sum = (uint32_t)hash_bytes(val + BLOCK_PREFIX, (size_t)(q - val) - BLOCK_PREFIX, 0);
+    uint32_t sum = (uint32_t)hash_bytes(val + BLOCK_PREFIX, (size_t)(q - val) - BLOCK_PREFIX, checksum_seed(val));
     for (int i = 0; i < 4; i++) val[2 + i] = (unsigned char)(sum >> (8 * i));
     *out = val;
     *out_len = (size_t)(q - val);
@@ -168,7 +173,7 @@ int block_verify(const void *val, size_t len)
     if (len < BLOCK_PREFIX) return -1;
     uint32_t want = 0;
     for (int i = 0; i < 4; i++) want |= (uint32_t)p[2 + i] << (8 * i);
-    return (uint32_t)hash_bytes(p + BLOCK_PREFIX, len - BLOCK_PREFIX, 0) == want ? 0 : -1;
+    return (uint32_t)hash_bytes(p + BLOCK_PREFIX, len - BLOCK_PREFIX, checksum_seed(p)) == want ? 0 : -1;
 }
 
 store_status block_encode(const block_header *h, const uint32_t *nodes, const uint64_t *counts,

@@ -64,6 +64,40 @@ store_status env_open(MDB_env **out, const char *path, uint64_t map_size, int fi
     return STORE_OK;
 }
 
+store_status env_open_readonly(MDB_env **out, const char *path, uint64_t *file_bytes, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (file_bytes) *file_bytes = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        env_set_err(err, errlen, "%s: %s", path, strerror(errno));
+        return STORE_EIO;
+    }
+    if (file_bytes) *file_bytes = (uint64_t)sb.st_size;
+    MDB_env *env = NULL;
+    int rc;
+    /* First the map size its writer stored in the file; where the system
+     * refuses that much address space, the file's own size (LMDB raises it
+     * to the data the file holds). */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = mdb_env_create(&env);
+        if (!rc) rc = mdb_env_set_maxdbs(env, 8);
+        if (!rc) rc = mdb_env_set_maxreaders(env, 1024);
+        if (!rc) rc = mdb_env_set_mapsize(env, attempt ? (size_t)sb.st_size : 0);
+        if (!rc) rc = mdb_env_open(env, path, MDB_NOSUBDIR | MDB_NOTLS | MDB_RDONLY, 0644);
+        if (!rc || (rc != EINVAL && rc != ENOMEM)) break;
+        mdb_env_close(env);
+        env = NULL;
+    }
+    if (rc) {
+        if (env) mdb_env_close(env);
+        env_set_err(err, errlen, "cannot open %s: %s", path, mdb_strerror(rc));
+        return env_status(rc) == STORE_ENOMEM ? STORE_ENOMEM : STORE_EIO;
+    }
+    *out = env;
+    return STORE_OK;
+}
+
 void env_remove(const char *path)
 {
     char lock[4200];

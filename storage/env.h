@@ -17,6 +17,15 @@
 store_status env_open(MDB_env **out, const char *path, uint64_t map_size, int fixed, int create,
                       uint64_t *got, char *err, size_t errlen);
 
+/* Opens the existing environment in file path for reading only
+ * (MDB_RDONLY): nothing is written to the file, and it may be open in a
+ * writing process at the same time.  Like any LMDB reader it registers its
+ * read transactions in the "-lock" file beside it (creating that file when
+ * missing), so that a writer keeps the pages they read; on a read-only file
+ * system it reads without locks.  The map is the size the file's writer
+ * chose; *file_bytes receives the file's size (0 when unknown). */
+store_status env_open_readonly(MDB_env **out, const char *path, uint64_t *file_bytes, char *err, size_t errlen);
+
 /* Removes an environment's file and its lock file. */
 void env_remove(const char *path);
 

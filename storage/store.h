@@ -306,4 +306,45 @@ typedef struct {
 
 void store_get_stats(store *st, store_stats *out);
 
+/* ---- checking a data directory (`flamedb check`, check.c) ------------ */
+
+typedef enum {
+    STORE_CHECK_NOTE,     /* worth knowing, not damage: an older format, a partition dropped meanwhile */
+    STORE_CHECK_PROBLEM   /* damage: the store is not sound */
+} store_check_kind;
+
+/* One finding: file is relative to the directory ("catalog.mdb",
+ * "parts/20261101T0000Z.mdb"), what names the key or id and what is wrong
+ * ("block series 3 at 2026-11-01T22:05:00Z seq 0: checksum mismatch ...").
+ * Both are valid only during the call. */
+typedef void (*store_check_fn)(void *ctx, store_check_kind kind, const char *file, const char *what);
+
+typedef struct {
+    char format[16];           /* "flamedb-6", "flamedb-5", "flamedb-4"; "" when unreadable */
+    int needs_upgrade;         /* flamedb-4 or -5: flamedb serve (or migrate) moves it to store_format() */
+    int64_t partition_ms;      /* 0 when unreadable */
+    uint64_t series, label_strings;          /* in the catalog */
+    uint64_t partitions;
+    uint64_t strings, nodes;                 /* of every partition's dictionaries */
+    uint64_t blocks, rollups, pending;       /* values and pending marks walked */
+    uint64_t unchecked;        /* version-1 blocks and rollups (flamedb-5): no checksum to verify */
+    uint64_t problems;         /* 0: the store is sound */
+} store_check_counts;
+
+/* Verifies the data directory dir without changing it, also while a server
+ * writes to it from another process: no directory lock, LMDB read
+ * snapshots (LMDB forbids opening a file twice in one process, so not
+ * beside a store_open of dir in this one).  Walks the catalog's label
+ * strings and series, then every partition's dictionaries, blocks, rollups
+ * and pending marks, checking references, checksums and encodings.  Each
+ * file is read in a child process (fork), so that damage that makes LMDB
+ * fault is one more finding, not a crash.  fn (may be NULL) receives every
+ * finding as it is made, on the caller's thread, and *out the counts.
+ * Answers STORE_OK once the walk is done, damage or not (out->problems);
+ * STORE_EINVAL when dir is not a flamedb data directory (missing, no
+ * catalog.mdb or data.mdb, a format this flamedb does not know), with err
+ * saying why; STORE_ENOMEM. */
+store_status store_check(const char *dir, store_check_fn fn, void *ctx, store_check_counts *out, char *err,
+                         size_t errlen);
+
 #endif

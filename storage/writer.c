@@ -412,9 +412,26 @@ static void finish_batch(store *st, write_req *batch)
 
 /* Background work between batches: one bounded compaction step when due,
  * one bounded retention step when due.  Called and returns unlocked. */
+/* Frees the LMDB reader slots of processes that died mid-read (a kill -9'd
+ * `flamedb check`, say): a stale slot pins the snapshot it read, so pages
+ * freed since are never reused and the files grow until a restart. */
+static void sweep_readers(store *st)
+{
+    int dead = 0;
+    mdb_reader_check(catalog_env(st->cat), &dead);
+    pthread_rwlock_rdlock(&st->parts_lock);
+    for (size_t i = 0; i < st->n_parts; i++)
+        if (part_is_open(st->parts[i])) mdb_reader_check(part_env(st->parts[i]), &dead);
+    pthread_rwlock_unlock(&st->parts_lock);
+}
+
 static void background(store *st)
 {
     int64_t now = now_ms();
+    if (now >= st->next_reader_check_ms) {
+        sweep_readers(st);
+        st->next_reader_check_ms = now + 60000;
+    }
     if (now >= st->next_compact_ms) {
         int more = 0;
         store_status ss = writer_compact_step(st, now, 64, &more);

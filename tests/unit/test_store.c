@@ -1,6 +1,7 @@
 /* test_store.c — storage/: the block codec, lossless round trips through
  * LMDB, reopening, group commit from many threads, rollback when the map
- * is full, and retention.  Stores live in fresh temporary directories. */
+ * is full, retention, and store_check finding damage.  Stores live in
+ * fresh temporary directories. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 
 #include "testutil.h"
 #include "../../storage/block.h"
+#include "../../storage/env.h"
+#include "../../storage/rollup.h"
 #include "../../storage/store_internal.h"
 
 static char tmpdir[256];
@@ -649,6 +652,211 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
     store_close(st);
 }
 
+/* ---- store_check (check.c) ---- */
+
+/* The checksum of a version-2 block finds any changed byte after the
+ * flags; a version-1 block has none to verify. */
+static void test_block_verify(void **state)
+{
+    (void)state;
+    uint32_t nodes[3] = { 1, 5, 9 };
+    uint64_t counts[3] = { 3, 1, 4 };
+    block_header h = { .unit = 2, .n_pairs = 3, .n_profiles = 1, .duration_ms = 10000, .rate = 100, .samples = 8 };
+    void *val;
+    size_t len;
+    assert_int_equal(block_encode(&h, nodes, counts, NULL, &val, &len), STORE_OK);
+    unsigned char *b = val;
+    assert_int_equal(block_verify(val, len), 0);
+    for (size_t i = 1; i < len; i++) { /* flags (gauge 16, samples unknown 8), checksum, header, payload */
+        b[i] ^= 0x10;
+        assert_int_equal(block_verify(val, len), -1);
+        b[i] ^= 0x08;
+        assert_int_equal(block_verify(val, len), -1);
+        b[i] ^= 0x18;
+    }
+    assert_int_equal(block_verify(val, len - 1), -1); /* cut short */
+    assert_int_equal(block_verify(val, len), 0);
+    b[0] = 1; /* version 1 (flamedb-5): nothing to verify */
+    assert_int_equal(block_verify(val, len), 1);
+    b[0] = 3; /* not a version this flamedb writes */
+    assert_int_equal(block_verify(val, len), -1);
+    assert_int_equal(block_verify(val, 1), -1);
+    free(val);
+}
+
+typedef struct { char line[32][600]; int n; } findings;
+
+static void collect(void *ctx, store_check_kind kind, const char *file, const char *what)
+{
+    findings *f = ctx;
+    if (f->n < 32)
+        snprintf(f->line[f->n++], sizeof f->line[0], "%s %s: %s", kind == STORE_CHECK_NOTE ? "note" : "problem",
+                 file, what);
+}
+
+/* Asserts one finding holds both fragments. */
+static void assert_found(const findings *f, const char *a, const char *b)
+{
+    for (int i = 0; i < f->n; i++)
+        if (strstr(f->line[i], a) && strstr(f->line[i], b)) return;
+    for (int i = 0; i < f->n; i++) print_message("  finding: %s\n", f->line[i]);
+    fail_msg("no finding holds \"%s\" and \"%s\"", a, b);
+}
+
+static MDB_val get_first(MDB_txn *txn, MDB_dbi dbi, MDB_val *key)
+{
+    MDB_cursor *c;
+    MDB_val v;
+    assert_int_equal(mdb_cursor_open(txn, dbi, &c), 0);
+    assert_int_equal(mdb_cursor_get(c, key, &v, MDB_FIRST), 0);
+    mdb_cursor_close(c);
+    return v;
+}
+
+/* A sound store checks clean; each kind of damage, made through LMDB in a
+ * closed store, is found and named by file and key, with no other finding. */
+static void test_check_finds_damage(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const char *f[] = { "main;work;leaf", "main;idle" };
+    uint64_t counts[] = { 7, 3 };
+    const int64_t t0 = INT64_C(1793570400000); /* 2026-11-01T22:00:00Z */
+    for (int i = 0; i < 4; i++) assert_int_equal(write_stacks(st, api_labels, 3, t0 + i * 60000, f, counts, 2, 100), STORE_OK);
+    static const store_label db_labels[] = { { "service", "db" } };
+    assert_int_equal(write_stacks(st, db_labels, 1, t0, f, counts, 2, 0), STORE_OK);
+    uint64_t built = 0;
+    assert_int_equal(store_compact_run(st, t0 + 2 * 86400000, &built), STORE_OK);
+    assert_true(built >= 2);
+    store_close(st);
+
+    findings fd = { .n = 0 };
+    store_check_counts n;
+    char err[256];
+    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
+    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
+    assert_int_equal(n.problems, 0);
+    assert_int_equal(fd.n, 0);
+    assert_string_equal(n.format, "flamedb-6");
+    assert_int_equal(n.needs_upgrade, 0);
+    assert_int_equal(n.partition_ms, 86400000);
+    assert_int_equal(n.series, 2);
+    assert_int_equal(n.label_strings, 7); /* instance i-1 service api type cpu db */
+    assert_int_equal(n.partitions, 1);
+    assert_int_equal(n.blocks, 5);
+    assert_int_equal(n.rollups, 2 * 2); /* two series, 1 h and 10 min */
+    assert_int_equal(n.pending, 0);
+    assert_int_equal(n.unchecked, 0);
+    assert_int_equal(n.strings, 7);     /* "", main, work, leaf, idle, samples, nanoseconds */
+    assert_true(n.nodes >= 5);
+
+    /* Damage, through LMDB, one of each kind. */
+    char name[64], path[600];
+    part_file_name(name, sizeof name, t0 - 22 * 3600000);
+    snprintf(path, sizeof path, "%s/parts/%s", tmpdir, name);
+    MDB_env *env;
+    assert_int_equal(env_open(&env, path, UINT64_C(1) << 30, 1, 0, NULL, err, sizeof err), STORE_OK);
+    MDB_txn *txn;
+    MDB_dbi strings, nodes, blocks, rollups, pending;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "strings", MDB_INTEGERKEY, &strings), 0);
+    assert_int_equal(mdb_dbi_open(txn, "nodes", MDB_INTEGERKEY, &nodes), 0);
+    assert_int_equal(mdb_dbi_open(txn, "blocks", 0, &blocks), 0);
+    assert_int_equal(mdb_dbi_open(txn, "rollups", 0, &rollups), 0);
+    assert_int_equal(mdb_dbi_open(txn, "pending", 0, &pending), 0);
+    unsigned char buf[4096], key[ROLLUP_KEY_LEN];
+    MDB_val k, v;
+    /* a flipped bit in the first block: series 1 at t0 */
+    v = get_first(txn, blocks, &k);
+    assert_true(v.mv_size < sizeof buf);
+    memcpy(buf, v.mv_data, v.mv_size);
+    buf[v.mv_size - 1] ^= 0x01;
+    v.mv_data = buf;
+    assert_int_equal(mdb_put(txn, blocks, &k, &v, 0), 0);
+    /* a sound block naming a series the catalog lacks: the db series' block as series 99 */
+    block_key(key, 2, t0, 0);
+    k = (MDB_val){ BLOCK_KEY_LEN, key };
+    assert_int_equal(mdb_get(txn, blocks, &k, &v), 0);
+    memcpy(buf, v.mv_data, v.mv_size);
+    v.mv_data = buf;
+    block_key(key, 99, t0 + 5000, 0);
+    assert_int_equal(mdb_put(txn, blocks, &k, &v, 0), 0);
+    /* string chunk 0: string 1 ends where it starts */
+    v = get_first(txn, strings, &k);
+    memcpy(buf, v.mv_data, v.mv_size);
+    memcpy(buf + 12, buf + 8, 4);
+    v.mv_data = buf;
+    assert_int_equal(mdb_put(txn, strings, &k, &v, 0), 0);
+    /* node chunk 0: node 1's parent two back, below the root */
+    v = get_first(txn, nodes, &k);
+    memcpy(buf, v.mv_data, v.mv_size);
+    assert_int_equal(buf[2], 1);
+    buf[2] = 2;
+    v.mv_data = buf;
+    assert_int_equal(mdb_put(txn, nodes, &k, &v, 0), 0);
+    /* series 1's sound 10-minute rollup at t0 under a bucket not aligned */
+    get_first(txn, rollups, &k);
+    int level;
+    uint32_t sid, unit;
+    int64_t bucket;
+    rollup_key_parse(k.mv_data, &level, &sid, &bucket, &unit);
+    assert_int_equal(sid, 1);
+    rollup_key(key, 1, sid, t0, unit);
+    k = (MDB_val){ ROLLUP_KEY_LEN, key };
+    assert_int_equal(mdb_get(txn, rollups, &k, &v), 0);
+    memcpy(buf, v.mv_data, v.mv_size);
+    v.mv_data = buf;
+    rollup_key(key, 1, sid, t0 + 1000, unit);
+    k = (MDB_val){ ROLLUP_KEY_LEN, key };
+    assert_int_equal(mdb_put(txn, rollups, &k, &v, 0), 0);
+    /* a pending mark of 12 bytes */
+    k = (MDB_val){ 12, key };
+    v = (MDB_val){ 0, "" };
+    assert_int_equal(mdb_put(txn, pending, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    fd.n = 0;
+    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
+    char file[80];
+    snprintf(file, sizeof file, "problem parts/%s: ", name);
+    assert_found(&fd, file, "block series 1 at 2026-11-01T22:00:00Z seq 0: checksum mismatch");
+    assert_found(&fd, "block series 99 at 2026-11-01T22:00:05Z seq 0", "series 99 is not in the catalog");
+    assert_found(&fd, "string chunk 0 (ids 0..6)", "offsets not ascending at string 1");
+    assert_found(&fd, "node chunk 0 (ids 0..", "node 1: its parent");
+    assert_found(&fd, "rollup 10min series 1 bucket 2026-11-01T22:00:01Z", "not aligned");
+    assert_found(&fd, "pending: a key of 12 bytes", file);
+    for (int i = 0; i < fd.n; i++) assert_non_null(strstr(fd.line[i], file));
+    assert_int_equal(n.problems, 6);
+    assert_int_equal(fd.n, 6);
+    assert_int_equal(n.blocks, 6);
+    assert_int_equal(n.rollups, 5);
+}
+
+/* Not a flamedb directory: STORE_EINVAL, saying why; a flamedb-4 one is
+ * not damage, only a note that it needs migration. */
+static void test_check_other_directories(void **state)
+{
+    (void)state;
+    findings fd = { .n = 0 };
+    store_check_counts n;
+    char err[256] = "", path[600];
+    snprintf(path, sizeof path, "%s/missing", tmpdir);
+    assert_int_equal(store_check(path, collect, &fd, &n, err, sizeof err), STORE_EINVAL);
+    assert_err_contains(err, "is not a directory");
+    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_EINVAL);
+    assert_err_contains(err, "not a flamedb data directory");
+    snprintf(path, sizeof path, "%s/data.mdb", tmpdir);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
+    assert_string_equal(n.format, "flamedb-4");
+    assert_int_equal(n.needs_upgrade, 1);
+    assert_int_equal(n.problems, 0);
+    assert_found(&fd, "note data.mdb: ", "needs migration");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -665,6 +873,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resolve_and_async_write, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_dictionary_chunks_survive_reopen, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_prepared_blocks_and_stale_leaves, make_tmp, remove_tmp),
+        cmocka_unit_test(test_block_verify),
+        cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
