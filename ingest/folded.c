@@ -113,8 +113,34 @@ static size_t first_bad_utf8_frame(const char *f, size_t n)
     }
 }
 
+/* Checks a frame in the located form (storage/frame.h): a name, then at
+ * most four fields (file, line, mapping, build id), the line decimal. */
+static ingest_status check_located(const char *s, const char *fe, size_t line, size_t k, char *err, size_t errlen)
+{
+    const char *sep = memchr(s, FRAME_SEP, (size_t)(fe - s));
+    if (!sep) return INGEST_OK;
+    if (sep == s) {
+        snprintf(err, errlen, "line %zu: frame %zu has a location but no name", line, k);
+        return INGEST_EINVAL;
+    }
+    int field = 0;
+    for (const char *p = sep; p < fe; p++) {
+        if (*p == FRAME_SEP) {
+            if (++field > 4) {
+                snprintf(err, errlen, "line %zu: frame %zu has more than 4 location fields "
+                         "(file, line, mapping, build id)", line, k);
+                return INGEST_EINVAL;
+            }
+        } else if (field == 2 && (*p < '0' || *p > '9')) {
+            snprintf(err, errlen, "line %zu: frame %zu: the line of its location is not a number", line, k);
+            return INGEST_EINVAL;
+        }
+    }
+    return INGEST_OK;
+}
+
 /* Validates the frames of one stack and answers their number in *depth. */
-static ingest_status check_frames(const char *f, size_t n, size_t line, size_t *depth,
+static ingest_status check_frames(const char *f, size_t n, size_t line, int located, size_t *depth,
                                   char *err, size_t errlen)
 {
     const char *s = f, *end = f + n, *nul;
@@ -127,7 +153,8 @@ static ingest_status check_frames(const char *f, size_t n, size_t line, size_t *
             snprintf(err, errlen, "line %zu: empty frame %zu", line, k);
             return INGEST_EINVAL;
         }
-        if (fe - s > INGEST_MAX_FRAME) {
+        if (located && check_located(s, fe, line, k, err, errlen)) return INGEST_EINVAL;
+        if (fe - s > INGEST_MAX_FRAME + (located ? 2 * 1024 + 160 : 0)) {
             snprintf(err, errlen, "line %zu: frame %zu is longer than %d bytes", line, k,
                      INGEST_MAX_FRAME);
             return INGEST_EINVAL;
@@ -142,9 +169,11 @@ static ingest_status check_frames(const char *f, size_t n, size_t line, size_t *
                  frame_at(f, (size_t)(nul - f)));
         return INGEST_EINVAL;
     }
-    /* the separator of a frame's location (storage/frame.h) */
-    if ((nul = memchr(f, FRAME_SEP, n))) {
-        snprintf(err, errlen, "line %zu: frame %zu contains the control character U+001F", line,
+    /* the separator of a frame's location (storage/frame.h): only with
+     * locations=1, checked above */
+    if (!located && (nul = memchr(f, FRAME_SEP, n))) {
+        snprintf(err, errlen, "line %zu: frame %zu contains the control character U+001F "
+                 "(a frame's location separator: send locations=1 for frames with locations)", line,
                  frame_at(f, (size_t)(nul - f)));
         return INGEST_EINVAL;
     }
@@ -217,7 +246,7 @@ static ingest_status parse_line(ingest_profile *p, ingest_format fmt, const char
             return INGEST_EINVAL;
         }
     }
-    if ((st = check_frames(s, (size_t)(fe - s), line, &depth, err, errlen)) != INGEST_OK)
+    if ((st = check_frames(s, (size_t)(fe - s), line, p->located_frames, &depth, err, errlen)) != INGEST_OK)
         return st;
     return push_stack(p, s, (size_t)(fe - s), count, depth, line, err, errlen);
 }

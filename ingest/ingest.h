@@ -82,6 +82,8 @@ typedef struct {
     uint64_t samples;           /* with INGEST_SAMPLES_KNOWN: the samples behind the values */
     ingest_aggregation aggregation; /* after finish: SUM or AVERAGE */
     uint64_t truncated_stacks;  /* stacks cut to INGEST_MAX_DEPTH frames */
+    int located_frames;         /* set by the caller: folded frames may carry their location
+                                   (storage/frame.h), as an agent that knows lines sends them */
     char *arena;                /* owned bytes that stacks may point into */
     size_t arena_len, arena_cap;
 } ingest_profile;

@@ -393,7 +393,8 @@ typedef struct {
     int failed;
 } label_walk;
 
-static const char *const native_params[] = { "from", "until", "rate", "unit", "format", "aggregation", NULL };
+static const char *const native_params[] = { "from", "until", "rate", "unit", "format", "aggregation", "locations",
+                                             NULL };
 
 /* Reads an aggregation parameter (sum or average) into p; answers -1 after
  * replying 400 when it is malformed. */
@@ -435,6 +436,9 @@ enum MHD_Result srv_handle_ingest(srv_request *rq)
     if ((v = srv_param(rq, "rate")) && parse_rate(v, &p->rate))
         return srv_reply_error(rq, 400, "parameter 'rate': '%s' is not a sampling frequency in Hz (a number above 0, at most 1e9)", v);
     if (read_unit(rq, p, "unit") || read_aggregation(rq, p, "aggregation")) return MHD_YES;
+    if ((v = srv_param(rq, "locations")) && strcmp(v, "0") && strcmp(v, "1"))
+        return srv_reply_error(rq, 400, "parameter 'locations': '%s' (1: frames carry their location, 0: names only)", v);
+    p->located_frames = v && !strcmp(v, "1");
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, add_label_param, &w);
     if (w.failed) return srv_reply_error(rq, 400, "%s", w.err);
     return submit_job(rq, job);

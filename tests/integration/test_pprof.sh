@@ -240,7 +240,26 @@ test_pprof_lines_kept_and_exported() {
     assert_error "lines with folded" 400 "'lines'" "folded"
     query 'ln{type="cpu"}' from=now-1h format=folded
     assert_not_contains "folded has names only" "$BODY" $'\x1f'
-    # the separator of a location is refused in folded text
+    # the separator of a location is refused in folded text...
     ingest "service=bad" $'main;a\x1fb 1\n'
-    assert_error "U+001F in a frame" 400 "line 1" "U+001F"
+    assert_error "U+001F in a frame" 400 "line 1" "U+001F" "locations=1"
+    # ...unless the pusher says its frames carry locations (an agent that
+    # knows lines): name US file US line [US mapping US build id]
+    ingest "service=fl&locations=1&from=$t&until=$((t + 10))" \
+        $'main\x1fmain.c\x1f10;work\x1fwork.c\x1f42\x1f/bin/app\x1fab12 5\nmain\x1fmain.c\x1f10;work\x1fwork.c\x1f43 2\n'
+    assert_status "located folded" 200
+    query 'fl{}' from=now-1h
+    assert_json "by function" '[.tree|..|objects|select(.name=="work")|.self]|join(",")' '7'
+    query 'fl{}' from=now-1h lines=1
+    assert_json "by line" '[.tree|..|objects|select(.name=="work")|"\(.file):\(.line)=\(.self)"]|sort|join(",")' \
+        'work.c:42=5,work.c:43=2'
+    assert_json "mapping and build id" '[.tree|..|objects|select(.line==42)|"\(.mapping) \(.build_id)"]|first' '/bin/app ab12'
+    ingest "service=fl&locations=1" $'main\x1fmain.c\x1fx 1\n'
+    assert_error "a line that is not a number" 400 "line 1" "frame 1" "not a number"
+    ingest "service=fl&locations=1" $'\x1fmain.c\x1f1 1\n'
+    assert_error "a location without a name" 400 "no name"
+    ingest "service=fl&locations=1" $'m\x1fa\x1f1\x1fb\x1fc\x1fd 1\n'
+    assert_error "too many fields" 400 "more than 4"
+    ingest "service=fl&locations=yes" $'m 1\n'
+    assert_error "locations=yes" 400 "'locations'"
 }
