@@ -41,7 +41,7 @@ AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -lm
 AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/%,$(wildcard tests/agent/test_*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
-.PHONY: all deps run test unit integration browser agent-unit agent-test test-san bench install clean
+.PHONY: all deps run test unit integration doctest browser agent-unit agent-test test-san bench install clean
 
 all: deps
 	@$(MAKE) --no-print-directory $(BIN)/flamedb $(AGENT_BIN) $(NODE_STAMP)
@@ -117,6 +117,13 @@ unit: $(TESTS)
 integration: $(BIN)/flamedb
 	@bash tests/integration/run.sh $(abspath $(BIN)/flamedb)
 
+# Docs that run (issue 15): every ```sh block of README.md and docs/*.md
+# against a fresh server, the answers they show checked (tests/docs/run.sh
+# says how); first the harness's own check that it catches a broken doc.
+doctest: $(BIN)/flamedb
+	@bash tests/docs/selftest.sh $(abspath $(BIN)/flamedb)
+	@bash tests/docs/run.sh $(abspath $(BIN)/flamedb)
+
 # Browser tests: the viewer in Debian's chromium, driven by playwright-core.
 browser: $(BIN)/flamedb $(NODE_STAMP)
 	@if [ -f tests/browser/run.mjs ]; then node tests/browser/run.mjs $(abspath $(BIN)/flamedb); \
@@ -133,7 +140,7 @@ agent-test: $(BIN)/flamedb $(AGENT_BIN) agent-unit
 	 else echo "agent-test: no agent yet"; fi
 
 test: deps
-	@$(MAKE) --no-print-directory unit integration browser agent-test
+	@$(MAKE) --no-print-directory unit integration doctest browser agent-test
 	@$(MAKE) --no-print-directory test-san
 
 # The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer.
