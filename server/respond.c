@@ -34,9 +34,10 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
 enum MHD_Result srv_reply_json(srv_request *rq, int status, json_t *body)
 {
     if (!body) return srv_reply_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory building the answer");
-    /* 15 significant digits: 1795560608.4, not 1795560608.4000001 (doubles
-     * hold 15 exactly; integers are written whole) */
-    char *text = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    /* jansson's 17 significant digits: a client reads back the very double
+     * (1795560608.4000001 is 1795560608.4 as a double; 15 digits would not
+     * round-trip shares a client recomputes) */
+    char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!text) return srv_reply_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory encoding the answer");
     size_t len = strlen(text);
