@@ -130,7 +130,8 @@ browser: $(BIN)/flamedb $(NODE_STAMP)
 	 else echo "browser: no browser tests yet"; fi
 
 # Agent tests: its unit tests, then tests/agent/run.sh (the agent against
-# the real server: sampling accuracy, unwinding, symbols, spool).
+# the real server: sampling accuracy, unwinding, symbols, spool, signals,
+# process churn (AGENT_CHURN_SECONDS, default 60), and scripts/run.sh).
 agent-unit: $(AGENT_TESTS)
 	@if [ -n "$(AGENT_TESTS)" ]; then bash tests/run_unit.sh $(AGENT_TESTS); fi
 

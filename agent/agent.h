@@ -6,8 +6,9 @@
  * (unwind_dwarf.c), symbolizes them (maps.c, symbols.c), aggregates them per
  * interval and per process (fold.c), prunes idle threads (fsp.c), adapts the
  * sampling frequency (fda.c), pushes folded profiles over libcurl with gzip
- * (push.c), spools them while the server is unreachable (spool.c), and hands
- * interpreted runtimes to their own profilers (adapter.c).  main.c wires it.
+ * (push.c), spools them while the server is unreachable (spool.c), hands
+ * interpreted runtimes to their own profilers (adapter.c), and counts what
+ * it read, dropped and delivered (metrics.c).  main.c wires it.
  *
  * Conventions: prefix agent_; functions answer 0 on success and -1 on
  * failure with a message in an `err` buffer the caller owns (when they take
@@ -66,15 +67,27 @@ typedef struct {
 } agent_user_regs;
 
 /* Per-process libdw state (a Dwfl with the process's modules from
- * /proc/PID/maps). */
+ * /proc/PID/maps, attached once with a backend of its own; see the design
+ * comment of unwind_dwarf.c for why). */
 typedef struct agent_dwarf agent_dwarf;
 
-agent_dwarf *agent_dwarf_open(pid_t pid);             /* NULL on failure */
+typedef enum {
+    AGENT_DWARF_OK = 0,
+    AGENT_DWARF_GONE,       /* the process exited (or is a zombie) */
+    AGENT_DWARF_NOREGS,     /* the sample has no 64-bit user registers */
+    AGENT_DWARF_FAILED      /* no stack copy, or libdw could not walk past
+                               the sampled IP */
+} agent_dwarf_status;
+
+/* Opens the state of process pid into *out (NULL unless AGENT_DWARF_OK);
+ * err says why not. */
+agent_dwarf_status agent_dwarf_open(pid_t pid, agent_dwarf **out, char *err, size_t errlen);
 void agent_dwarf_close(agent_dwarf *d);
-/* Unwinds one sample; writes up to max return addresses, leaf first, into
- * ips; answers how many (0 = failed). */
-int agent_dwarf_unwind(agent_dwarf *d, pid_t tid, const agent_user_regs *u,
-                       uint64_t *ips, int max);
+/* Unwinds one sample; on AGENT_DWARF_OK writes *n >= 2 (max at most)
+ * addresses, leaf first, into ips.  Anything else: *n = 0, keep the
+ * kernel's frame-pointer chain. */
+agent_dwarf_status agent_dwarf_unwind(agent_dwarf *d, pid_t tid, const agent_user_regs *u,
+                                      uint64_t *ips, int max, int *n);
 
 /* ------------------------------------------------------------------------
  * Process memory maps (maps.c): snapshots of /proc/PID/maps.
@@ -196,6 +209,8 @@ char *agent_fold_text(const agent_fold *f, size_t *len);
 void agent_fold_each(const agent_fold *f,
                      void (*fn)(const char *stack, uint64_t count, void *arg),
                      void *arg);
+/* The sum of the counts of folded text ("stack count" lines). */
+uint64_t agent_folded_total(const char *text, size_t len);
 /* Sanitizes a frame name for folded text: ';' -> ':', newlines -> ' ',
  * empty -> "[unknown]". In place. */
 void agent_frame_clean(char *name);
@@ -338,6 +353,8 @@ typedef struct {
     const char *comm;               /* non-NULL: not a sample but a
                                        PERF_RECORD_COMM (exec or rename) of
                                        pid/tid; nr is 0 */
+    int exec;                       /* with comm: the process exec'd
+                                       (PERF_RECORD_MISC_COMM_EXEC) */
 } agent_sample;
 
 typedef struct agent_perf agent_perf;
@@ -362,7 +379,47 @@ int agent_perf_poll(agent_perf *p, int timeout_ms,
 /* Changes the sampling frequency of every event (PERF_EVENT_IOC_PERIOD). */
 int agent_perf_set_freq(agent_perf *p, double freq);
 uint64_t agent_perf_lost(const agent_perf *p);     /* PERF_RECORD_LOST total */
+/* Sample records that could not be parsed, and records skipped after a
+ * corrupt header (the rest of that ring's batch). */
+uint64_t agent_perf_malformed(const agent_perf *p);
 /* The reason perf_event_open was refused, with how to fix it. */
 void agent_perf_explain(int errnum, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------
+ * The agent's own metrics (metrics.c): counters since start, see its
+ * design comment for what each one means and how they add up.
+ * ------------------------------------------------------------------------ */
+typedef struct {
+    uint64_t samples_read;          /* sample records read from the rings */
+    uint64_t samples_profiled;      /* counted into a process's profile */
+    uint64_t samples_ignored;       /* the idle task, the agent itself,
+                                       processes an adapter profiles */
+    uint64_t dropped_gone;          /* process exited before it could be named */
+    uint64_t dropped_nomem;
+    uint64_t dropped_lost;          /* PERF_RECORD_LOST: never read */
+    uint64_t dropped_malformed;     /* records that could not be parsed */
+    uint64_t unwind_failed;         /* DWARF failed: frame pointers kept */
+    uint64_t samples_pruned, threads_pruned;   /* FSP */
+    uint64_t samples_delivered;     /* in profiles the server accepted */
+    uint64_t profiles_pushed;       /* accepted (2xx), spool replays included */
+    uint64_t profiles_spooled;
+    uint64_t profiles_rejected;     /* 4xx */
+    uint64_t profiles_spool_dropped;/* beyond --spool-max, or not writable */
+    uint64_t profiles_written;      /* --output */
+    uint64_t spool_waiting;         /* gauge */
+    uint64_t processes;             /* gauge */
+    uint64_t intervals;
+    double frequency;               /* gauge, Hz */
+    int64_t start_time, last_interval;   /* unix seconds */
+} agent_metrics;
+
+/* One log line's worth of key=value pairs: cur - prev (prev NULL: totals);
+ * the gauges as they are in cur. */
+void agent_metrics_line(const agent_metrics *cur, const agent_metrics *prev,
+                        char *buf, size_t cap);
+/* Prometheus text format.  malloc'd. */
+char *agent_metrics_text(const agent_metrics *m, size_t *len);
+/* Writes agent_metrics_text to path atomically (path.tmp, rename). */
+int agent_metrics_write(const char *path, const agent_metrics *m, char *err, size_t errlen);
 
 #endif

@@ -248,3 +248,22 @@ void agent_frame_clean(char *name)
         else if (*c == '\n' || *c == '\r') *c = ' ';
     }
 }
+
+uint64_t agent_folded_total(const char *text, size_t len)
+{
+    uint64_t total = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *eol = nl ? nl : end;
+        const char *q = eol;
+        while (q > p && q[-1] >= '0' && q[-1] <= '9') q--;
+        if (q < eol && q > p && q[-1] == ' ') {
+            uint64_t v = 0;
+            for (const char *r = q; r < eol; r++) v = v * 10 + (uint64_t)(*r - '0');
+            total += v;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return total;
+}

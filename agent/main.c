@@ -7,7 +7,16 @@
  * At the end of each interval: FSP drops the idle threads, FDA adjusts the
  * frequency, one folded profile per (service, instance) is pushed (or
  * written to --output), failed pushes go to the spool and are replayed in
- * order.  SIGINT/SIGTERM end the loop after a last flush.
+ * order.  SIGINT/SIGTERM end the loop after a last flush: the partial window
+ * is pushed, or spooled when the server does not take it.
+ *
+ * Nothing a node does may stop the agent (issue 15): a sample that cannot
+ * be used is dropped and counted by reason (agent_metrics, metrics.c), a
+ * DWARF unwinding that fails keeps the frame-pointer chain and is counted,
+ * and every interval logs what it read, kept, dropped and delivered (and
+ * rewrites --metrics FILE), so that an agent that stopped reporting shows.
+ * A process that execs is another program under the same pid: its state is
+ * retired (flushed under the old labels) and the next sample starts anew.
  */
 #include "agent.h"
 
@@ -18,6 +27,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -43,6 +53,7 @@ typedef struct {
     double fda_theta, fda_lambda;
     const char *spool;
     double spool_mb;
+    const char *metrics;
     int verbose;
 } agent_opts;
 
@@ -59,6 +70,7 @@ typedef struct {
     agent_adapter_kind adapter;
     agent_adapter_run *run;
     int probe, shallow, decided, use_dwarf, dwarf_failed;
+    int retired;                    /* exec'd: flushed at the interval's end, then freed */
     agent_dwarf *dwarf;
     thread_state *threads; size_t nthreads, capthreads;
     uint64_t samples;
@@ -81,7 +93,10 @@ typedef struct {
     FILE *out;
     char *stackbuf;
     size_t stackcap;
-    uint64_t samples, idle, fsp_samples, fsp_threads, pushed, spooled, failed;
+    agent_metrics m, prev;          /* counters now, and at the last interval */
+    uint64_t spool_failed;          /* profiles the spool could not write */
+    int metrics_failing;            /* --metrics could not be written (logged once) */
+    int server_down;                /* the last push failed (logged once) */
     uint64_t agg_ns;   /* time merging threads' stacks into process profiles (what FSP saves) */
     uint64_t lost_reported, dropped_reported;
     time_t retry_at;
@@ -136,6 +151,9 @@ static void usage(FILE *f)
 "                       temporary directory, removed at exit)\n"
 "  --spool-max MB       bound of the spool (default 64); beyond it the oldest\n"
 "                       profiles are dropped, counted and logged\n"
+"  --metrics FILE       write the agent's own counters (samples read, dropped\n"
+"                       by reason, profiles pushed, spooled...) to FILE in\n"
+"                       Prometheus' text format at every interval\n"
 "Labels:\n"
 "  --service NAME       the service label (default: the process's command name)\n"
 "  --labels k=v,...     extra labels (instance, node or build here override the\n"
@@ -221,7 +239,7 @@ static int parse_args(agent_opts *o, int argc, char **argv)
 {
     enum { O_SERVER = 256, O_PID, O_ALL, O_SERVICE, O_LABELS, O_FREQ, O_INTERVAL, O_DURATION,
            O_OUTPUT, O_UNWIND, O_NOKERNEL, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
-           O_SPOOL, O_SPOOLMAX, O_VERBOSE, O_HELP };
+           O_SPOOL, O_SPOOLMAX, O_METRICS, O_VERBOSE, O_HELP };
     static const struct option longopts[] = {
         { "server", 1, 0, O_SERVER }, { "pid", 1, 0, O_PID }, { "all", 0, 0, O_ALL },
         { "service", 1, 0, O_SERVICE }, { "labels", 1, 0, O_LABELS },
@@ -231,7 +249,8 @@ static int parse_args(agent_opts *o, int argc, char **argv)
         { "fsp", 1, 0, O_FSP }, { "fda", 0, 0, O_FDA }, { "fda-theta", 1, 0, O_THETA },
         { "fda-lambda", 1, 0, O_LAMBDA }, { "min-frequency", 1, 0, O_MINF },
         { "max-frequency", 1, 0, O_MAXF }, { "spool", 1, 0, O_SPOOL },
-        { "spool-max", 1, 0, O_SPOOLMAX }, { "verbose", 0, 0, O_VERBOSE },
+        { "spool-max", 1, 0, O_SPOOLMAX }, { "metrics", 1, 0, O_METRICS },
+        { "verbose", 0, 0, O_VERBOSE },
         { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 } };
     char err[256];
     int c;
@@ -279,6 +298,9 @@ static int parse_args(agent_opts *o, int argc, char **argv)
         case O_MAXF: if (parse_double("--max-frequency", optarg, 1, 100000, &o->max_freq) < 0) return -1; break;
         case O_SPOOL: o->spool = optarg; break;
         case O_SPOOLMAX: if (parse_double("--spool-max", optarg, 0.001, 1e6, &o->spool_mb) < 0) return -1; break;
+        case O_METRICS:
+            if (!*optarg) { fprintf(stderr, "flamedb-agent: --metrics: empty file name\n"); return -1; }
+            o->metrics = optarg; break;
         case O_VERBOSE: o->verbose = 1; break;
         case O_HELP: usage(stdout); exit(0);
         default:
@@ -309,10 +331,30 @@ static int parse_args(agent_opts *o, int argc, char **argv)
 
 /* ---- processes ---- */
 
-static proc_state *proc_get(agent_ctx *c, pid_t pid)
+/* The name of pid: /proc/PID/comm, else the one a PERF_RECORD_COMM gave
+ * (the process exited before /proc was read); -1 when neither is known. */
+static int proc_name(agent_ctx *c, pid_t pid, char *buf, size_t cap)
 {
+    if (agent_proc_comm(pid, buf, cap) == 0) return 0;
+    int found = -1;
+    for (size_t i = 0; i < 256 && i < c->ncomms; i++)
+        if (c->comms[i].pid == pid) { snprintf(buf, cap, "%s", c->comms[i].comm); found = 0; }
+    return found;
+}
+
+/* The state of pid, made on its first sample.  NULL when out of memory, or
+ * (*gone = 1) when the process exited before anything named it: its samples
+ * could only make a series "pid-N" with unknown frames, and are dropped. */
+static proc_state *proc_get(agent_ctx *c, pid_t pid, int *gone)
+{
+    if (gone) *gone = 0;
     for (size_t i = 0; i < c->nprocs; i++)
-        if (c->procs[i].pid == pid) return &c->procs[i];
+        if (c->procs[i].pid == pid && !c->procs[i].retired) return &c->procs[i];
+    char comm[64];
+    if (proc_name(c, pid, comm, sizeof comm) < 0) {
+        if (gone) { *gone = 1; return NULL; }
+        snprintf(comm, sizeof comm, "pid-%d", (int)pid);
+    }
     if (c->nprocs == c->capprocs) {
         size_t cap = c->capprocs ? 2 * c->capprocs : 32;
         proc_state *v = realloc(c->procs, cap * sizeof *v);
@@ -322,12 +364,7 @@ static proc_state *proc_get(agent_ctx *c, pid_t pid)
     proc_state *p = &c->procs[c->nprocs++];
     memset(p, 0, sizeof *p);
     p->pid = pid;
-    if (agent_proc_comm(pid, p->comm, sizeof p->comm) < 0) {
-        /* gone already: the name the kernel reported at exec, if seen */
-        snprintf(p->comm, sizeof p->comm, "pid-%d", (int)pid);
-        for (size_t i = 0; i < 256 && i < c->ncomms; i++)
-            if (c->comms[i].pid == pid) snprintf(p->comm, sizeof p->comm, "%s", c->comms[i].comm);
-    }
+    snprintf(p->comm, sizeof p->comm, "%s", comm);
     char buf[300];
     agent_labels_set(&p->labels, "service", c->o.service ? c->o.service : p->comm);
     snprintf(buf, sizeof buf, "%s/%d", c->hostname, (int)pid);
@@ -343,6 +380,18 @@ static proc_state *proc_get(agent_ctx *c, pid_t pid)
     if (c->o.unwind == UNWIND_DWARF) p->decided = p->use_dwarf = 1;
     if (c->o.unwind == UNWIND_FP) p->decided = 1;
     return p;
+}
+
+/* pid exec'd: another program now, with its own name, build, mappings and
+ * frame pointers or not.  The old state is retired: what it sampled is
+ * pushed under its labels at the interval's end, then it is freed; the
+ * pid's next sample makes a new state. */
+static void proc_exec(agent_ctx *c, proc_state *p)
+{
+    p->retired = 1;
+    if (p->dwarf) agent_dwarf_close(p->dwarf);
+    p->dwarf = NULL;
+    agent_syms_forget(c->syms, p->pid);          /* its maps snapshot is stale */
 }
 
 static void proc_clear(proc_state *p)
@@ -409,6 +458,10 @@ static void auto_decide(agent_ctx *c, proc_state *p, int user_depth)
     p->use_dwarf = p->shallow * 10 >= p->probe * 6;
     logmsg(1, "pid %d (%s): %d of %d samples had at most 2 user frames: %s unwinding",
            (int)p->pid, p->comm, p->shallow, p->probe, p->use_dwarf ? "DWARF" : "frame-pointer");
+    if (!p->use_dwarf && p->dwarf) {       /* opened while probing: its files go */
+        agent_dwarf_close(p->dwarf);
+        p->dwarf = NULL;
+    }
     (void)c;
 }
 
@@ -421,11 +474,22 @@ static void on_sample(const agent_sample *s, void *arg)
             c->comms[i].pid = s->pid;
             snprintf(c->comms[i].comm, sizeof c->comms[i].comm, "%s", s->comm);
         }
+        if (s->exec && s->pid > 0 && s->pid != c->self) {
+            for (size_t i = 0; i < c->nprocs; i++)
+                if (c->procs[i].pid == s->pid && !c->procs[i].retired) { proc_exec(c, &c->procs[i]); break; }
+        }
         return;
     }
-    if (s->pid <= 0 || s->pid == c->self) { c->idle++; return; }
-    proc_state *p = proc_get(c, s->pid);
-    if (!p || p->adapter) return;
+    c->m.samples_read++;
+    if (s->pid <= 0 || s->pid == c->self) { c->m.samples_ignored++; return; }
+    int gone;
+    proc_state *p = proc_get(c, s->pid, &gone);
+    if (!p) {
+        if (gone) c->m.dropped_gone++;
+        else c->m.dropped_nomem++;
+        return;
+    }
+    if (p->adapter) { c->m.samples_ignored++; return; }   /* its tool profiles it */
     uint64_t kips[MAX_FRAMES], uips[MAX_FRAMES], dips[MAX_FRAMES];
     int nk = 0, nu = 0;
     uint64_t ctx = 0;
@@ -441,14 +505,22 @@ static void on_sample(const agent_sample *s, void *arg)
     /* while auto still probes, a shallow sample is unwound with DWARF too,
      * so the samples that decide are not left with truncated stacks */
     int dwarf = p->use_dwarf || (probing && nu <= 2);
-    if (dwarf && s->has_user && !p->dwarf_failed) {
-        if (!p->dwarf && !(p->dwarf = agent_dwarf_open(p->pid))) {
-            p->dwarf_failed = 1;
-            logmsg(!proc_alive(p->pid), "pid %d (%s): DWARF unwinding unavailable, using frame pointers",
-                   (int)p->pid, p->comm);
+    if (dwarf && s->user.abi != 0) {          /* a user context to unwind */
+        agent_dwarf_status st = AGENT_DWARF_FAILED;
+        if (!p->dwarf && !p->dwarf_failed) {
+            char err[300];
+            st = agent_dwarf_open(p->pid, &p->dwarf, err, sizeof err);
+            if (st != AGENT_DWARF_OK) {
+                p->dwarf_failed = 1;
+                /* a process that exited is no news; anything else is */
+                logmsg(st == AGENT_DWARF_GONE, "pid %d (%s): DWARF unwinding unavailable (%s), "
+                       "using frame pointers", (int)p->pid, p->comm, err);
+            }
         }
-        int n = p->dwarf ? agent_dwarf_unwind(p->dwarf, s->tid, &s->user, dips, MAX_FRAMES) : 0;
-        if (n > 0) { user = dips; nu = n; }
+        int n = 0;
+        if (p->dwarf) st = agent_dwarf_unwind(p->dwarf, s->tid, &s->user, dips, MAX_FRAMES, &n);
+        if (st == AGENT_DWARF_OK) { user = dips; nu = n; }
+        else if (st != AGENT_DWARF_NOREGS) c->m.unwind_failed++;   /* frame pointers kept */
     }
     char name[1024];
     size_t len = 0;
@@ -462,11 +534,11 @@ static void on_sample(const agent_sample *s, void *arg)
     }
     if (len == 0) stack_append(c, &len, "[unknown]");
     thread_state *t = proc_thread(p, s->tid);
-    if (!t) return;
+    if (!t) { c->m.dropped_nomem++; return; }
     agent_fold_add(t->fold, c->stackbuf, 1);
     t->samples++;
     p->samples++;
-    c->samples++;
+    c->m.samples_profiled++;
 }
 
 /* ---- delivery ---- */
@@ -478,14 +550,29 @@ static int send_cb(const char *url, const void *body, size_t len, void *arg)
     agent_ctx *c = arg;
     char err[600];
     int retryable;
-    if (agent_push_send(c->push, url, body, len, &retryable, err, sizeof err) == 0) return 0;
+    if (agent_push_send(c->push, url, body, len, &retryable, err, sizeof err) == 0) {
+        c->m.profiles_pushed++;
+        c->m.samples_delivered += agent_folded_total(body, len);
+        return 0;
+    }
     if (!retryable) {                 /* 4xx: the server will never take it */
         logmsg(0, "push rejected, dropped: %s (%s)", err, url);
-        c->failed++;
+        c->m.profiles_rejected++;
         return 1;
     }
-    logmsg(1, "push failed: %s", err);
+    if (!c->server_down)
+        logmsg(0, "server unreachable (%s): profiles go to the spool %s until it answers",
+               err, c->spool.dir);
+    else logmsg(1, "push failed: %s", err);
+    c->server_down = 1;
     return -1;
+}
+
+/* The next attempt after a failed one: 1, 2, 4 ... 60 s later. */
+static void retry_later(agent_ctx *c)
+{
+    c->retry_delay = c->retry_delay ? (c->retry_delay * 2 > 60 ? 60 : c->retry_delay * 2) : 1;
+    c->retry_at = time(NULL) + c->retry_delay;
 }
 
 static void spool_report(agent_ctx *c)
@@ -498,36 +585,39 @@ static void spool_report(agent_ctx *c)
     }
 }
 
-/* Replays the spool when its time has come; answers 1 when it is empty. */
+/* Replays the spool when its time has come (force: now); answers 1 when
+ * it is empty. */
 static int spool_drain(agent_ctx *c, int force)
 {
-    if (agent_spool_count(&c->spool) == 0) return 1;
+    if (agent_spool_count(&c->spool) == 0) { c->server_down = 0; return 1; }
     if (!force && time(NULL) < c->retry_at) return 0;
     size_t sent = agent_spool_replay(&c->spool, send_cb, c);
     size_t left = agent_spool_count(&c->spool);
     if (sent) logmsg(0, "server answers again: %zu spooled profile(s) replayed, %zu left", sent, left);
-    c->pushed += sent;
-    if (left == 0) { c->retry_delay = 0; return 1; }
-    c->retry_delay = c->retry_delay ? (c->retry_delay * 2 > 60 ? 60 : c->retry_delay * 2) : 1;
-    c->retry_at = time(NULL) + c->retry_delay;
+    if (left == 0) { c->retry_delay = 0; c->server_down = 0; return 1; }
+    retry_later(c);
     return 0;
 }
 
+/* Pushes one profile, or spools it: behind the profiles already waiting
+ * (order), or when the push fails.  While the server is down, one attempt
+ * per backoff step, not one per profile: a flush of many processes, the
+ * last one at SIGTERM included, does not wait out a timeout each. */
 static void deliver(agent_ctx *c, const char *url, const char *body, size_t len)
 {
     char err[600];
-    if (spool_drain(c, 1)) {
+    if (spool_drain(c, 0)) {
         int rc = send_cb(url, body, len, c);
-        if (rc == 0) c->pushed++;
         if (rc >= 0) return;
+        retry_later(c);
     }
+    uint64_t before = c->spool.dropped;
     if (agent_spool_put(&c->spool, url, body, len, err, sizeof err) < 0) {
         logmsg(0, "profile dropped: %s", err);
-        c->failed++;
+        if (c->spool.dropped == before) c->spool_failed++;   /* else counted by the spool */
     } else {
-        c->spooled++;
-        logmsg(0, "server unreachable: profile spooled (%zu waiting in %s)",
-               agent_spool_count(&c->spool), c->spool.dir);
+        c->m.profiles_spooled++;
+        logmsg(1, "profile spooled (%zu waiting in %s)", agent_spool_count(&c->spool), c->spool.dir);
     }
     spool_report(c);
 }
@@ -612,8 +702,8 @@ static void flush_proc(agent_ctx *c, proc_state *p, int64_t from, int64_t until,
         clock_gettime(CLOCK_MONOTONIC, &t1);
         c->agg_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
         if (tdrop) {
-            c->fsp_samples += sdrop;
-            c->fsp_threads += tdrop;
+            c->m.samples_pruned += sdrop;
+            c->m.threads_pruned += tdrop;
             logmsg(1, "pid %d (%s): FSP dropped %zu of %zu threads (%llu of %llu samples)",
                    (int)p->pid, p->comm, tdrop, p->nthreads, (unsigned long long)sdrop,
                    (unsigned long long)p->samples);
@@ -625,7 +715,7 @@ static void flush_proc(agent_ctx *c, proc_state *p, int64_t from, int64_t until,
         size_t len;
         char *body = agent_fold_text(f, &len);
         if (body) {
-            if (c->out) write_output(c, &p->labels, from, until, body);
+            if (c->out) { write_output(c, &p->labels, from, until, body); c->m.profiles_written++; }
             else {
                 char *url = agent_ingest_url(c->o.server, &p->labels, c->freq, from, until);
                 if (url) {
@@ -649,20 +739,56 @@ static int proc_alive(pid_t pid)
     return stat(path, &st) == 0;
 }
 
-static void flush_interval(agent_ctx *c, int64_t from, int64_t until)
+/* Brings the counters kept elsewhere (perf, spool) into c->m and rewrites
+ * --metrics. */
+static void metrics_publish(agent_ctx *c)
+{
+    c->m.dropped_lost = c->perf ? agent_perf_lost(c->perf) : 0;
+    c->m.dropped_malformed = c->perf ? agent_perf_malformed(c->perf) : 0;
+    c->m.profiles_spool_dropped = (c->have_spool ? c->spool.dropped : 0) + c->spool_failed;
+    c->m.spool_waiting = c->have_spool ? agent_spool_count(&c->spool) : 0;
+    c->m.processes = c->nprocs;
+    c->m.frequency = c->freq;
+    if (!c->o.metrics) return;
+    char err[600];
+    if (agent_metrics_write(c->o.metrics, &c->m, err, sizeof err) < 0) {
+        if (!c->metrics_failing) logmsg(0, "%s (the metrics are still in this log, one line per interval)", err);
+        c->metrics_failing = 1;
+    } else if (c->metrics_failing) {
+        logmsg(0, "--metrics %s: written again", c->o.metrics);
+        c->metrics_failing = 0;
+    }
+}
+
+/* Pushes every process's window.  Unless it is the last flush, the rings
+ * are drained after each process: with stack copies a ring holds well
+ * under a second of samples, and pushing hundreds of profiles (a busy
+ * node) takes longer.  Samples read meanwhile go to the next window
+ * (processes already flushed, or new ones) or into this one (processes not
+ * flushed yet). */
+static void flush_interval(agent_ctx *c, int64_t from, int64_t until, int last)
 {
     self_counts sc = { 0 };
-    for (size_t i = 0; i < c->nprocs; i++) {
+    size_t n = c->nprocs;             /* those made while flushing wait */
+    for (size_t i = 0; i < n; i++) {
         proc_state *p = &c->procs[i];
         p->idle_intervals = p->samples || p->run ? 0 : p->idle_intervals + 1;
         flush_proc(c, p, from, until, &sc);
         proc_clear(p);
+        /* libdw keeps every module file it read open: only processes that
+         * run keep their state (and descriptors); reopened when they do */
+        if (p->idle_intervals >= 1 && p->dwarf) {
+            agent_dwarf_close(p->dwarf);
+            p->dwarf = NULL;
+        }
+        if (!last && c->perf) agent_perf_poll(c->perf, 0, on_sample, c);   /* may move c->procs */
     }
-    /* forget processes that exited (their samples are flushed now) */
+    /* forget processes that exited (their samples are flushed now; one with
+     * samples read since waits for the next flush) */
     for (size_t i = 0; i < c->nprocs;) {
         proc_state *p = &c->procs[i];
-        if (p->idle_intervals >= 1 && !proc_alive(p->pid)) {
-            agent_syms_forget(c->syms, p->pid);
+        if (p->samples == 0 && (p->retired || (p->idle_intervals >= 1 && !proc_alive(p->pid)))) {
+            if (!p->retired) agent_syms_forget(c->syms, p->pid);
             proc_free(p);
             c->procs[i] = c->procs[--c->nprocs];
         } else i++;
@@ -684,6 +810,14 @@ static void flush_interval(agent_ctx *c, int64_t from, int64_t until)
     }
     for (size_t i = 0; i < sc.n; i++) free((char *)sc.names[i]);
     free(sc.names); free(sc.counts);
+    c->m.intervals++;
+    c->m.last_interval = until;
+    metrics_publish(c);
+    char line[700];
+    agent_metrics_line(&c->m, &c->prev, line, sizeof line);
+    logmsg(0, "interval %llu (%lld s): %s", (unsigned long long)c->m.intervals,
+           (long long)(until - from), line);
+    c->prev = c->m;
 }
 
 static void start_adapters(agent_ctx *c, int seconds)
@@ -699,9 +833,25 @@ static void start_adapters(agent_ctx *c, int seconds)
 
 /* ---- main ---- */
 
+/* libdw holds the files of the modules it unwinds through open, per
+ * process: on a node with many processes the usual soft limit of 1024
+ * descriptors would run out, and with it pushes and /proc reads.  Up to
+ * the hard limit, as the administrator allows. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max) return;
+    rlim_t before = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 1048576 ? 1048576 : rl.rlim_max;
+    if (rl.rlim_cur > before && setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        logmsg(1, "open files limit raised from %llu to %llu", (unsigned long long)before,
+               (unsigned long long)rl.rlim_cur);
+}
+
 static int setup(agent_ctx *c, char *err, size_t errlen)
 {
     c->self = getpid();
+    raise_nofile();
     if (gethostname(c->hostname, sizeof c->hostname) < 0) snprintf(c->hostname, sizeof c->hostname, "localhost");
     c->freq = c->o.freq;
     agent_fda_init(&c->fda, c->o.freq, c->o.min_freq, c->o.max_freq, c->o.fda_theta, c->o.fda_lambda);
@@ -732,7 +882,7 @@ static int setup(agent_ctx *c, char *err, size_t errlen)
      * fails can be sampled natively */
     for (size_t i = 0; i < c->o.npids; i++) {
         if (!proc_alive(c->o.pids[i])) { snprintf(err, errlen, "--pid %d: no such process", (int)c->o.pids[i]); return -1; }
-        proc_get(c, c->o.pids[i]);
+        if (!proc_get(c, c->o.pids[i], NULL)) { snprintf(err, errlen, "out of memory"); return -1; }
     }
     {
         agent_perf_opts po = { c->o.freq, c->o.no_kernel, c->o.unwind != UNWIND_FP };
@@ -803,6 +953,8 @@ int main(int argc, char **argv)
            c.o.output ? "writing to" : "pushing to", c.o.output ? c.o.output : c.o.server);
     double start = now_s(), win_start = start;
     int64_t win_from = (int64_t)time(NULL);
+    c.m.start_time = win_from;
+    metrics_publish(&c);
     start_adapters(&c, c.o.interval);
     while (!g_stop) {
         if (c.perf) agent_perf_poll(c.perf, 100, on_sample, &c);
@@ -812,7 +964,7 @@ int main(int argc, char **argv)
         if (t - win_start >= c.o.interval || done) {
             int64_t until = (int64_t)time(NULL);
             if (until <= win_from) until = win_from + 1;
-            flush_interval(&c, win_from, until);
+            flush_interval(&c, win_from, until, done);
             win_from = until;
             win_start = t;
             if (done) break;
@@ -824,14 +976,19 @@ int main(int argc, char **argv)
         if (c.perf) agent_perf_poll(c.perf, 0, on_sample, &c);
         int64_t until = (int64_t)time(NULL);
         if (until <= win_from) until = win_from + 1;
-        flush_interval(&c, win_from, until);
+        flush_interval(&c, win_from, until, 1);
     }
     if (c.have_spool) spool_drain(&c, 1);
+    metrics_publish(&c);
+    char line[700];
+    agent_metrics_line(&c.m, NULL, line, sizeof line);
+    logmsg(0, "totals (%llu intervals): %s", (unsigned long long)c.m.intervals, line);
     logmsg(0, "done: %llu samples, %llu profiles pushed, %llu spooled, %llu dropped; FSP pruned %llu threads (%llu samples); %llu lost; aggregation %.3f ms",
-           (unsigned long long)c.samples, (unsigned long long)c.pushed, (unsigned long long)c.spooled,
-           (unsigned long long)(c.failed + c.spool.dropped), (unsigned long long)c.fsp_threads,
-           (unsigned long long)c.fsp_samples, (unsigned long long)(c.perf ? agent_perf_lost(c.perf) : 0),
-           c.agg_ns / 1e6);
+           (unsigned long long)c.m.samples_profiled, (unsigned long long)c.m.profiles_pushed,
+           (unsigned long long)c.m.profiles_spooled,
+           (unsigned long long)(c.m.profiles_rejected + c.m.profiles_spool_dropped),
+           (unsigned long long)c.m.threads_pruned, (unsigned long long)c.m.samples_pruned,
+           (unsigned long long)c.m.dropped_lost, c.agg_ns / 1e6);
     teardown(&c);
     return 0;
 }

@@ -38,6 +38,7 @@ struct agent_perf {
     size_t pages;
     agent_perf_opts o;
     uint64_t lost;
+    uint64_t malformed;             /* records that could not be parsed */
     unsigned char *scratch;         /* a wrapped record, copied out */
     size_t scratch_cap;
 };
@@ -251,6 +252,7 @@ int agent_perf_set_freq(agent_perf *p, double freq)
 }
 
 uint64_t agent_perf_lost(const agent_perf *p) { return p->lost; }
+uint64_t agent_perf_malformed(const agent_perf *p) { return p->malformed; }
 
 /* Parses one PERF_RECORD_SAMPLE body (after the header). */
 static int perf_parse_sample(const agent_perf *p, const unsigned char *b, size_t len,
@@ -309,13 +311,19 @@ static int perf_drain(agent_perf *p, perf_ring *r,
             memcpy(&h, r->data + off, first);
             memcpy((unsigned char *)&h + first, r->data, sizeof h - first);
         }
-        if (h.size < sizeof h) break;             /* corrupt: give up on the rest */
+        if (h.size < sizeof h || h.size > head - tail) {
+            /* corrupt: the records after it cannot be found; skip to the
+             * head (the ring must keep moving) and count it */
+            p->malformed++;
+            tail = head;
+            break;
+        }
         const unsigned char *rec;
         if (off + h.size <= r->size) rec = r->data + off;
         else {
             if (p->scratch_cap < h.size) {
                 unsigned char *nb = realloc(p->scratch, h.size);
-                if (!nb) { tail += h.size; continue; }
+                if (!nb) { tail += h.size; p->malformed++; continue; }
                 p->scratch = nb; p->scratch_cap = h.size;
             }
             size_t first = (size_t)(r->size - off);
@@ -328,7 +336,7 @@ static int perf_drain(agent_perf *p, perf_ring *r,
             if (perf_parse_sample(p, rec + sizeof h, h.size - sizeof h, &s) == 0) {
                 fn(&s, arg);
                 samples++;
-            }
+            } else p->malformed++;
         } else if (h.type == PERF_RECORD_COMM && h.size >= sizeof h + 9) {
             agent_sample s;
             uint32_t pt[2];
@@ -341,6 +349,7 @@ static int perf_drain(agent_perf *p, perf_ring *r,
             memset(&s, 0, sizeof s);
             s.pid = (pid_t)pt[0]; s.tid = (pid_t)pt[1];
             s.comm = comm;
+            s.exec = (h.misc & PERF_RECORD_MISC_COMM_EXEC) != 0;
             fn(&s, arg);
         } else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
             uint64_t lost;

@@ -11,6 +11,7 @@
 #                    workload_fp workload_dw spin_pie spin_nopie
 #                    spin_stripped (+ spin_stripped.debug) uselib libhot.so
 #                    dlmain libhot_nofp.so (no frame pointers)
+#                    churn execer (fixtures/churn.c, execer.c)
 #
 # Processes:  start_server [PORT]   fresh data dir (port 0 = any), sets BASE PORT
 #             restart_server        the same data dir and port

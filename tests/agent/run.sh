@@ -9,7 +9,8 @@
 # It first builds the test programs (tests/agent/workload.c twice: with and
 # without frame pointers; the fixtures: spin as PIE, non-PIE and stripped
 # with a .gnu_debuglink debug file, a shared library and its user, and
-# without frame pointers a program that dlopens a library), then
+# without frame pointers a program that dlopens a library, one that execs
+# another, and a process churn generator), then
 # sources every tests/agent/test_*.sh with lib.sh in a subshell and runs each
 # of its test_* functions in a subshell of that.
 #
@@ -79,6 +80,9 @@ build cc -O2 -g -fno-omit-frame-pointer -o "$B/uselib" "$F/uselib.c" -L"$B" -lho
 # DWARF: a library without frame pointers, dlopen'ed after profiling starts
 build cc -O2 -g -fomit-frame-pointer -fPIC -shared -o "$B/libhot_nofp.so" "$F/libhot.c"
 build cc -O2 -g -fomit-frame-pointer -o "$B/dlmain" "$F/dlmain.c" -ldl
+# endurance: process churn, without frame pointers (unwound with libdw)
+build cc -O2 -g -fomit-frame-pointer -pthread -o "$B/churn" "$F/churn.c"
+build cc -O2 -g -fomit-frame-pointer -o "$B/execer" "$F/execer.c"
 
 # ---- run the tests ----------------------------------------------------------
 for file in "$HERE"/test_*.sh; do

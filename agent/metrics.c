@@ -1,0 +1,168 @@
+/* metrics.c — the agent's own counters, for the people who run it (issue 15).
+ *
+ * An agent that loses samples or stops pushing must say so where an
+ * operator looks, not only at exit.  Two outputs of the same counters
+ * (agent_metrics, kept by main.c):
+ *
+ *   - one log line per interval (stderr), with what happened in that
+ *     interval, in key=value form under the same names as the metrics:
+ *       interval 7 (10 s): samples read=1234 profiled=1200 ignored=30
+ *       pruned=0; dropped lost=0 process_gone=4 malformed=0 no_memory=0;
+ *       unwind_failed=12; profiles pushed=50 spooled=0 rejected=0
+ *       spool_dropped=0 written=0 waiting=0; processes=56
+ *     and the same line with the totals ("totals: ...") at exit.  A log
+ *     without a line for a while is an agent that stopped;
+ *   - with --metrics FILE, the totals in Prometheus' text format, rewritten
+ *     (to FILE.tmp, then renamed: readers never see half a file) at the end
+ *     of every interval and at exit; node_exporter's textfile collector, or
+ *     anything that reads a file, picks it up.  The agent opens no port.
+ *
+ * Accounting: every sample record read is either profiled, ignored (the
+ * idle task, the agent itself) or dropped for a reason:
+ *   samples_read = profiled + ignored + process_gone + no_memory.
+ * Records lost by the kernel (its rings were full) and records that could
+ * not be parsed were never read as samples and are counted apart.  Profiled
+ * samples are pruned by FSP or go into profiles; those the server accepted
+ * are samples_delivered (spool replays included).  unwind_failed counts
+ * samples whose DWARF unwinding was wanted but failed: they are kept, with
+ * the kernel's frame-pointer chain.
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define D(f) (unsigned long long)(cur->f - (prev ? prev->f : 0))
+
+void agent_metrics_line(const agent_metrics *cur, const agent_metrics *prev,
+                        char *buf, size_t cap)
+{
+    snprintf(buf, cap,
+             "samples read=%llu profiled=%llu ignored=%llu pruned=%llu; "
+             "dropped lost=%llu process_gone=%llu malformed=%llu no_memory=%llu; "
+             "unwind_failed=%llu; "
+             "profiles pushed=%llu spooled=%llu rejected=%llu spool_dropped=%llu written=%llu "
+             "waiting=%llu; processes=%llu",
+             D(samples_read), D(samples_profiled), D(samples_ignored), D(samples_pruned),
+             D(dropped_lost), D(dropped_gone), D(dropped_malformed), D(dropped_nomem),
+             D(unwind_failed),
+             D(profiles_pushed), D(profiles_spooled), D(profiles_rejected),
+             D(profiles_spool_dropped), D(profiles_written),
+             (unsigned long long)cur->spool_waiting, (unsigned long long)cur->processes);
+}
+
+#undef D
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int failed;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+{
+    if (t->failed) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) { t->failed = 1; return; }
+        if ((size_t)n < t->cap - t->len) { t->len += (size_t)n; return; }
+        size_t cap = 2 * t->cap + (size_t)n;
+        char *nb = realloc(t->buf, cap);
+        if (!nb) { t->failed = 1; return; }
+        t->buf = nb;
+        t->cap = cap;
+    }
+}
+
+static void head(text *t, const char *name, const char *type, const char *help)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void one(text *t, const char *name, const char *type, const char *help, double v)
+{
+    head(t, name, type, help);
+    put(t, "%s %.17g\n", name, v);
+}
+
+char *agent_metrics_text(const agent_metrics *m, size_t *len)
+{
+    text t = { malloc(4096), 0, 4096, 0 };
+    if (!t.buf) return NULL;
+    t.buf[0] = 0;
+#define C(name, help, v) one(&t, "flamedb_agent_" name, "counter", help, (double)(v))
+#define G(name, help, v) one(&t, "flamedb_agent_" name, "gauge", help, (double)(v))
+    C("samples_read_total", "Sample records read from the perf ring buffers.", m->samples_read);
+    C("samples_profiled_total", "Samples counted into a process's profile.", m->samples_profiled);
+    C("samples_ignored_total", "Samples of the idle task and of the agent itself, not profiled.",
+      m->samples_ignored);
+    head(&t, "flamedb_agent_samples_dropped_total", "counter",
+         "Samples in no profile, by reason: lost (the kernel's ring buffer was full), "
+         "process_gone (the process exited before anything about it could be read), "
+         "malformed (a record that could not be parsed), no_memory.");
+    put(&t, "flamedb_agent_samples_dropped_total{reason=\"lost\"} %llu\n", (unsigned long long)m->dropped_lost);
+    put(&t, "flamedb_agent_samples_dropped_total{reason=\"process_gone\"} %llu\n", (unsigned long long)m->dropped_gone);
+    put(&t, "flamedb_agent_samples_dropped_total{reason=\"malformed\"} %llu\n", (unsigned long long)m->dropped_malformed);
+    put(&t, "flamedb_agent_samples_dropped_total{reason=\"no_memory\"} %llu\n", (unsigned long long)m->dropped_nomem);
+    C("unwind_failed_total", "Samples whose DWARF unwinding failed; kept with the frame-pointer callchain.",
+      m->unwind_failed);
+    C("samples_pruned_total", "Samples of idle threads dropped by thread pruning (--fsp).", m->samples_pruned);
+    C("threads_pruned_total", "Threads dropped by thread pruning (--fsp), once per interval.", m->threads_pruned);
+    C("samples_delivered_total", "Samples in profiles the server accepted, spool replays included.",
+      m->samples_delivered);
+    head(&t, "flamedb_agent_profiles_total", "counter",
+         "Profiles by outcome: pushed (accepted by the server, spool replays included), spooled "
+         "(the server was unreachable), rejected (4xx, dropped), spool_dropped (beyond --spool-max, "
+         "or not writable), written (--output).");
+    put(&t, "flamedb_agent_profiles_total{outcome=\"pushed\"} %llu\n", (unsigned long long)m->profiles_pushed);
+    put(&t, "flamedb_agent_profiles_total{outcome=\"spooled\"} %llu\n", (unsigned long long)m->profiles_spooled);
+    put(&t, "flamedb_agent_profiles_total{outcome=\"rejected\"} %llu\n", (unsigned long long)m->profiles_rejected);
+    put(&t, "flamedb_agent_profiles_total{outcome=\"spool_dropped\"} %llu\n", (unsigned long long)m->profiles_spool_dropped);
+    put(&t, "flamedb_agent_profiles_total{outcome=\"written\"} %llu\n", (unsigned long long)m->profiles_written);
+    G("spool_profiles", "Profiles waiting in the spool.", m->spool_waiting);
+    G("processes", "Processes the agent keeps state for.", m->processes);
+    C("intervals_total", "Intervals completed (profiles built and delivered).", m->intervals);
+    G("frequency_hertz", "The sampling frequency in force.", m->frequency);
+    G("start_time_seconds", "When the agent started, unix seconds.", m->start_time);
+    G("last_interval_timestamp_seconds", "When the last interval ended, unix seconds (0: none yet).",
+      m->last_interval);
+#undef C
+#undef G
+    if (t.failed) { free(t.buf); return NULL; }
+    *len = t.len;
+    return t.buf;
+}
+
+int agent_metrics_write(const char *path, const agent_metrics *m, char *err, size_t errlen)
+{
+    size_t len;
+    char *body = agent_metrics_text(m, &len);
+    if (!body) { snprintf(err, errlen, "--metrics %s: out of memory", path); return -1; }
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        free(body);
+        snprintf(err, errlen, "--metrics: path too long");
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "--metrics %s: %s", tmp, strerror(errno));
+        free(body);
+        return -1;
+    }
+    int ok = fwrite(body, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    free(body);
+    if (!ok || rename(tmp, path) < 0) {
+        snprintf(err, errlen, "--metrics %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
