@@ -13,23 +13,28 @@ BUILD   ?= build
 BIN     ?= bin
 PREFIX  ?= /usr/local
 SAN     ?=
-PKGS    := lmdb libmicrohttpd jansson libzstd zlib libprotobuf-c libcurl libxxhash
+PKGS    := lmdb libmicrohttpd jansson libzstd zlib libprotobuf-c libcurl libxxhash re2
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(SAN)
+# C++ only for query/regex.cc, the C face of RE2 (selectors' regexes).
+CXX     ?= g++
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++17 -Wall -Wextra -Werror -pthread $(SAN)
 LDFLAGS += -pthread $(SAN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libelf libdw 2>/dev/null) -I$(BUILD)/gen
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lm
 
 LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c)
+LIB_CXX := $(wildcard query/*.cc)
 SRV_SRC := $(wildcard server/*.c)
 WEB     := $(sort $(wildcard web/*))
 # pprof's profile.proto, compiled by protoc-c at build time (issue 6).
 PROTO   := $(wildcard proto/*.proto)
 PROTO_C := $(PROTO:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
 PROTO_H := $(PROTO_C:.c=.h)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(PROTO_C:.c=.o)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(LIB_CXX:%.cc=$(BUILD)/%.o) $(PROTO_C:.c=.o)
 SRV_OBJ := $(SRV_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/web_assets.o
 TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # The agent (issue 4): its own binary, its own libraries.
@@ -73,6 +78,10 @@ $(BIN)/flamedb: $(SRV_OBJ) $(LIB_OBJ)
 $(BUILD)/%.o: %.c $(wildcard */*.h) $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.cc $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(shell pkg-config --cflags re2 2>/dev/null) -c -o $@ $<
 
 # Kept, not treated as intermediate files: every object depends on the header.
 .SECONDARY: $(PROTO_C) $(PROTO_H)

@@ -7,7 +7,6 @@
 #ifndef FLAMEDB_QUERY_H
 #define FLAMEDB_QUERY_H
 
-#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,7 +37,7 @@ typedef struct {
     char *name;     /* owned */
     char *value;    /* owned, unescaped */
     query_op op;
-    regex_t re;     /* compiled, fully anchored, POSIX extended (RE, NRE) */
+    struct query_regex *re; /* owned, compiled (RE, NRE): RE2, whole values (regex.h) */
 } query_matcher;
 
 typedef struct {

@@ -13,20 +13,17 @@
  * appended to a growing array only once complete (regex compiled), so
  * cleanup on error is just query_selector_free.
  *
- * Regexes are POSIX extended, compiled as "^(" value ")$" so they match the
- * whole value.  That wrapping is only sound when the value is a regex on its
- * own with balanced parentheses and no back-references (glibc reads a lone
- * ')' as a literal, which would close our group early; "\1" would point at
- * our group), so those are checked first and rejected with a message.
+ * Regexes are RE2's (regex.h: linear time, bounded memory, PromQL's
+ * dialect), matched against the whole value.
  *
  * A missing label matches like the empty string, as in Prometheus. */
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "query_internal.h"
+#include "regex.h"
 
 typedef struct {
     const char *s;
@@ -95,19 +92,17 @@ static void matcher_free(query_matcher *m)
     free(m->name);
     free(m->value);
     if (m->op == QUERY_RE || m->op == QUERY_NRE)
-        regfree(&m->re);
+        query_regex_free(m->re);
 }
 
 /* Takes ownership of name and value; on failure frees them. */
-static int add_matcher(sel_parser *p, char *name, char *value, query_op op, const regex_t *re)
+static int add_matcher(sel_parser *p, char *name, char *value, query_op op, query_regex *re)
 {
     if (p->sel.n_matchers == p->cap) {
         int cap = p->cap ? p->cap * 2 : 4;
         query_matcher *m = realloc(p->sel.matchers, (size_t)cap * sizeof *m);
         if (!m) {
-            query_matcher tmp = {name, value, op, {0}};
-            if (re)
-                tmp.re = *re;
+            query_matcher tmp = {name, value, op, re};
             matcher_free(&tmp);
             query_set_err(p->err, p->errlen, "out of memory parsing selector");
             return -1;
@@ -120,98 +115,20 @@ static int add_matcher(sel_parser *p, char *name, char *value, query_op op, cons
     m->name = name;
     m->value = value;
     m->op = op;
-    if (re)
-        m->re = *re;
+    m->re = re;
     return 0;
 }
 
 /* ---- regular expressions ----------------------------------------------- */
 
-/* Skips a bracket expression starting at re[i] == '['; returns the index
- * just past its closing ']'.  The regex is known to compile. */
-static size_t skip_bracket(const char *re, size_t i)
-{
-    i++;
-    if (re[i] == '^')
-        i++;
-    if (re[i] == ']')
-        i++;
-    while (re[i] && re[i] != ']') {
-        if (re[i] == '[' && (re[i + 1] == ':' || re[i + 1] == '.' || re[i + 1] == '=')) {
-            char close = re[i + 1];
-            i += 2;
-            while (re[i] && !(re[i] == close && re[i + 1] == ']'))
-                i++;
-            if (re[i])
-                i += 2;
-            continue;
-        }
-        i++;
-    }
-    return re[i] ? i + 1 : i;
-}
-
-/* Checks that wrapping `re` in "^(" ... ")$" keeps its meaning: no
- * back-references and no ')' without its '('.  Returns NULL or a reason. */
-static const char *regex_unwrappable(const char *re)
-{
-    int depth = 0;
-    size_t i = 0;
-    while (re[i]) {
-        char c = re[i];
-        if (c == '\\') {
-            if (re[i + 1] >= '1' && re[i + 1] <= '9')
-                return "back-references are not supported";
-            i += re[i + 1] ? 2 : 1;
-        } else if (c == '[') {
-            i = skip_bracket(re, i);
-        } else {
-            if (c == '(')
-                depth++;
-            if (c == ')' && --depth < 0)
-                return "unmatched ')' (write \\) for a literal parenthesis)";
-            i++;
-        }
-    }
-    return NULL;
-}
-
-static int compile_regex(sel_parser *p, int col, const char *name, const char *value, regex_t *out)
+static int compile_regex(sel_parser *p, int col, const char *name, const char *value, query_regex **out)
 {
     char msg[256];
-    regex_t alone;
-    int rc = regcomp(&alone, value, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        regerror(rc, &alone, msg, sizeof msg);
-        regfree(&alone);
-    } else {
-        regfree(&alone);
-        const char *why = regex_unwrappable(value);
-        if (why) {
-            snprintf(msg, sizeof msg, "%s", why);
-            rc = -1;
-        }
-    }
-    if (rc == 0) {
+    *out = query_regex_compile(value, msg, sizeof msg);
+    if (!*out) {
         size_t n = strlen(value);
-        char *anchored = malloc(n + 5);
-        if (!anchored) {
-            query_set_err(p->err, p->errlen, "out of memory parsing selector");
-            return -1;
-        }
-        memcpy(anchored, "^(", 2);
-        memcpy(anchored + 2, value, n);
-        memcpy(anchored + 2 + n, ")$", 3);
-        rc = regcomp(out, anchored, REG_EXTENDED | REG_NOSUB);
-        free(anchored);
-        if (rc != 0) {
-            regerror(rc, out, msg, sizeof msg);
-            regfree(out);
-        }
-    }
-    if (rc != 0) {
-        query_set_err(p->err, p->errlen, "at column %d: invalid regular expression '%s' for label '%s': %s", col,
-                value, name, msg);
+        query_set_err(p->err, p->errlen, "at column %d: invalid regular expression '%.*s%s' for label '%s': %s", col,
+                      n > 60 ? 60 : (int)n, value, n > 60 ? "..." : "", name, msg);
         return -1;
     }
     return 0;
@@ -334,14 +251,14 @@ static int parse_matcher(sel_parser *p, const char *expected)
         free(name);
         return -1;
     }
-    regex_t re;
+    query_regex *re = NULL;
     int is_re = op == QUERY_RE || op == QUERY_NRE;
     if (is_re && compile_regex(p, value_col, name, value, &re) < 0) {
         free(name);
         free(value);
         return -1;
     }
-    return add_matcher(p, name, value, op, is_re ? &re : NULL);
+    return add_matcher(p, name, value, op, re);
 }
 
 /* Parses "{ ... }" with the cursor on '{'. */
@@ -456,9 +373,9 @@ int query_matcher_match(const query_matcher *m, const char *value)
     case QUERY_NE:
         return strcmp(m->value, value) != 0;
     case QUERY_RE:
-        return regexec(&m->re, value, 0, NULL, 0) == 0;
+        return query_regex_match(m->re, value, strlen(value));
     case QUERY_NRE:
-        return regexec(&m->re, value, 0, NULL, 0) != 0;
+        return !query_regex_match(m->re, value, strlen(value));
     }
     return 0;
 }

@@ -250,3 +250,19 @@ test_errors_are_json() {
     assert_status "invalid UTF-8 in the selector" 400
     jq -e '.error|strings' <<<"$BODY" >/dev/null || fail "error body with invalid UTF-8 input is not valid JSON: $BODY"
 }
+
+# Regexes that glibc's regcomp paid for in gigabytes and seconds (issue 12)
+# are refused with a 400 naming the pattern, or run at once (RE2).
+test_errors_costly_regexes() {
+    start_server
+    put "service=rx&instance=i-1" $'main;a 1\n'
+    get /api/v1/query 'query={service=~"a+++++++++++++++++++++"}'
+    assert_error "nested repetition" 400 "'query'" "invalid regular expression" "bad repetition operator"
+    get /api/v1/series 'query={service=~"((x{1,100}){1,100}){1,100}"}'
+    assert_error "repetition beyond 1000" 400 "invalid repetition size"
+    get /api/v1/top "query={service=~\"$(printf 'a%.0s' $(seq 1 1100))\"}"
+    assert_error "a pattern over 1024 bytes" 400 "at most 1024"
+    get /api/v1/query 'query={service=~"(.*){1,600}", instance=~"i-\\d+"}'
+    assert_status "what RE2 runs in linear time" 200
+    assert_json "and matches" '.total' '1'
+}
