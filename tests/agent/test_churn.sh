@@ -79,6 +79,7 @@ test_whole_node_under_process_churn() {
     grep -qiE 'assert|abort' "$ALOG" && fail "the agent's log mentions an assertion: $(grep -iE 'assert|abort' "$ALOG" | head -3)"
 
     # every interval pushed: the steady process has one profile per interval
+    # (its own instance: --all also sees any other workload_fp on the machine)
     intervals=$(metric flamedb_agent_intervals_total)
     # (an interval is a little longer than $CH_INTERVAL s: the loop checks the
     # clock every 100 ms)
@@ -86,7 +87,7 @@ test_whole_node_under_process_churn() {
         $((CH_SECONDS * 9 / (CH_INTERVAL * 10))) "$intervals"
     assert_eq "interval lines in the log" "$intervals" "$(log_count ': interval [0-9]+ \(')"
     assert_eq "profiles of the steady process = intervals" "$intervals" \
-        "$(curl -sS -G "$BASE/api/v1/series" --data-urlencode 'query={service="workload_fp"}' \
+        "$(curl -sS -G "$BASE/api/v1/series" --data-urlencode "query={service=\"workload_fp\",instance=\"$host/$WPID\"}" \
             -d from=now-1h | jq '[.series[].profiles] | add // 0')"
 
     # the counters add up
