@@ -171,7 +171,8 @@ static uint32_t pair_id(pp_set *set, const char *a, size_t an, const char *b, si
 
 /* Locations (one per distinct frame, with one Line), functions (one per
  * distinct name and file) and mappings (one per file and build id). */
-static int build_functions(store_reader *r, const query_tree *t, pprof_out *o, size_t n_strings)
+static int build_functions(store_reader *r, const query_tree *t, pprof_out *o, size_t n_strings, const char *type,
+                           const char *unit)
 {
     size_t nl = 0;
     QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
@@ -189,8 +190,11 @@ static int build_functions(store_reader *r, const query_tree *t, pprof_out *o, s
     o->lines = malloc(n * sizeof *o->lines);
     o->linep = malloc(n * sizeof *o->linep);
     if (!o->fns || !o->fnp || !o->maps || !o->mapp || !o->locs || !o->locp || !o->lines || !o->linep) return -1;
-    /* the sample type's strings first: indexes 1 and 2 */
-    if (str_index(o, "\x01type", 5) != 1 || str_index(o, "\x01unit", 5) != 2) return -1;
+    Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+    vt.type = str_index(o, type, strlen(type));
+    vt.unit = str_index(o, unit, strlen(unit));
+    if (vt.type < 0 || vt.unit < 0) return -1;
+    o->vt = o->period_type = vt;
     for (uint32_t f = 0; f < n_strings; f++) {
         if (!o->fslot[f]) continue;
         size_t i = o->fslot[f] - 1;
@@ -297,14 +301,10 @@ char *query_tree_pprof(store_reader *r, const query_tree *t, const char *type, i
     size_t n_strings = (size_t)store_string_max(r) + 1;
     char *packed = NULL, *gz = NULL;
     o.fslot = calloc(n_strings, sizeof *o.fslot);
-    if (!o.fslot || build_functions(r, t, &o, n_strings) || build_samples(r, t, &o)) goto done;
-    o.table[1] = (char *)(type && *type ? type : "samples");
-    o.table[2] = (char *)(strcmp(t->unit, "samples") == 0 || !t->unit[0] ? "count" : t->unit);
-    Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-    vt.type = 1;
-    vt.unit = 2;
-    o.vt = vt;
-    o.period_type = vt;
+    const char *unit = strcmp(t->unit, "samples") == 0 || !t->unit[0] ? "count" : t->unit;
+    if (!o.fslot || build_functions(r, t, &o, n_strings, type && *type ? type : "samples", unit) ||
+        build_samples(r, t, &o))
+        goto done;
     o.vtp = &o.vt;
     o.prof.n_sample_type = 1;
     o.prof.sample_type = &o.vtp;
