@@ -100,6 +100,22 @@ static enum MHD_Result dispatch(srv_request *rq)
     }
 }
 
+/* Finds a query parameter whose name or value holds a NUL byte (%00):
+ * everything downstream reads C strings, so "a%00b" would silently be "a". */
+typedef struct { const char *bad; } nul_walk;
+
+static enum MHD_Result find_nul(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                const char *value, size_t value_size)
+{
+    (void)kind;
+    nul_walk *w = cls;
+    if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+        w->bad = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
 /* First call for a request: route it, and refuse early what must be
  * refused before its body is read. */
 static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, const char *url,
@@ -129,6 +145,10 @@ static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, 
                         method, url, allowed);
         return MHD_YES;
     }
+    nul_walk w = { NULL };
+    MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, find_nul, &w);
+    if (w.bad)
+        return srv_reply_error(rq, MHD_HTTP_BAD_REQUEST, "parameter '%s': contains a NUL byte (%%00)", w.bad);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > srv->max_body)
         return srv_reply_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body of %s bytes exceeds the limit of %zu bytes (--max-body)",

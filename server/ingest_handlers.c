@@ -207,6 +207,22 @@ static int prep_fill(store *st, ingest_profile *p, profile_prep *pr)
     return 0;
 }
 
+/* A profile whose window started before the retention would be stored and
+ * deleted a minute later: answered 400 instead, saying so (with the window,
+ * so that a client importing old data sees why). */
+static int too_old(ingest_job *job, const ingest_profile *p, char *err, size_t errlen)
+{
+    int64_t keep = job->rq->srv->retention_ms;
+    if (keep <= 0 || p->from_ms >= srv_now_ms() - keep) return 0;
+    json_t *t = query_time_json(p->from_ms);
+    char *f = t ? json_dumps(t, JSON_ENCODE_ANY) : NULL;
+    snprintf(err, errlen, "the profile's window starts at %s, older than the server's retention (%lld s): "
+             "it would be deleted at once (flamedb serve --retention)", f ? f : "?", (long long)(keep / 1000));
+    free(f);
+    json_decref(t);
+    return 1;
+}
+
 /* On a pool thread: a pprof body into one profile per sample type, all
  * validated, then all queued. */
 /* Pyroscope's sample_type_config (a multipart field): {"inuse_space":
@@ -258,6 +274,8 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
     if (s) return job_finish(job, ingest_status_http(s), err);
     if (config && apply_type_config(config, config_len, job->pp, job->n_pp, err, sizeof err))
         return job_finish(job, 400, err);
+    for (size_t i = 0; i < job->n_pp; i++)
+        if (too_old(job, &job->pp[i], err, sizeof err)) return job_finish(job, 400, err);
     job->preps = calloc(job->n_pp, sizeof *job->preps);
     if (!job->preps) return job_finish(job, 500, "out of memory");
     for (size_t i = 0; i < job->n_pp; i++)
@@ -294,6 +312,7 @@ static void job_parse(void *arg)
     ingest_status s = ingest_parse_stacks(p, job->fmt, body, len, err, sizeof err);
     if (!s) s = ingest_profile_finish(p, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
+    if (too_old(job, p, err, sizeof err)) return job_finish(job, 400, err);
     if (prep_fill(rq->srv->st, p, &job->one)) return job_finish(job, 500, "out of memory");
     store_status ss = store_write_async(rq->srv->st, &job->one.sp, job_committed, job);
     if (ss) job_finish(job, srv_status_of_store(ss), ss == STORE_ECLOSED ? "not stored: the server is shutting down"

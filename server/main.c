@@ -165,7 +165,7 @@ static int serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     char err[1024];
-    srv_ctx srv = { .max_body = f.max_body, .cors = f.cors };
+    srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms };
     for (size_t i = 0; i < f.cors.n; i++) srv_log("CORS: allowing browser requests from %s", f.cors.origin[i]);
     store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms };
     store_status ss = store_open(&srv.st, &opt, err, sizeof err);

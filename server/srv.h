@@ -53,6 +53,7 @@ typedef struct {
     struct MHD_Daemon *daemon;
     srv_workpool *pool;    /* parses request bodies off the MHD threads */
     size_t max_body;
+    int64_t retention_ms;      /* 0: keep everything; ingest refuses what retention would drop */
     srv_metrics metrics;
     _Atomic int in_flight;   /* requests begun and not completed */
     _Atomic int stopping;    /* set by srv_stop: new requests get 503 */

@@ -368,3 +368,31 @@ test_ingest_real_data_roundtrip() {
     fi
     assert_eq "distinct stacks out" 1074 "$(wc -l <"$IT_TMP/out.folded")"
 }
+
+# A profile already older than the retention would be stored and deleted a
+# minute later: 400 saying so, nothing stored (issue 12).
+test_ingest_older_than_retention_refused() {
+    start_server --retention 1h
+    local t=$(( $(now) - 7200 ))
+    ingest "service=old&from=$t&until=$((t + 10))" $'main;a 1\n'
+    assert_error "folded, 2 h old" 400 "retention (3600 s)" "$t"
+    post "/ingest?name=old2&format=pprof&from=$t&until=$((t + 10))" --data-binary @"$REPO/../shared/data/go-json-sort.cpu.pb.gz"
+    assert_error "pprof, 2 h old" 400 "retention"
+    ingest "service=new&from=$((t + 5400))&until=$((t + 5410))" $'main;a 1\n'
+    assert_status "half an hour old: kept" 200
+    get /api/v1/series 'query={}' from=now-1d
+    assert_json "only the new one stored" '[.series[].labels.service]|join(",")' 'new'
+}
+
+# %00 in a parameter used to cut a label value short, silently (issue 12).
+test_ingest_nul_in_parameters_refused() {
+    start_server
+    ingest "service=api%00x&instance=i-1" $'main;a 1\n'
+    assert_error "NUL in a label value" 400 "parameter 'service'" "NUL"
+    ingest "service=api&env=prod%00" $'main;a 1\n'
+    assert_error "NUL at the end" 400 "parameter 'env'" "NUL"
+    _curl GET "$BASE/api/v1/query?query=%7Bservice%3D%22a%00%22%7D"
+    assert_error "NUL in a selector" 400 "parameter 'query'" "NUL"
+    get /api/v1/series 'query={}' from=now-1d
+    assert_json "nothing stored" '.series|length' '0'
+}
