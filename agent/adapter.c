@@ -139,6 +139,9 @@ size_t agent_collapsed_parse(const char *text, agent_fold *f)
                 }
                 memcpy(buf, line, sl);
                 buf[sl] = 0;
+                /* the tools' frames are names: a 0x1F byte would read as
+                 * a location (agent.h, frames with lines) */
+                for (char *c = buf; (c = memchr(c, 0x1f, (size_t)(buf + sl - c))); c++) *c = ' ';
                 agent_fold_add(f, buf, n);
                 used++;
             }

@@ -3,7 +3,8 @@
  * The agent is a separate binary (bin/flamedb-agent).  It samples call
  * stacks with perf_event (perf.c), unwinds them from the kernel's
  * frame-pointer callchain or with libdw over a copied user stack
- * (unwind_dwarf.c), symbolizes them (maps.c, symbols.c), aggregates them per
+ * (unwind_dwarf.c), symbolizes them (maps.c, symbols.c) and locates them
+ * in their source (lines.c: file and line from DWARF), aggregates them per
  * interval and per process (fold.c), prunes idle threads (fsp.c), adapts the
  * sampling frequency (fda.c), pushes folded profiles over libcurl with gzip
  * (push.c), spools them while the server is unreachable (spool.c), hands
@@ -151,6 +152,21 @@ int agent_elf_build_id(const char *path, char *hex, size_t cap);
 int agent_elf_symtab(const char *path, const char *debug_root,
                      agent_symtab *t, char *err, size_t errlen);
 
+/* Source lines (lines.c): the DWARF line tables of one ELF file, from the
+ * file itself or else from its debug file (debug_path, may be NULL).  -1
+ * with err when neither has line tables or the file is unreadable. */
+typedef struct agent_lines agent_lines;
+
+int agent_lines_open(const char *path, const char *debug_path, agent_lines **out,
+                     char *err, size_t errlen);
+void agent_lines_free(agent_lines *l);
+/* The source location of the ELF virtual address va: 0 with *file (owned
+ * by l) and *line >= 1, -1 when unknown.  Inside inlined code: the call
+ * site of the outermost inlined subroutine, so the line lies in the
+ * function the ELF symbol names.  Answers are cached per address. */
+int agent_lines_find(agent_lines *l, uint64_t va, const char **file, unsigned *line);
+size_t agent_lines_cached(const agent_lines *l);   /* addresses in the cache */
+
 /* The symbolizer: per-process maps snapshots, ELF symbol tables cached by
  * build-id (by path+inode when there is none), kernel symbols, perf maps. */
 typedef struct agent_syms agent_syms;
@@ -160,9 +176,18 @@ void agent_syms_free(agent_syms *s);
 /* Writes the name of the frame at ip in process pid into buf: the symbol,
  * "name_[k]" for kernel addresses, the perf-map name for JIT code, or
  * "module+0xOFFSET" (file offset) when nothing is known, "[unknown]" when
- * not even the mapping is. */
+ * not even the mapping is.  Names are cut at AGENT_NAME_MAX - 1 bytes. */
 void agent_syms_name(agent_syms *s, pid_t pid, uint64_t ip, int kernel,
                      char *buf, size_t cap);
+/* As agent_syms_name; with lines, a user-space frame named by an ELF symbol
+ * of a file with DWARF line tables (its own or its debug file's) gets its
+ * location: "name US file US line US mapping US build_id" (agent_frame_locate;
+ * mapping = the file's path in the process's maps, build_id = its GNU
+ * build-id in hex, "" when it has none).  Kernel, JIT and unnamed frames,
+ * and files without line tables: the name alone.  cap should leave room
+ * for the location (AGENT_FRAME_MAX); without room, the name alone. */
+void agent_syms_frame(agent_syms *s, pid_t pid, uint64_t ip, int kernel, int lines,
+                      char *buf, size_t cap);
 /* Forgets a process (after it exited and its samples are flushed). */
 void agent_syms_forget(agent_syms *s, pid_t pid);
 /* Formats the fallback "basename(path)+0x<off>". */
@@ -188,9 +213,10 @@ int agent_labels_parse(agent_labels *l, const char *spec, char *err, size_t errl
 void agent_labels_free(agent_labels *l);
 void agent_labels_copy(agent_labels *dst, const agent_labels *src);
 /* The ingest URL: server + "/api/v1/ingest?" + labels + rate, from, until,
- * every value percent-encoded.  malloc'd. */
+ * and locations=1 when asked (frames carry locations), every value
+ * percent-encoded.  malloc'd. */
 char *agent_ingest_url(const char *server, const agent_labels *l,
-                       double rate, int64_t from, int64_t until);
+                       double rate, int64_t from, int64_t until, int locations);
 /* Percent-encodes s (RFC 3986 unreserved kept) into a malloc'd string. */
 char *agent_urlencode(const char *s);
 
@@ -211,9 +237,29 @@ void agent_fold_each(const agent_fold *f,
                      void *arg);
 /* The sum of the counts of folded text ("stack count" lines). */
 uint64_t agent_folded_total(const char *text, size_t len);
-/* Sanitizes a frame name for folded text: ';' -> ':', newlines -> ' ',
- * empty -> "[unknown]". In place. */
+/* Sanitizes a frame name for folded text: ';' -> ':', newlines and the
+ * location separator (0x1F) -> ' ', empty -> "[unknown]". In place. */
 void agent_frame_clean(char *name);
+
+/* Frames with lines (issue 15; storage/frame.h is the format): a frame's
+ * text is its name, or "name US file US line US mapping US build_id" with
+ * US = 0x1F, what POST /api/v1/ingest takes with locations=1. */
+#define AGENT_NAME_MAX 1024             /* a name's bytes, NUL included */
+#define AGENT_LOCATION_FIELD_MAX 1024   /* file or mapping, bytes */
+#define AGENT_LINE_MAX 99999999u
+#define AGENT_FRAME_MAX (AGENT_NAME_MAX + 2 * AGENT_LOCATION_FIELD_MAX + 160)
+/* Appends the location to the (clean) name in buf: answers 1, or 0 with
+ * buf unchanged when there is none to give (no file, line 0 or above
+ * AGENT_LINE_MAX, a file not UTF-8 or longer than AGENT_LOCATION_FIELD_MAX,
+ * buf already located or too small).  ';', line breaks and 0x1F in file and
+ * mapping become ':' and ' '; a mapping that is too long or not UTF-8, or a
+ * build_id that is not hex, is left empty; when both are empty the short
+ * form "name US file US line" is written. */
+int agent_frame_locate(char *buf, size_t cap, const char *file, unsigned line,
+                       const char *mapping, const char *build_id);
+/* The length of the name part of a frame's text (storage/frame.h's
+ * frame_name_len). */
+size_t agent_frame_name_len(const char *frame);
 
 /* ------------------------------------------------------------------------
  * Thread pruning, Atys FSP (fsp.c): pure.
@@ -250,7 +296,9 @@ typedef struct {
     double last_d;
 } agent_fda;
 
-/* The top-10 functions by self samples from (name, count) pairs. */
+/* The top-10 functions by self samples from (name, count) pairs; names
+ * may be frame texts with locations: their name parts are the functions
+ * (pairs with the same name part add up). */
 void agent_fda_top(const char *const *names, const uint64_t *counts, size_t n,
                    agent_fda_dist *out);
 /* Jensen-Shannon divergence, base 2 (0..1), of two top-N distributions

@@ -7,6 +7,8 @@
  * (D > theta) the frequency rises: f <- min(f / lambda, max).  When it has
  * been steady (D <= theta) for AGENT_FDA_STEADY consecutive intervals, it
  * falls: f <- max(f * lambda, min), and the count starts again.  Pure.
+ * Functions are named by the name part of their frame text: the lines of
+ * one function (frames with lines, issue 15) are one function here.
  */
 #include "agent.h"
 
@@ -14,13 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const char *name; uint64_t count; } fda_row;
+typedef struct { const char *name; size_t len; uint64_t count; } fda_row;
+
+static int fda_name_cmp(const fda_row *x, const fda_row *y)
+{
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int fda_by_name(const void *a, const void *b) { return fda_name_cmp(a, b); }
 
 static int fda_cmp(const void *a, const void *b)
 {
     const fda_row *x = a, *y = b;
     if (x->count != y->count) return x->count > y->count ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return fda_name_cmp(x, y);
 }
 
 void agent_fda_top(const char *const *names, const uint64_t *counts, size_t n,
@@ -30,13 +41,23 @@ void agent_fda_top(const char *const *names, const uint64_t *counts, size_t n,
     if (n == 0) return;
     fda_row *rows = malloc(n * sizeof *rows);
     if (!rows) return;
-    for (size_t i = 0; i < n; i++) rows[i] = (fda_row){ names[i], counts[i] };
+    /* functions, not lines: frame texts that differ only in their
+     * location (agent_frame_locate) are one function */
+    for (size_t i = 0; i < n; i++)
+        rows[i] = (fda_row){ names[i], agent_frame_name_len(names[i]), counts[i] };
+    qsort(rows, n, sizeof *rows, fda_by_name);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && fda_name_cmp(&rows[m - 1], &rows[i]) == 0) rows[m - 1].count += rows[i].count;
+        else rows[m++] = rows[i];
+    }
+    n = m;
     qsort(rows, n, sizeof *rows, fda_cmp);
     uint64_t sum = 0;
     int k = 0;
     for (size_t i = 0; i < n && k < AGENT_FDA_TOP; i++) {
         if (rows[i].count == 0) break;
-        snprintf(out->name[k], sizeof out->name[k], "%s", rows[i].name);
+        snprintf(out->name[k], sizeof out->name[k], "%.*s", (int)rows[i].len, rows[i].name);
         out->p[k] = (double)rows[i].count;
         sum += rows[i].count;
         k++;

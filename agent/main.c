@@ -19,6 +19,7 @@
  * retired (flushed under the old labels) and the next sample starts anew.
  */
 #include "agent.h"
+#include "../storage/frame.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -48,6 +49,7 @@ typedef struct {
     const char *output;
     unwind_mode unwind;
     int no_kernel;
+    int no_lines;
     double fsp;
     int fda;
     double fda_theta, fda_lambda;
@@ -171,6 +173,8 @@ static void usage(FILE *f)
 "                       mostly 1-2 user frames (code without frame pointers)\n"
 "  --no-kernel          do not sample in kernel mode (exclude_kernel), no\n"
 "                       kernel frames\n"
+"  --no-lines           frames are names only: no source file and line (from\n"
+"                       DWARF line tables), no binary and build-id\n"
 "Thread pruning (Atys FSP):\n"
 "  --fsp P              per interval and process keep the most active threads\n"
 "                       that make at least P of the samples (default 0.99;\n"
@@ -238,7 +242,7 @@ static int parse_pids(agent_opts *o, const char *s)
 static int parse_args(agent_opts *o, int argc, char **argv)
 {
     enum { O_SERVER = 256, O_PID, O_ALL, O_SERVICE, O_LABELS, O_FREQ, O_INTERVAL, O_DURATION,
-           O_OUTPUT, O_UNWIND, O_NOKERNEL, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
+           O_OUTPUT, O_UNWIND, O_NOKERNEL, O_NOLINES, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
            O_SPOOL, O_SPOOLMAX, O_METRICS, O_VERBOSE, O_HELP };
     static const struct option longopts[] = {
         { "server", 1, 0, O_SERVER }, { "pid", 1, 0, O_PID }, { "all", 0, 0, O_ALL },
@@ -246,6 +250,7 @@ static int parse_args(agent_opts *o, int argc, char **argv)
         { "frequency", 1, 0, O_FREQ }, { "interval", 1, 0, O_INTERVAL },
         { "duration", 1, 0, O_DURATION }, { "output", 1, 0, O_OUTPUT },
         { "unwind", 1, 0, O_UNWIND }, { "no-kernel", 0, 0, O_NOKERNEL },
+        { "no-lines", 0, 0, O_NOLINES },
         { "fsp", 1, 0, O_FSP }, { "fda", 0, 0, O_FDA }, { "fda-theta", 1, 0, O_THETA },
         { "fda-lambda", 1, 0, O_LAMBDA }, { "min-frequency", 1, 0, O_MINF },
         { "max-frequency", 1, 0, O_MAXF }, { "spool", 1, 0, O_SPOOL },
@@ -284,6 +289,7 @@ static int parse_args(agent_opts *o, int argc, char **argv)
             else { fprintf(stderr, "flamedb-agent: --unwind '%s': expected fp, dwarf or auto\n", optarg); return -1; }
             break;
         case O_NOKERNEL: o->no_kernel = 1; break;
+        case O_NOLINES: o->no_lines = 1; break;
         case O_FSP:
             if (parse_double("--fsp", optarg, 0, 1, &o->fsp) < 0) return -1;
             if (o->fsp <= 0) { fprintf(stderr, "flamedb-agent: --fsp must be > 0\n"); return -1; }
@@ -522,10 +528,11 @@ static void on_sample(const agent_sample *s, void *arg)
         if (st == AGENT_DWARF_OK) { user = dips; nu = n; }
         else if (st != AGENT_DWARF_NOREGS) c->m.unwind_failed++;   /* frame pointers kept */
     }
-    char name[1024];
+    char name[AGENT_FRAME_MAX];
     size_t len = 0;
     for (int i = nu - 1; i >= 0; i--) {
-        agent_syms_name(c->syms, p->pid, i > 0 ? user[i] - 1 : user[i], 0, name, sizeof name);
+        agent_syms_frame(c->syms, p->pid, i > 0 ? user[i] - 1 : user[i], 0, !c->o.no_lines,
+                         name, sizeof name);
         stack_append(c, &len, name);
     }
     for (int i = nk - 1; i >= 0; i--) {
@@ -623,12 +630,12 @@ static void deliver(agent_ctx *c, const char *url, const char *body, size_t len)
 }
 
 static void write_output(agent_ctx *c, const agent_labels *l, int64_t from, int64_t until,
-                         const char *body)
+                         const char *body, int located)
 {
     fprintf(c->out, "# ");
     for (int i = 0; i < l->n; i++) fprintf(c->out, "%s=%s ", l->name[i], l->value[i]);
-    fprintf(c->out, "rate=%g from=%lld until=%lld\n%s\n", c->freq, (long long)from,
-            (long long)until, body);
+    fprintf(c->out, "rate=%g from=%lld until=%lld%s\n%s\n", c->freq, (long long)from,
+            (long long)until, located ? " locations=1" : "", body);
     fflush(c->out);
 }
 
@@ -636,13 +643,16 @@ static void write_output(agent_ctx *c, const agent_labels *l, int64_t from, int6
 
 typedef struct { const char **names; uint64_t *counts; size_t n, cap; } self_counts;
 
+/* Self samples per function: the leaf's name part, so that the lines of
+ * one function count as one (FDA compares functions, not lines). */
 static void self_add(const char *stack, uint64_t count, void *arg)
 {
     self_counts *sc = arg;
     const char *leaf = strrchr(stack, ';');
     leaf = leaf ? leaf + 1 : stack;
+    size_t ln = agent_frame_name_len(leaf);
     for (size_t i = 0; i < sc->n; i++)
-        if (strcmp(sc->names[i], leaf) == 0) { sc->counts[i] += count; return; }
+        if (strncmp(sc->names[i], leaf, ln) == 0 && sc->names[i][ln] == 0) { sc->counts[i] += count; return; }
     if (sc->n == sc->cap) {
         size_t cap = sc->cap ? 2 * sc->cap : 64;
         const char **nn = realloc(sc->names, cap * sizeof *nn);
@@ -653,7 +663,9 @@ static void self_add(const char *stack, uint64_t count, void *arg)
         sc->counts = nc;
         sc->cap = cap;
     }
-    sc->names[sc->n] = strdup(leaf);
+    char *name = strndup(leaf, ln);
+    if (!name) return;
+    sc->names[sc->n] = name;
     sc->counts[sc->n++] = count;
 }
 
@@ -715,9 +727,12 @@ static void flush_proc(agent_ctx *c, proc_state *p, int64_t from, int64_t until,
         size_t len;
         char *body = agent_fold_text(f, &len);
         if (body) {
-            if (c->out) { write_output(c, &p->labels, from, until, body); c->m.profiles_written++; }
+            /* locations=1 exactly when a frame carries one: names-only
+             * profiles (--no-lines, no line tables) keep the plain URL */
+            int located = memchr(body, FRAME_SEP, len) != NULL;
+            if (c->out) { write_output(c, &p->labels, from, until, body, located); c->m.profiles_written++; }
             else {
-                char *url = agent_ingest_url(c->o.server, &p->labels, c->freq, from, until);
+                char *url = agent_ingest_url(c->o.server, &p->labels, c->freq, from, until, located);
                 if (url) {
                     logmsg(1, "pid %d (%s): %llu samples, %zu stacks -> %s", (int)p->pid, p->comm,
                            (unsigned long long)agent_fold_total(f), agent_fold_stacks(f), url);

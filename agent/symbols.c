@@ -17,6 +17,13 @@
  * Snapshots and tables are kept after a process exits or unloads a library
  * (agent_syms_forget drops a process once its samples are flushed), so
  * late samples still resolve.
+ *
+ * Frames with lines (agent_syms_frame): a frame named by an ELF symbol
+ * also gets its source file and line, from the line tables of the same ELF
+ * entry (lines.c; opened on the entry's first such frame, from the binary
+ * or the debug file found here for its symbols, once per build-id like the
+ * symbols), the binary's path as the process maps it and its build-id:
+ * "name US file US line US mapping US build_id" (agent_frame_locate).
  */
 #include "agent.h"
 
@@ -241,18 +248,20 @@ static int elf_file_syms(const char *path, agent_symtab *t, char *bid, size_t bi
  * searched next to `logical` (its name in the process's maps: `path` may be
  * /proc/PID/map_files/...). */
 static int elf_symtab_at(const char *path, const char *logical, const char *debug_root,
-                         agent_symtab *t, char *err, size_t errlen);
+                         agent_symtab *t, char *dbg, size_t dbgcap, char *err, size_t errlen);
 
 int agent_elf_symtab(const char *path, const char *debug_root,
                      agent_symtab *t, char *err, size_t errlen)
 {
-    return elf_symtab_at(path, path, debug_root, t, err, errlen);
+    char dbg[8704];
+    return elf_symtab_at(path, path, debug_root, t, dbg, sizeof dbg, err, errlen);
 }
 
+/* dbg receives the debug file whose symbols were merged ("" when none). */
 static int elf_symtab_at(const char *path, const char *logical, const char *debug_root,
-                         agent_symtab *t, char *err, size_t errlen)
+                         agent_symtab *t, char *dbg, size_t dbgcap, char *err, size_t errlen)
 {
-    char bid[128] = "", link[256] = "", dbg[8704];
+    char bid[128] = "", link[256] = "";
     int n = elf_file_syms(path, t, bid, sizeof bid, link, sizeof link);
     if (n < 0) {
         snprintf(err, errlen, "%s: not a readable ELF file", path);
@@ -260,7 +269,7 @@ static int elf_symtab_at(const char *path, const char *logical, const char *debu
     }
     int found = 0;
     if (bid[0] && debug_root) {
-        snprintf(dbg, sizeof dbg, "%s/.build-id/%.2s/%s.debug", debug_root, bid, bid + 2);
+        snprintf(dbg, dbgcap, "%s/.build-id/%.2s/%s.debug", debug_root, bid, bid + 2);
         if (access(dbg, R_OK) == 0 && elf_file_syms(dbg, t, NULL, 0, NULL, 0) >= 0) found = 1;
     }
     if (!found && link[0]) {
@@ -270,13 +279,14 @@ static int elf_symtab_at(const char *path, const char *logical, const char *debu
         if (slash) *slash = 0; else strcpy(dir, ".");
         const char *fmts[3] = { "%s/%s", "%s/.debug/%s", NULL };
         for (int i = 0; i < 3 && !found; i++) {
-            if (fmts[i]) snprintf(dbg, sizeof dbg, fmts[i], dir, link);
-            else if (debug_root) snprintf(dbg, sizeof dbg, "%s%s/%s", debug_root, dir, link);
+            if (fmts[i]) snprintf(dbg, dbgcap, fmts[i], dir, link);
+            else if (debug_root) snprintf(dbg, dbgcap, "%s%s/%s", debug_root, dir, link);
             else continue;
             if (strcmp(dbg, path) == 0) continue;
             if (access(dbg, R_OK) == 0 && elf_file_syms(dbg, t, NULL, 0, NULL, 0) >= 0) found = 1;
         }
     }
+    if (!found) dbg[0] = 0;
     agent_symtab_sort(t);
     return 0;
 }
@@ -294,11 +304,14 @@ void agent_module_offset(const char *path, uint64_t off, char *buf, size_t cap)
 typedef struct { uint64_t offset, vaddr, filesz; } elf_seg;
 
 typedef struct {
-    char key[160];                 /* build-id, or dev:ino:size:mtime */
+    char key[160];                 /* build-id, or file:dev:ino:size:mtime */
     agent_symtab syms;
     elf_seg *segs;
     size_t nsegs;
     int ok;                        /* readable ELF */
+    char *debug;                   /* the debug file found for it, or NULL */
+    agent_lines *lines;            /* its line tables (lines.c) */
+    int lines_tried;               /* opened, or known to have none */
 } elf_entry;
 
 typedef struct {
@@ -334,7 +347,12 @@ agent_syms *agent_syms_new(const char *debug_root)
 void agent_syms_free(agent_syms *s)
 {
     if (!s) return;
-    for (size_t i = 0; i < s->nelfs; i++) { agent_symtab_free(&s->elfs[i].syms); free(s->elfs[i].segs); }
+    for (size_t i = 0; i < s->nelfs; i++) {
+        agent_symtab_free(&s->elfs[i].syms);
+        free(s->elfs[i].segs);
+        free(s->elfs[i].debug);
+        agent_lines_free(s->elfs[i].lines);
+    }
     for (size_t i = 0; i < s->nprocs; i++) { agent_maps_free(&s->procs[i].maps); agent_symtab_free(&s->procs[i].perfmap); }
     free(s->elfs); free(s->files); free(s->procs);
     agent_symtab_free(&s->kernel);
@@ -416,9 +434,11 @@ static elf_entry *syms_elf(agent_syms *s, const char *path, const char *logical)
         elf_entry *en = &s->elfs[s->nelfs];
         memset(en, 0, sizeof *en);
         snprintf(en->key, sizeof en->key, "%s", key);
-        char err[256];
-        en->ok = elf_symtab_at(path, logical, s->debug_root, &en->syms, err, sizeof err) == 0;
+        char err[256], dbg[8704];
+        en->ok = elf_symtab_at(path, logical, s->debug_root, &en->syms, dbg, sizeof dbg,
+                               err, sizeof err) == 0;
         if (en->ok) elf_segs(path, en);
+        if (en->ok && dbg[0]) en->debug = strdup(dbg);
         s->nelfs++;
     }
     if (s->nfiles == s->capfiles) {
@@ -509,18 +529,37 @@ static elf_entry *syms_map_elf_open(agent_syms *s, pid_t pid, const agent_map *m
     return syms_elf(s, m->path, m->path);
 }
 
-void agent_syms_name(agent_syms *s, pid_t pid, uint64_t ip, int kernel,
-                     char *buf, size_t cap)
+/* The line tables of a mapped file, opened the first time a frame in it
+ * wants lines, from the file as this process sees it, or from the debug
+ * file symbols.c found for it. */
+static agent_lines *syms_map_lines(pid_t pid, const agent_map *m, elf_entry *en)
 {
+    if (en->lines_tried) return en->lines;
+    char path[4352], err[512];
+    snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pid,
+             (unsigned long long)m->start, (unsigned long long)m->end);
+    if (access(path, R_OK) != 0) snprintf(path, sizeof path, "/proc/%d/root%s", (int)pid, m->path);
+    if (access(path, R_OK) != 0) snprintf(path, sizeof path, "%s", m->path);
+    if (agent_lines_open(path, en->debug, &en->lines, err, sizeof err) < 0) en->lines = NULL;
+    en->lines_tried = 1;
+    return en->lines;
+}
+
+void agent_syms_frame(agent_syms *s, pid_t pid, uint64_t ip, int kernel, int lines,
+                      char *buf, size_t cap)
+{
+    /* names stay within what the server takes for a name, whatever cap
+     * leaves for the location */
+    size_t ncap = cap < AGENT_NAME_MAX ? cap : AGENT_NAME_MAX;
     if (kernel) {
         const char *k = syms_kernel(s, ip);
-        if (k) snprintf(buf, cap, "%s_[k]", k);
-        else snprintf(buf, cap, "[kernel]_[k]");
+        if (k) snprintf(buf, ncap, "%s_[k]", k);
+        else snprintf(buf, ncap, "[kernel]_[k]");
         agent_frame_clean(buf);
         return;
     }
     proc_entry *p = syms_proc(s, pid);
-    if (!p) { snprintf(buf, cap, "[unknown]"); return; }
+    if (!p) { snprintf(buf, ncap, "[unknown]"); return; }
     agent_map *m = (agent_map *)agent_maps_find(&p->maps, ip);
     if (!m && p->refreshed != time(NULL)) {          /* a new mapping? */
         agent_maps nm;
@@ -530,9 +569,9 @@ void agent_syms_name(agent_syms *s, pid_t pid, uint64_t ip, int kernel,
     }
     if (!m || m->path[0] != '/') {
         const char *j = syms_perfmap(p, ip);
-        if (j) snprintf(buf, cap, "%s", j);
-        else if (m && m->path[0]) snprintf(buf, cap, "%s+0x%llx", m->path, (unsigned long long)(ip - m->start));
-        else snprintf(buf, cap, "[unknown]");
+        if (j) snprintf(buf, ncap, "%s", j);
+        else if (m && m->path[0]) snprintf(buf, ncap, "%s+0x%llx", m->path, (unsigned long long)(ip - m->start));
+        else snprintf(buf, ncap, "[unknown]");
         agent_frame_clean(buf);
         return;
     }
@@ -542,8 +581,24 @@ void agent_syms_name(agent_syms *s, pid_t pid, uint64_t ip, int kernel,
         int ok;
         uint64_t va = seg_vaddr(en, off, &ok);
         const agent_sym *sym = ok ? agent_symtab_lookup(&en->syms, va) : NULL;
-        if (sym) { snprintf(buf, cap, "%s", sym->name); agent_frame_clean(buf); return; }
+        if (sym) {
+            snprintf(buf, ncap, "%s", sym->name);
+            agent_frame_clean(buf);
+            const char *file;
+            unsigned line;
+            agent_lines *l = lines ? syms_map_lines(pid, m, en) : NULL;
+            if (l && agent_lines_find(l, va, &file, &line) == 0)
+                agent_frame_locate(buf, cap, file, line, m->path,
+                                   strncmp(en->key, "file:", 5) ? en->key : "");
+            return;
+        }
     }
-    agent_module_offset(m->path, off, buf, cap);
+    agent_module_offset(m->path, off, buf, ncap);
     agent_frame_clean(buf);
+}
+
+void agent_syms_name(agent_syms *s, pid_t pid, uint64_t ip, int kernel,
+                     char *buf, size_t cap)
+{
+    agent_syms_frame(s, pid, ip, kernel, 0, buf, cap);
 }

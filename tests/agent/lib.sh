@@ -9,7 +9,8 @@
 #   FLAMEDB, AGENT   the binaries under test (absolute paths)
 #   AT_BUILD         the test programs, built once by run.sh:
 #                    workload_fp workload_dw spin_pie spin_nopie
-#                    spin_stripped (+ spin_stripped.debug) uselib libhot.so
+#                    spin_stripped (+ spin_stripped.debug) spin_nodebug
+#                    (symbols, no DWARF) uselib libhot.so
 #                    dlmain libhot_nofp.so (no frame pointers)
 #                    churn execer (fixtures/churn.c, execer.c)
 #

@@ -7,8 +7,9 @@
 #   (make agent-test runs it after the agent's unit tests)
 #
 # It first builds the test programs (tests/agent/workload.c twice: with and
-# without frame pointers; the fixtures: spin as PIE, non-PIE and stripped
-# with a .gnu_debuglink debug file, a shared library and its user, and
+# without frame pointers; the fixtures: spin as PIE, non-PIE, stripped
+# with a .gnu_debuglink debug file and without debug info (symbols, no
+# line tables), a shared library and its user, and
 # without frame pointers a program that dlopens a library, one that execs
 # another, and a process churn generator), then
 # sources every tests/agent/test_*.sh with lib.sh in a subshell and runs each
@@ -75,6 +76,9 @@ build cc -O2 -g -fno-omit-frame-pointer -fPIE -pie -o "$B/spin_stripped" "$F/spi
 build objcopy --only-keep-debug "$B/spin_stripped" "$B/spin_stripped.debug"
 build objcopy --strip-all "$B/spin_stripped"
 build objcopy --add-gnu-debuglink="$B/spin_stripped.debug" "$B/spin_stripped"
+# symbols but no debug info (no line tables): frames are names only
+build cc -O2 -g -fno-omit-frame-pointer -fPIE -pie -o "$B/spin_nodebug" "$F/spin.c"
+build objcopy --strip-debug "$B/spin_nodebug"
 build cc -O2 -g -fno-omit-frame-pointer -fPIC -shared -o "$B/libhot.so" "$F/libhot.c"
 build cc -O2 -g -fno-omit-frame-pointer -o "$B/uselib" "$F/uselib.c" -L"$B" -lhot -Wl,-rpath,"$B"
 # DWARF: a library without frame pointers, dlopen'ed after profiling starts

@@ -1,7 +1,7 @@
 /* test_agent_fsp_fda.c — thread pruning (FSP) and adaptive frequency (FDA)
  * on synthetic inputs: thread skew, ties, P = 1; the JS divergence by hand,
  * a hot-function shift that raises the frequency, a steady phase that lowers
- * it after 5 intervals, and the bounds. */
+ * it after 5 intervals, and the bounds; frames with lines count by function. */
 #include <string.h>
 
 #include "../unit/testutil.h"
@@ -105,6 +105,28 @@ static void fda_top10(void **state)
     assert_true(fabs(d.p[0] - 12.0 / 75) < 1e-12);   /* 3 + ... + 12 = 75 */
 }
 
+/* Leaf frames with locations (name US file US line ...): the lines of a
+ * function are one function, named without its location. */
+static void fda_top_by_function(void **state)
+{
+    (void)state;
+    const char *names[] = { "work_a\x1fw.c\x1f" "10\x1f/bin/w\x1f" "ab", "work_b",
+                            "work_a\x1fw.c\x1f" "11\x1f/bin/w\x1f" "ab", "work_a",
+                            "work_ab\x1fw.c\x1f" "30" };
+    uint64_t counts[] = { 30, 35, 20, 10, 5 };
+    agent_fda_dist d = dist_of(names, counts, 5);
+    assert_int_equal(d.n, 3);
+    assert_string_equal(d.name[0], "work_a");          /* 30 + 20 + 10 > 35 */
+    assert_true(fabs(d.p[0] - 0.6) < 1e-12);
+    assert_string_equal(d.name[1], "work_b");
+    assert_string_equal(d.name[2], "work_ab");         /* a prefix is another function */
+    /* so moving between lines of a function is no shift */
+    const char *other[] = { "work_a\x1fw.c\x1f" "12", "work_b", "work_ab" };
+    uint64_t oc[] = { 60, 35, 5 };
+    agent_fda_dist e = dist_of(other, oc, 3);
+    assert_true(fabs(agent_fda_jsd(&d, &e)) < 1e-12);
+}
+
 static void fda_jsd_by_hand(void **state)
 {
     (void)state;
@@ -184,6 +206,7 @@ int main(void)
         cmocka_unit_test(fsp_p1_keeps_all),
         cmocka_unit_test(fsp_single_thread),
         cmocka_unit_test(fda_top10),
+        cmocka_unit_test(fda_top_by_function),
         cmocka_unit_test(fda_jsd_by_hand),
         cmocka_unit_test(fda_shift_raises),
         cmocka_unit_test(fda_steady_lowers_after_5),

@@ -4,7 +4,11 @@
  * live processes: a PIE and a non-PIE executable, a shared library, a
  * stripped binary with its symbols in a .gnu_debuglink file, JIT code in
  * anonymous memory named by /tmp/perf-PID.map, and a process that has
- * exited (resolved from the snapshot kept of its maps). */
+ * exited (resolved from the snapshot kept of its maps).  Frames with lines
+ * (agent_syms_frame): the file and line of the symbol's code, the binary's
+ * path and build-id, for the executable, the library and the stripped
+ * binary through its debug file; names alone without line tables, for JIT,
+ * unknown and kernel frames, and when lines are not asked for. */
 #include <string.h>
 
 #include "../unit/testutil.h"
@@ -16,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../agent/agent.h"
+#include "../../storage/frame.h"
 
 static char dir[64];
 static pid_t live = -1;          /* the program under test, killed even when a test fails */
@@ -192,17 +197,25 @@ static void module_offset(void **state)
     agent_symtab_free(&t);
 }
 
+/* The GNU build-id of dir/name as readelf prints it. */
+static void readelf_build_id(const char *name, char *want, size_t cap)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "readelf -n %s/%s | awk '/Build ID/ {print $3}'", dir, name);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    want[0] = 0;
+    assert_non_null(fgets(want, (int)cap, p));
+    pclose(p);
+    want[strcspn(want, "\n")] = 0;
+}
+
 static void build_id_matches_readelf(void **state)
 {
     (void)state;
-    char path[128], cmd[256], want[128] = "", got[128];
+    char path[128], want[128] = "", got[128];
     snprintf(path, sizeof path, "%s/pie", dir);
-    snprintf(cmd, sizeof cmd, "readelf -n %s | awk '/Build ID/ {print $3}'", path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    assert_non_null(fgets(want, sizeof want, p));
-    pclose(p);
-    want[strcspn(want, "\n")] = 0;
+    readelf_build_id("pie", want, sizeof want);
     assert_true(strlen(want) == 40);
     assert_int_equal(agent_elf_build_id(path, got, sizeof got), 40);
     assert_string_equal(got, want);
@@ -277,6 +290,110 @@ static void stripped_without_debug_file(void **state)
     agent_syms_free(s);
 }
 
+/* The line (from 1) of the first line of src containing marker. */
+static unsigned line_of(const char *src, const char *marker)
+{
+    const char *at = strstr(src, marker);
+    assert_non_null(at);
+    unsigned n = 1;
+    for (const char *p = src; p < at; p++) n += *p == '\n';
+    return n;
+}
+
+/* buf is the located frame name US dir/file US line US dir/mapping US
+ * build-id of dir/binary. */
+static void assert_located(const char *buf, const char *name, const char *file, unsigned line,
+                           const char *mapping)
+{
+    frame_parts p;
+    char want[256], bid[128];
+    frame_parse(buf, (uint32_t)strlen(buf), &p);
+    if (!p.located) fail_msg("frame [%s]: no location, expected %s/%s:%u", buf, dir, file, line);
+    assert_int_equal(p.name_len, strlen(name));
+    assert_memory_equal(p.name, name, p.name_len);
+    snprintf(want, sizeof want, "%s/%s", dir, file);
+    if (p.file_len != strlen(want) || memcmp(p.file, want, p.file_len) != 0)
+        fail_msg("frame [%s]: file is not %s", buf, want);
+    assert_int_equal(p.line, line);
+    snprintf(want, sizeof want, "%s/%s", dir, mapping);
+    assert_int_equal(p.mapping_len, strlen(want));
+    assert_memory_equal(p.mapping, want, p.mapping_len);
+    readelf_build_id(mapping, bid, sizeof bid);
+    assert_int_equal(p.build_id_len, 40);
+    assert_memory_equal(p.build_id, bid, 40);
+}
+
+static void lines_live(const char *prog)
+{
+    uint64_t fn, lib, jit;
+    pid_t pid = start(prog, &fn, &lib, &jit);
+    assert_true(pid > 0);
+    agent_syms *s = agent_syms_new("/nonexistent-debug-root");
+    char buf[AGENT_FRAME_MAX];
+    agent_syms_frame(s, pid, fn + 1, 0, 1, buf, sizeof buf);
+    assert_located(buf, "target_fn", "prog.c", line_of(prog_src, "int target_fn("), prog);
+    agent_syms_frame(s, pid, lib + 2, 0, 1, buf, sizeof buf);
+    assert_located(buf, "lib_fn", "lib.c", 1, "libt.so");
+    /* not asked for: the name alone */
+    agent_syms_frame(s, pid, fn + 1, 0, 0, buf, sizeof buf);
+    assert_string_equal(buf, "target_fn");
+    agent_syms_name(s, pid, lib + 2, 0, buf, sizeof buf);
+    assert_string_equal(buf, "lib_fn");
+    /* too little room for the location: the name alone */
+    char small[24];
+    agent_syms_frame(s, pid, fn + 1, 0, 1, small, sizeof small);
+    assert_string_equal(small, "target_fn");
+    /* JIT and unknown frames: names */
+    char map[64];
+    snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)pid);
+    FILE *f = fopen(map, "w");
+    assert_non_null(f);
+    fprintf(f, "%llx 100 jitted_fn\n", (unsigned long long)jit);
+    fclose(f);
+    agent_syms_frame(s, pid, jit + 0x20, 0, 1, buf, sizeof buf);
+    assert_string_equal(buf, "jitted_fn");
+    unlink(map);
+    agent_syms_frame(s, pid, 0x10, 0, 1, buf, sizeof buf);
+    assert_string_equal(buf, "[unknown]");
+    /* the process exits: late samples keep their lines */
+    stop(pid);
+    agent_syms_frame(s, pid, fn + 1, 0, 1, buf, sizeof buf);
+    assert_located(buf, "target_fn", "prog.c", line_of(prog_src, "int target_fn("), prog);
+    agent_syms_free(s);
+}
+
+static void lines_pie(void **state) { (void)state; lines_live("pie"); }
+static void lines_nopie(void **state) { (void)state; lines_live("nopie"); }
+static void lines_stripped_debuglink(void **state) { (void)state; lines_live("stripped"); }
+
+/* Symbols but no DWARF (strip --strip-debug), and no symbols at all: the
+ * names alone, as before lines. */
+static void lines_without_debug_info(void **state)
+{
+    (void)state;
+    assert_int_equal(run("cd %s && cp pie nodebug && strip --strip-debug nodebug && "
+                         "cp stripped bare2 && objcopy --remove-section=.gnu_debuglink bare2", dir), 0);
+    uint64_t fn, lib, jit;
+    pid_t pid = start("nodebug", &fn, &lib, &jit);
+    assert_true(pid > 0);
+    agent_syms *s = agent_syms_new("/nonexistent-debug-root");
+    char buf[AGENT_FRAME_MAX];
+    agent_syms_frame(s, pid, fn + 1, 0, 1, buf, sizeof buf);
+    assert_string_equal(buf, "target_fn");
+    agent_syms_frame(s, pid, lib + 2, 0, 1, buf, sizeof buf);   /* the library has -g */
+    assert_located(buf, "lib_fn", "lib.c", 1, "libt.so");
+    stop(pid);
+    agent_syms_free(s);
+    pid = start("bare2", &fn, &lib, &jit);
+    assert_true(pid > 0);
+    s = agent_syms_new("/nonexistent-debug-root");
+    agent_syms_frame(s, pid, fn + 1, 0, 1, buf, sizeof buf);
+    assert_true(strncmp(buf, "bare2+0x", 8) == 0);
+    assert_null(strchr(buf, FRAME_SEP));
+    stop(pid);
+    agent_syms_free(s);
+}
+
 static void kernel_frames(void **state)
 {
     (void)state;
@@ -290,7 +407,7 @@ static void kernel_frames(void **state)
         if (sscanf(line, "%llx %c %255s", &addr, &type, sym) == 3 && addr && (type == 'T' || type == 't'))
             break;
     free(text);
-    char name[300], want[300];
+    char name[AGENT_FRAME_MAX], want[300];
     agent_syms_name(s, 1, addr, 1, name, sizeof name);
     if (addr) {
         snprintf(want, sizeof want, "%s_[k]", sym);
@@ -298,6 +415,9 @@ static void kernel_frames(void **state)
     } else {
         assert_string_equal(name, "[kernel]_[k]");
     }
+    /* kernel frames never carry a location */
+    agent_syms_frame(s, 1, addr, 1, 1, name, sizeof name);
+    assert_string_equal(name, addr ? want : "[kernel]_[k]");
     agent_syms_free(s);
 }
 
@@ -313,6 +433,10 @@ int main(void)
         cmocka_unit_test_teardown(resolve_nopie, reap),
         cmocka_unit_test_teardown(resolve_stripped_debuglink, reap),
         cmocka_unit_test_teardown(stripped_without_debug_file, reap),
+        cmocka_unit_test_teardown(lines_pie, reap),
+        cmocka_unit_test_teardown(lines_nopie, reap),
+        cmocka_unit_test_teardown(lines_stripped_debuglink, reap),
+        cmocka_unit_test_teardown(lines_without_debug_info, reap),
         cmocka_unit_test_teardown(kernel_frames, reap),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

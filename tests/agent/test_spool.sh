@@ -2,7 +2,8 @@
 # test_spool.sh — the server is unreachable for several intervals; the agent
 # keeps running, spools to --spool, and once the server is back (same port,
 # same data directory) every interval arrives: the number of profiles stored
-# for the service equals the number of intervals the agent ran.
+# for the service equals the number of intervals the agent ran.  The spool
+# keeps what the push sends: frames with lines and locations=1 (issue 15).
 
 SP_INTERVAL=2
 SP_DURATION=12    # 6 intervals
@@ -18,7 +19,7 @@ spool_files() { find "$1" -type f 2>/dev/null | wc -l; }
 
 # run_outage SERVICE DOWN_AT_START
 run_outage() {
-    local svc=$1 down_at_start=$2 spool n tries
+    local svc=$1 down_at_start=$2 spool n tries f
     spool="$AT_TMP/spool"
     start_server
     start_workload "$AT_BUILD/workload_fp" $((SP_DURATION + 10)) 1
@@ -40,6 +41,12 @@ run_outage() {
         die "$svc: the agent exited while the server was down (it must keep running); log: $(agent_log_tail)"
     n=$(spool_files "$spool")
     assert_ge "$svc: files in --spool while the server is down" 1 "$n"
+    # the spooled profile is the push: its URL says locations=1, its
+    # frames carry them
+    f=$(find "$spool" -type f | head -1)
+    assert_contains "$svc: spooled URL" "$(head -1 "$f")" "&locations=1"
+    grep -q $'work_a\x1f[^;]*/workload.c\x1f[0-9]' "$f" ||
+        fail "$svc: no located work_a frame in the spooled profile $f"
     restart_server                   # same port, same data directory
     wait_agent 60
     require_agent_ok
@@ -48,6 +55,11 @@ run_outage() {
         $((SP_DURATION / SP_INTERVAL)) "$n" ||
         fail "  agent log: $(agent_log_tail)"
     assert_eq "$svc: spool empty after replay" 0 "$(spool_files "$spool")"
+    # replayed with their lines
+    n=$(curl -sS -G "$BASE/api/v1/query" --data-urlencode "query={service=\"$svc\"}" \
+        -d from=now-1h -d lines=1 -d max_nodes=0 |
+        jq '[.. | objects | select(.name? == "work_a" and ((.file // "") | endswith("/workload.c")))] | length')
+    assert_ge "$svc: work_a nodes with their file after replay" 1 "$n"
 }
 
 test_server_down_at_start() {
