@@ -3,7 +3,12 @@
  * Manhattan distance and Jensen-Shannon divergence between units over the
  * k functions that weigh most.  Units are windows of time, each compared
  * with the previous non-empty one, or groups, each compared with the merge
- * of the whole query (outliers first).  The summary says whether every
+ * of the whole query, outliers first: ranked by how many times the distance
+ * exceeds what sampling alone would give the group's number of samples
+ * (manhattan_z = manhattan / manhattan_noise, see query_manhattan_noise),
+ * so a group of two samples far from the whole does not hide a group of
+ * ten thousand that moved; groups whose samples are unknown come last, by
+ * distance.  The summary says whether every
  * comparison stayed within max_manhattan and max_jsd. */
 #include <math.h>
 #include <stdlib.h>
@@ -61,15 +66,19 @@ done:
     return out;
 }
 
-typedef struct { double m; size_t i; } by_m;
+typedef struct { double z, m; size_t i; } by_m;
 
+/* z descending (null z last), then distance descending (null last). */
 static int by_m_desc(const void *a, const void *b)
 {
-    double x = ((const by_m *)a)->m, y = ((const by_m *)b)->m;
-    if (x != x) return y != y ? 0 : 1; /* null last */
-    if (y != y) return -1;
-    if (x != y) return x > y ? -1 : 1;
-    return (((const by_m *)a)->i > ((const by_m *)b)->i) - (((const by_m *)a)->i < ((const by_m *)b)->i);
+    const by_m *p = a, *q = b;
+    int pn = p->z != p->z, qn = q->z != q->z;
+    if (pn != qn) return pn - qn;
+    if (!pn && p->z != q->z) return p->z > q->z ? -1 : 1;
+    pn = p->m != p->m, qn = q->m != q->m;
+    if (pn != qn) return pn - qn;
+    if (!pn && p->m != q->m) return p->m > q->m ? -1 : 1;
+    return (p->i > q->i) - (p->i < q->i);
 }
 
 json_t *query_stability_groups_json(store_reader *r, const query_group_by *by, const query_group *groups,
@@ -78,25 +87,35 @@ json_t *query_stability_groups_json(store_reader *r, const query_group_by *by, c
 {
     query_fprofile *u = NULL, all;
     if (query_fprofile_build(r, whole, &all)) return NULL;
-    double *ent = malloc((n ? n : 1) * 3 * sizeof *ent), *man = ent + n, *jsd = man + n;
+    double *ent = malloc((n ? n : 1) * 4 * sizeof *ent), *man = ent + n, *jsd = man + n, *noise = jsd + n;
     by_m *order = malloc((n ? n : 1) * sizeof *order);
+    uint32_t *K = malloc((k ? k : 1) * sizeof *K);
     json_t *arr = json_array(), *out = NULL;
-    if (!ent || !order || !arr || query_group_profiles(r, groups, n, from_ms, until_ms, whole->unit, &u)) goto done;
+    if (!ent || !order || !K || !arr || query_group_profiles(r, groups, n, from_ms, until_ms, whole->unit, &u))
+        goto done;
     for (size_t g = 0; g < n; g++) {
-        ent[g] = man[g] = jsd[g] = NAN;
+        ent[g] = man[g] = jsd[g] = noise[g] = NAN;
         if (u[g].total > 0) {
             ent[g] = query_entropy(&u[g].d);
             if (query_distances(r, &u[g].d, &all.d, k, &man[g], &jsd[g])) goto done;
+            if (!u[g].samples_unknown) {
+                size_t nk = query_top_k(&u[g].d, &all.d, k, query_fn_name, r, K);
+                noise[g] = query_manhattan_noise(&all.d, K, nk, u[g].samples);
+            }
         }
-        order[g] = (by_m){ man[g], g };
+        double z = noise[g] > 0 ? man[g] / noise[g] : NAN;
+        order[g] = (by_m){ z, man[g], g };
     }
     qsort(order, n, sizeof *order, by_m_desc);
     for (size_t q = 0; q < n; q++) {
         size_t g = order[q].i;
-        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:o,s:o,s:o}", "labels", query_group_labels_json(by, &groups[g]),
-                              "profiles", (json_int_t)u[g].profiles, "total", query_fprofile_total_json(&u[g]), "samples",
-                              query_samples_json(u[g].samples, u[g].samples_unknown), "entropy", query_real_or_null(ent[g]), "manhattan",
-                              query_real_or_null(man[g]), "jsd", query_real_or_null(jsd[g]));
+        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "labels",
+                              query_group_labels_json(by, &groups[g]), "profiles", (json_int_t)u[g].profiles, "total",
+                              query_fprofile_total_json(&u[g]), "samples",
+                              query_samples_json(u[g].samples, u[g].samples_unknown), "entropy",
+                              query_real_or_null(ent[g]), "manhattan", query_real_or_null(man[g]), "manhattan_noise",
+                              query_real_or_null(noise[g]), "manhattan_z", query_real_or_null(order[q].z), "jsd",
+                              query_real_or_null(jsd[g]));
         if (!e || json_array_append_new(arr, e)) goto done;
     }
     out = json_pack("{s:O,s:o}", "groups", arr, "summary", summary_json(ent, man, jsd, n, max_m, max_jsd));
@@ -104,6 +123,7 @@ done:
     json_decref(arr);
     free(ent);
     free(order);
+    free(K);
     query_units_free(u, n);
     query_fprofile_free(&all);
     return out;

@@ -162,6 +162,17 @@ double query_manhattan(const query_dist *x, const query_dist *y, const uint32_t 
     return m;
 }
 
+double query_manhattan_noise(const query_dist *ref, const uint32_t *K, size_t nk, uint64_t n)
+{
+    if (!n) return NAN;
+    double s = 0;
+    for (size_t i = 0; i < nk; i++) {
+        double p = query_dist_get(ref, K[i]);
+        s += sqrt(p * (1 - p));
+    }
+    return s * sqrt(2.0 / (M_PI * (double)n));
+}
+
 /* p * log2(p / m), 0 when p is 0. */
 static double kl_term(double p, double m)
 {

@@ -47,6 +47,13 @@ size_t query_top_k(const query_dist *x, const query_dist *y, size_t k, query_nam
 /* Manhattan distance over K: sum |pX(f) - pY(f)|, in [0, 2]. */
 double query_manhattan(const query_dist *x, const query_dist *y, const uint32_t *K, size_t nk);
 
+/* The Manhattan distance over K that sampling alone gives a sample of n
+ * drawn from ref: sum over f in K of E|p^(f) - p(f)| ~ sqrt(2 p (1 - p) /
+ * (pi n)) (each share normal around p); NaN when n is 0.  An
+ * approximation for small n, which is what it is for: telling a distance
+ * that n samples explain from one they do not. */
+double query_manhattan_noise(const query_dist *ref, const uint32_t *K, size_t nk, uint64_t n);
+
 /* Jensen-Shannon divergence (base 2, in [0, 1]) of X and Y renormalized
  * over K; 1 when either side has no mass on K (also when K is empty). */
 double query_jsd(const query_dist *x, const query_dist *y, const uint32_t *K, size_t nk);

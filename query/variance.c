@@ -3,7 +3,15 @@
  * total and s_f,u the self value of function f in it,
  *   contribution(f) = Cov(s_f, T) / Var(T)     (population moments)
  * which sums to 1 over all functions, since the s_f add up to T.  The k
- * largest contributions are answered; they are null when Var(T) = 0. */
+ * largest contributions are answered; they are null when Var(T) = 0.
+ *
+ * Each contribution carries its sampling error (issue 15: numbers with the
+ * samples behind them): a unit's s_f,u is T_u times a share estimated from
+ * its n_u samples, with variance T_u^2 p (1 - p) / n_u; the contribution
+ * is linear in the s_f,u with weights (T_u - mean T) / (N Var(T)), so
+ *   se(f)^2 = sum_u T_u^2 p_u (1 - p_u) / n_u (T_u - mean T)^2 / (sum_u (T_u - mean T)^2)^2
+ * (the totals taken as given).  null when a unit does not know its samples.
+ * Values of gauges are the units' averages (divided by their divisor). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +36,22 @@ static int u32_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The sampling error of a function's contribution (see the top); NaN when
+ * a unit's samples are unknown or Var(T) is 0. */
+static double contribution_se(const query_fprofile *u, const double *T, const double *s, size_t n)
+{
+    double mean = query_mean(T, n), den = 0, num = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = T[i] - mean;
+        den += d * d;
+        if (u[i].samples_unknown) return NAN;
+        if (T[i] <= 0 || !u[i].samples) continue;
+        double p = s[i] / T[i];
+        num += T[i] * T[i] * p * (1 - p) / (double)u[i].samples * d * d;
+    }
+    return den > 0 ? sqrt(num) / den : NAN;
+}
+
 json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, size_t k)
 {
     /* The union of the units' functions. */
@@ -41,7 +65,7 @@ json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, 
     for (size_t i = 0; i < n; i++) {
         memcpy(fns + nf, u[i].f.fn, u[i].f.n * sizeof *fns);
         nf += u[i].f.n;
-        T[i] = (double)u[i].total;
+        T[i] = (double)u[i].total / (double)(u[i].divisor ? u[i].divisor : 1);
     }
     qsort(fns, nf, sizeof *fns, u32_cmp);
     size_t uniq = 0;
@@ -60,7 +84,7 @@ json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, 
                 if (qf->fn[mid] < fns[f]) lo = mid + 1;
                 else hi = mid;
             }
-            s[i] = lo < qf->n && qf->fn[lo] == fns[f] ? (double)qf->self[lo] : 0;
+            s[i] = lo < qf->n && qf->fn[lo] == fns[f] ? (double)qf->self[lo] / (double)(u[i].divisor ? u[i].divisor : 1) : 0;
         }
         vars[f] = (fn_var){ query_contribution(s, T, n), query_mean(s, n), fns[f], f, r };
     }
@@ -71,10 +95,12 @@ json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, 
             const query_functions *qf = &u[i].f;
             s[i] = 0;
             for (size_t j = 0; j < qf->n; j++)
-                if (qf->fn[j] == vars[q].fn) s[i] = (double)qf->self[j];
+                if (qf->fn[j] == vars[q].fn) s[i] = (double)qf->self[j] / (double)(u[i].divisor ? u[i].divisor : 1);
         }
-        json_t *e = json_pack("{s:s,s:o,s:f,s:f}", "name", store_string(r, vars[q].fn, NULL), "contribution",
-                              query_real_or_null(vars[q].c), "mean", query_mean(s, n), "variance", query_var(s, n));
+        json_t *e = json_pack("{s:s,s:o,s:o,s:f,s:f}", "name", store_string(r, vars[q].fn, NULL), "contribution",
+                              query_real_or_null(vars[q].c), "contribution_se",
+                              query_real_or_null(contribution_se(u, T, s, n)), "mean", query_mean(s, n), "variance",
+                              query_var(s, n));
         if (!e || json_array_append_new(arr, e)) goto done;
     }
     out = json_pack("{s:I,s:o,s:o,s:O}", "units", (json_int_t)n, "mean", query_real_or_null(query_mean(T, n)),

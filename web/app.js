@@ -336,7 +336,7 @@ function renderGroups(stab, answers) {
   const has = !!stab;
   $('#groups').hidden = !has;
   $('#groups-note').innerHTML = has
-    ? `Each group against the merge of the whole query, outliers (largest Manhattan distance) first. Tick groups to see their flamegraphs.`
+    ? `Each group against the merge of the whole query, outliers first: ranked by how far its Manhattan distance exceeds what its number of samples explains by chance (a group of a few samples far off does not hide a large one that moved). Tick groups to see their flamegraphs.`
     : 'Pick a <b>group by</b> label to compare its groups against the whole.';
   $('#groups-graphs').textContent = '';
   miniGraphs.length = 0;

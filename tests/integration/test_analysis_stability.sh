@@ -109,7 +109,7 @@ test_stability_group_by() {
     get /api/v1/stability 'query=sg{}' group_by=host from=$t until=$((t + 120))
     assert_status "stability group_by" 200
     assert_json "head" '"\(.type) \(.from) \(.until) \(has("windows"))"' "cpu $t $((t + 120)) false"
-    assert_json "groups by manhattan desc" \
+    assert_json "groups by manhattan_z desc (here the same order as by distance)" \
         '[.groups[]|"\(.labels|tojson) \(.profiles) \(.total) \(.samples) \(.entropy)"]|join(",")' \
         '{"host":"h3"} 1 20 20 0,{"host":"h2"} 1 30 30 0,{"host":"h1"} 1 20 20 1'
     local h3 h2 h1
@@ -168,4 +168,33 @@ test_stability_refusals() {
     assert_error "bad selector" 400 "query"
     get /api/v1/stability until=yesterday
     assert_error "bad until" 400 "until"
+}
+
+# Outliers first means "moved more than its samples explain": a group of 2
+# samples far from the whole (Manhattan 0.8) ranks below groups of 10,000
+# that moved 0.2, which no chance explains (issue 15: statistics use the
+# number of samples).  manhattan_noise is sqrt(2/(pi n)) sum sqrt(p(1-p)).
+test_stability_groups_ranked_by_noise() {
+    start_server
+    local t=$(( $(now) - 3000 ))
+    put "service=sz&host=s&from=$t&until=$((t + 10))" $'a 1\nb 1\n'
+    put "service=sz&host=l1&from=$t&until=$((t + 10))" $'a 8000\nb 2000\n'
+    put "service=sz&host=l2&from=$t&until=$((t + 10))" $'a 10000\n'
+    get /api/v1/stability 'query=sz{}' group_by=host from=$t until=$((t + 120))
+    assert_status "stability group_by" 200
+    assert_json "the 2-sample group is last" '.groups[-1]|"\(.labels.host) \(.samples)"' 's 2'
+    assert_json "though its distance is the largest" '[.groups[].manhattan]|max == (.[-1])' 'true'
+    local want
+    want=$(awk 'BEGIN { a = 18001 / 20002; b = 2001 / 20002;
+                        printf "%.6f", (sqrt(a * (1 - a)) + sqrt(b * (1 - b))) * sqrt(2 / (3.141592653589793 * 2)) }')
+    assert_eq "noise of 2 samples" "$want" "$(jqb '.groups[-1].manhattan_noise * 1000000 | round / 1000000 | tostring | .[0:8]')"
+    assert_json "z = distance / noise" '.groups[-1]|((.manhattan / .manhattan_noise) - .manhattan_z)|fabs < 1e-9' 'true'
+    # values in bytes: samples unknown, no noise, no z; ranked by distance
+    put "service=sb&host=x&unit=bytes&from=$t&until=$((t + 10))" $'a 5\nb 5\n'
+    put "service=sb&host=y&unit=bytes&from=$t&until=$((t + 10))" $'a 30\n'
+    get /api/v1/stability 'query=sb{}' group_by=host from=$t until=$((t + 120))
+    assert_json "samples unknown: no noise, no z, by distance" \
+        '[.groups[]|"\(.labels.host) \(.samples) \(.manhattan_noise) \(.manhattan_z)"]|join(",")' \
+        'x null null null,y null null null'
+    assert_json "by distance" '.groups[0].manhattan > .groups[1].manhattan' 'true'
 }

@@ -99,11 +99,20 @@ test_variance_windows() {
     assert_near "m contribution (never a leaf)" 0 "$(jqb '.functions[1].contribution')" 1e-9
     assert_near "b contribution" -1 "$(jqb '.functions[2].contribution')" 1e-9
     assert_near "contributions sum to 1" 1 "$(jqb '[.functions[].contribution]|add')" 1e-9
+    # a's sampling error: sum T^2 p(1-p)/n (T - 50)^2 / (sum (T - 50)^2)^2, n = T samples
+    assert_near "a contribution_se" \
+        "$(awk 'BEGIN { printf "%.17g", sqrt(40 * 0.25 * 0.75 * 100 + 60 * (50 / 60) * (10 / 60) * 100) / 200 }')" \
+        "$(jqb '.functions[0].contribution_se')" 1e-9
     assert_json "a mean" '.functions[0].mean' 30
     assert_near "a variance" "$(awk 'BEGIN { printf "%.17g", 800/3 }')" "$(jqb '.functions[0].variance')" 1e-9
     assert_json "b mean" '.functions[2].mean' 20
     get /api/v1/variance 'query=vw{}' step=60 k=1 "${range[@]}"
     assert_json "k=1" '[.functions[].name]|join(",")' 'a'
+    # values in bytes: samples unknown, so no sampling error
+    put "service=vbytes&unit=bytes&from=$t&until=$((t + 10))" $'m;a 10\nm;b 30\n'
+    put "service=vbytes&unit=bytes&from=$((t + 60))&until=$((t + 70))" $'m;a 30\nm;b 20\n'
+    get /api/v1/variance 'query=vbytes{}' step=60 "${range[@]}"
+    assert_json "no contribution_se without samples" '[.functions[].contribution_se]|unique|map(tostring)|join(",")' 'null'
     get /api/v1/variance 'query=vw{}' "${range[@]}"
     assert_json "default step 60" '"\(.units) \(.step)"' '3 60'
 

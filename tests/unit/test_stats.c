@@ -151,6 +151,33 @@ static void test_top_k_skips_zero_shares(void **state)
 
 /* ---- distances ---------------------------------------------------------- */
 
+/* The Manhattan distance sampling alone gives n samples drawn from ref:
+ * by hand for p = 0.25, 0.75; a simulation agrees (the normal
+ * approximation is close at n = 400); no samples, no noise. */
+static void test_manhattan_noise(void **state)
+{
+    (void)state;
+    uint32_t fn[2] = { 1, 2 };
+    uint64_t v[2] = { 1, 3 };
+    query_dist ref = dist(fn, v, 2);
+    double want = 2 * sqrt(0.25 * 0.75) * sqrt(2 / (M_PI * 400));
+    assert_true(fabs(query_manhattan_noise(&ref, fn, 2, 400) - want) < 1e-12);
+    assert_true(isnan(query_manhattan_noise(&ref, fn, 2, 0)));
+    /* simulate: 2000 groups of 400 draws at p = 0.25 */
+    unsigned seed = 7;
+    double sum = 0;
+    for (int g = 0; g < 2000; g++) {
+        int hits = 0;
+        for (int i = 0; i < 400; i++) {
+            seed = seed * 1103515245 + 12345;
+            hits += ((seed >> 16) & 0x7fff) < 0x8000 / 4;
+        }
+        sum += 2 * fabs(hits / 400.0 - 0.25);
+    }
+    assert_true(fabs(sum / 2000 - want) < 0.1 * want);
+    query_dist_free(&ref);
+}
+
 static void test_identical(void **state)
 {
     (void)state;
@@ -493,6 +520,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dist_from_values),
         cmocka_unit_test(test_entropy),
+        cmocka_unit_test(test_manhattan_noise),
         cmocka_unit_test(test_top_k_ties_by_name),
         cmocka_unit_test(test_top_k_larger_than_union),
         cmocka_unit_test(test_top_k_skips_zero_shares),
