@@ -55,7 +55,8 @@ typedef struct {
     const char *want;       /* the unit to merge, or NULL: take the first seen */
     unit_count units[16];
     int n_units;
-    int failed;
+    int failed;             /* 1 undecodable, 2 out of memory, 3 values past 2^63 */
+    uint64_t planned;       /* sum of the values of the blocks taken, weighted */
     size_t cur;             /* index in the set of the series being scanned */
     /* Gauges (averaged over time): a gauge block of series i weighs
      * gauge_scale[i], a counter block counter_scale; NULL / 1 when the
@@ -119,6 +120,15 @@ static int add_block(const store_block *b, void *arg)
     }
     if (strcmp(unit, c->want) != 0) return 0;
     w *= b->gauge ? (c->gauge_scale ? c->gauge_scale[c->cur] : 1) : (c->counter_scale ? c->counter_scale : 1);
+    /* Every node's value is at most the grand total: checking the sum of
+     * the blocks (one multiply and add a block, not a pair) keeps every
+     * value below 2^63, exact as a JSON integer. */
+    uint64_t v;
+    if (__builtin_mul_overflow(b->counts, w, &v) || __builtin_add_overflow(c->planned, v, &c->planned) ||
+        c->planned > (uint64_t)INT64_MAX) {
+        c->failed = 3;
+        return 1;
+    }
     if (c->n_pending == c->cap_pending) {
         size_t cap = c->cap_pending ? c->cap_pending * 2 : 256;
         pending_block *np = realloc(c->pending, cap * sizeof *np);
@@ -342,7 +352,7 @@ static int merge_pass(store_reader *r, const query_series_set *set, int64_t from
             uint64_t before = t->profiles;
             c->cur = i;
             store_part_scan_merged(r, parts[k], set->series[i], from_ms, until_ms, add_block, c);
-            if (c->failed) rc = c->failed == 2 ? -2 : -1;
+            if (c->failed) rc = c->failed == 2 ? -2 : c->failed == 3 ? -3 : -1;
             if (t->profiles > before) seen[i] = 1;
         }
         if (!rc) rc = accumulate_pending(c, nl);
@@ -513,6 +523,11 @@ oom:
 failed:
     if (mrc == -2) goto oom;
     query_tree_free(out);
+    if (mrc == -3) {
+        snprintf(err, errlen, "the profiles of this range add up to more than 2^63 %s: too much for exact "
+                 "integers; narrow the range or the selector", unit ? unit : "in their unit");
+        return QUERY_ETOOBIG;
+    }
     snprintf(err, errlen, "a stored profile could not be decoded (damaged data file?)");
     return -1;
 }

@@ -130,6 +130,9 @@ void query_merge_parallel(unsigned threads, uint64_t min_pairs);
 
 int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
                 int64_t until_ms, query_tree *out, char *err, size_t errlen);
+/* query_merge's answer when the values would pass 2^63 (exact integers no
+ * more): the client should narrow the range; -1 is any other failure. */
+#define QUERY_ETOOBIG (-2)
 /* The same in a given unit (profiles in other units left out and listed):
  * windows and groups of one answer share the answer's unit. */
 int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,

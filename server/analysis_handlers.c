@@ -79,8 +79,9 @@ static int side_merge(srv_request *rq, store_reader *r, side *s)
 {
     char err[256];
     if (side_resolve(rq, r, s)) return -1;
-    if (query_merge(r, &s->set, s->from, s->until, &s->tree, err, sizeof err)) {
-        srv_reply_error(rq, 500, "%s", err);
+    int mrc;
+    if ((mrc = query_merge(r, &s->set, s->from, s->until, &s->tree, err, sizeof err))) {
+        srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
         return -1;
     }
     s->have_tree = 1;
@@ -136,10 +137,11 @@ static merged_group *merge_groups(srv_request *rq, store_reader *r, const query_
     }
     for (size_t i = 0; i < n; i++) {
         m[i].i = i;
-        if (query_merge(r, &g[i].set, from, until, &m[i].tree, err, sizeof err)) {
+        int mrc;
+        if ((mrc = query_merge(r, &g[i].set, from, until, &m[i].tree, err, sizeof err))) {
             for (size_t j = 0; j < i; j++) query_tree_free(&m[j].tree);
             free(m);
-            srv_reply_error(rq, 500, "%s", err);
+            srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
             return NULL;
         }
     }

@@ -127,8 +127,9 @@ enum MHD_Result srv_handle_hotspots(srv_request *rq)
     }
     for (size_t i = 0; i < ng; i++) {
         query_tree tree;
-        if (query_merge(r, &g[i].set, from, until, &tree, err, sizeof err)) {
-            res = srv_reply_error(rq, 500, "%s", err);
+        int mrc;
+        if ((mrc = query_merge(r, &g[i].set, from, until, &tree, err, sizeof err))) {
+            res = srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
             goto out_groups;
         }
         int rc = put_group(&t, r, &by, &g[i], &tree, (size_t)k);

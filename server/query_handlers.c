@@ -93,8 +93,9 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
     }
     for (; merged < ng; merged++) {
         gt[merged].i = merged;
-        if (query_merge(r, &g[merged].set, from, until, &gt[merged].tree, err, sizeof err)) {
-            res = srv_reply_error(rq, 500, "%s", err);
+        int mrc;
+        if ((mrc = query_merge(r, &g[merged].set, from, until, &gt[merged].tree, err, sizeof err))) {
+            res = srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
             goto out;
         }
     }
@@ -202,8 +203,9 @@ enum MHD_Result srv_handle_query(srv_request *rq)
         res = reply_groups(rq, r, &set, &by, from, until, (size_t)max_nodes, speedscope, &ext);
         goto out_set;
     }
-    if (query_merge(r, &set, from, until, &t, err, sizeof err)) {
-        res = srv_reply_error(rq, 500, "%s", err);
+    int mrc;
+    if ((mrc = query_merge(r, &set, from, until, &t, err, sizeof err))) {
+        res = srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
         goto out_set;
     }
     if (pprof) {

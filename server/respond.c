@@ -69,6 +69,11 @@ enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ..
     return srv_reply_json(rq, status, o);
 }
 
+int srv_status_of_merge(int rc)
+{
+    return rc == QUERY_ETOOBIG ? 422 : 500;
+}
+
 int srv_status_of_store(store_status ss)
 {
     switch (ss) {

@@ -90,6 +90,9 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
                                 void *data, size_t len, int must_free);
 /* Maps a storage status to an HTTP status. */
 int srv_status_of_store(store_status ss);
+/* The HTTP status of a failed query_merge: 422 when the answer's values
+ * would pass 2^63 (QUERY_ETOOBIG: narrow the range), else 500. */
+int srv_status_of_merge(int rc);
 
 /* cors.c: CORS for browser clients (--cors-origin). */
 /* Validates ORIGIN, adds it in its canonical form; answers 0, or -1 with a

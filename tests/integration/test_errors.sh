@@ -266,3 +266,20 @@ test_errors_costly_regexes() {
     assert_status "what RE2 runs in linear time" 200
     assert_json "and matches" '.total' '1'
 }
+
+# Totals past 2^63 (1,025 profiles of 2^53 - 1 ns) answered 422 with what to
+# do, not a negative number (issue 12).
+test_errors_totals_past_2_63() {
+    start_server
+    local t=$(( $(now) - 1800 )) i
+    for i in $(seq 0 1024); do
+        printf 'main;a 9007199254740991\n' | curl -sf -o /dev/null --data-binary @- \
+            "$BASE/api/v1/ingest?service=big&unit=nanoseconds&from=$((t + i))&until=$((t + i + 1))" ||
+            fail "push $i"
+    done
+    query 'big{}' "from=$t" "until=$((t + 1100))"
+    assert_error "1025 x (2^53 - 1)" 422 "2^63" "narrow the range"
+    query 'big{}' "from=$t" "until=$((t + 1000))"
+    assert_status "1000 of them fit" 200
+    assert_json "exact" '.total' "$((9007199254740991 * 1000))"
+}

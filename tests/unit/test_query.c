@@ -503,6 +503,32 @@ static void test_located_frames_merge_by_function(void **state)
 #undef US
 }
 
+/* Values past 2^63 are refused, not wrapped: one profile of 2^62 merges,
+ * two and a half of them (2^63 + 2^61) answer QUERY_ETOOBIG with a message
+ * that says what to do (issue 12: totals went negative, then wrapped). */
+static void test_totals_past_2_63_refused(void **state)
+{
+    (void)state;
+    const int64_t h = 1795500000000LL;
+    put("huge", "cpu", "h1", h, 0, "samples", "k 4611686018427387904\n");
+    answer a;
+    ask(&a, "huge{}", h, h + 3600000);
+    assert_int_equal(a.t.grand_total, UINT64_C(4611686018427387904));
+    done(&a);
+    put("huge", "cpu", "h1", h + 10000, 0, "samples", "k 4611686018427387904\n");
+    put("huge", "cpu", "h1", h + 20000, 0, "samples", "j 2305843009213693952\n");
+    char err[256];
+    assert_int_equal(store_reader_begin(st, &a.r), STORE_OK);
+    if (query_selector_parse("huge{}", &a.sel, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(query_resolve(a.r, &a.sel, h, h + 3600000, &a.set, err, sizeof err), 0);
+    assert_int_equal(query_merge(a.r, &a.set, h, h + 3600000, &a.t, err, sizeof err), QUERY_ETOOBIG);
+    assert_non_null(strstr(err, "2^63"));
+    assert_non_null(strstr(err, "narrow the range"));
+    query_series_set_free(&a.set);
+    query_selector_free(&a.sel);
+    store_reader_end(a.r);
+}
+
 /* A merge split across threads answers exactly as on one: profiles on both
  * sides of a day (partition) boundary, three series, rates and units,
  * rollups on and off. */
@@ -609,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_delete_takes_rollups),
         cmocka_unit_test(test_gauges_average_over_time),
         cmocka_unit_test(test_located_frames_merge_by_function),
+        cmocka_unit_test(test_totals_past_2_63_refused),
         cmocka_unit_test(test_parallel_merge_answers_the_same),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
