@@ -63,18 +63,6 @@ static unsigned line_of(const char *src, const char *marker)
     return n;
 }
 
-static int run(const char *fmt, ...)
-{
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc != 0) print_error("command failed (%d): %s\n", rc, cmd);
-    return rc;
-}
-
 static int write_file(const char *name, const char *text)
 {
     char path[128];
@@ -92,10 +80,10 @@ static int setup(void **state)
     if (!mkdtemp(dir)) return -1;
     if (write_file("hot.h", hot_h) || write_file("prog.c", prog_c)) return -1;
     /* non-PIE: symbol values are the addresses */
-    if (run("cd %s && cc -O2 -g -fno-pie -no-pie -o prog prog.c", dir)) return -1;
-    if (run("cd %s && cc -O2 -fno-pie -no-pie -o nodebug prog.c", dir)) return -1;
-    if (run("cd %s && objcopy --remove-section=.debug_aranges prog noaranges", dir)) return -1;
-    if (run("cd %s && cp prog stripped && objcopy --only-keep-debug stripped stripped.debug && "
+    if (test_run("cd %s && cc -O2 -g -fno-pie -no-pie -o prog prog.c", dir)) return -1;
+    if (test_run("cd %s && cc -O2 -fno-pie -no-pie -o nodebug prog.c", dir)) return -1;
+    if (test_run("cd %s && objcopy --remove-section=.debug_aranges prog noaranges", dir)) return -1;
+    if (test_run("cd %s && cp prog stripped && objcopy --only-keep-debug stripped stripped.debug && "
             "strip --strip-all stripped && objcopy --add-gnu-debuglink=stripped.debug stripped", dir))
         return -1;
     return 0;
@@ -104,7 +92,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    return run("rm -rf '%s'", dir);
+    return test_run("rm -rf '%s'", dir);
 }
 
 /* The address and size of a function in prog's symbol table. */
@@ -167,6 +155,18 @@ static unsigned check_range(agent_lines *l, const char *fn, unsigned first, unsi
     return distinct;
 }
 
+/* outer holds inlined code: its lines are its call site's; main lives in
+ * .text.startup (a CU with DW_AT_ranges, not low/high pc). */
+static void check_outer_and_main(agent_lines *l)
+{
+    int seen;
+    check_range(l, "outer", line_of(prog_c, "OUTER_BEGIN"), line_of(prog_c, "OUTER_END"),
+                line_of(prog_c, "CALL_LINE"), &seen);
+    assert_true(seen);                 /* the inlined loop: its call site */
+    check_range(l, "main", line_of(prog_c, "int main"), line_of(prog_c, "return 0") + 1,
+                0, &seen);
+}
+
 static void check_binary(const char *name)
 {
     agent_lines *l = open_lines(name, NULL);
@@ -175,12 +175,7 @@ static void check_binary(const char *name)
                              line_of(prog_c, "s = s * 31"), &seen);
     assert_true(n >= 2);               /* a line table, not one line per function */
     assert_true(seen);                 /* the loop's body has its own line */
-    check_range(l, "outer", line_of(prog_c, "OUTER_BEGIN"), line_of(prog_c, "OUTER_END"),
-                line_of(prog_c, "CALL_LINE"), &seen);
-    assert_true(seen);                 /* the inlined loop: its call site */
-    /* main spans .text.startup (a CU with DW_AT_ranges, not low/high pc) */
-    check_range(l, "main", line_of(prog_c, "int main"), line_of(prog_c, "return 0") + 1,
-                0, &seen);
+    check_outer_and_main(l);
     agent_lines_free(l);
 }
 
@@ -193,7 +188,7 @@ static void lines_inside_their_function(void **state)
 static void without_aranges(void **state)
 {
     (void)state;
-    assert_int_equal(run("readelf -S %s/prog | grep -q debug_aranges && "
+    assert_int_equal(test_run("readelf -S %s/prog | grep -q debug_aranges && "
                          "! readelf -S %s/noaranges | grep -q debug_aranges", dir, dir), 0);
     check_binary("noaranges");
 }
@@ -211,13 +206,7 @@ static void inlined_code_at_its_call_site(void **state)
     agent_symtab_free(&t);
 
     agent_lines *l = open_lines("prog", NULL);
-    int seen;
-    check_range(l, "outer", line_of(prog_c, "OUTER_BEGIN"), line_of(prog_c, "OUTER_END"),
-                line_of(prog_c, "CALL_LINE"), &seen);
-    assert_true(seen);                 /* the inlined loop: its call site */
-    /* main spans .text.startup (a CU with DW_AT_ranges, not low/high pc) */
-    check_range(l, "main", line_of(prog_c, "int main"), line_of(prog_c, "return 0") + 1,
-                0, &seen);
+    check_outer_and_main(l);
     agent_lines_free(l);
 }
 

@@ -25,18 +25,6 @@
 static char dir[64];
 static pid_t live = -1;          /* the program under test, killed even when a test fails */
 
-static int run(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc != 0) print_error("command failed (%d): %s\n", rc, cmd);
-    return rc;
-}
-
 static const char *prog_src =
     "#include <stdio.h>\n#include <string.h>\n#include <sys/mman.h>\n#include <unistd.h>\n"
     "extern void *lib_addr(void);\n"
@@ -65,11 +53,11 @@ static int setup(void **state)
     fprintf(f, "__attribute__((noinline)) static int lib_fn(int x) { return x + 7; }\n"
                "void *lib_addr(void) { return (void *)lib_fn; }\n");
     fclose(f);
-    if (run("cd %s && cc -g -O1 -fPIC -shared -Wl,--build-id -o libt.so lib.c", dir)) return -1;
-    if (run("cd %s && cc -g -O1 -fPIE -pie -Wl,--build-id -o pie prog.c -L. -lt -Wl,-rpath,%s", dir, dir)) return -1;
-    if (run("cd %s && cc -g -O1 -fno-pie -no-pie -Wl,--build-id -o nopie prog.c -L. -lt -Wl,-rpath,%s", dir, dir)) return -1;
+    if (test_run("cd %s && cc -g -O1 -fPIC -shared -Wl,--build-id -o libt.so lib.c", dir)) return -1;
+    if (test_run("cd %s && cc -g -O1 -fPIE -pie -Wl,--build-id -o pie prog.c -L. -lt -Wl,-rpath,%s", dir, dir)) return -1;
+    if (test_run("cd %s && cc -g -O1 -fno-pie -no-pie -Wl,--build-id -o nopie prog.c -L. -lt -Wl,-rpath,%s", dir, dir)) return -1;
     /* stripped, its symbols in a debug file found through .gnu_debuglink */
-    if (run("cd %s && cp pie stripped && objcopy --only-keep-debug stripped stripped.debug && "
+    if (test_run("cd %s && cp pie stripped && objcopy --only-keep-debug stripped stripped.debug && "
             "strip --strip-all stripped && objcopy --add-gnu-debuglink=stripped.debug stripped", dir)) return -1;
     return 0;
 }
@@ -77,7 +65,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    return run("rm -rf '%s'", dir);
+    return test_run("rm -rf '%s'", dir);
 }
 
 static void stop(pid_t pid)
@@ -170,12 +158,12 @@ static void perfmap_parse(void **state)
         "3ff0a000 40 LazyCompile:~foo /app/x.js:1\n"
         "3ff0a100 20 Builtin:ArgumentsAdaptor\r\n"
         "bogus line\n"
-        "7f00aa00 10 Interpreted void Main.run()\n", &t), 0);
+        "7f00aa00 10 Interpreted void Main.test_run()\n", &t), 0);
     assert_int_equal(t.n, 3);
     assert_string_equal(agent_symtab_lookup(&t, 0x3ff0a03f)->name, "LazyCompile:~foo /app/x.js:1");
     assert_null(agent_symtab_lookup(&t, 0x3ff0a040));          /* past its size */
     assert_string_equal(agent_symtab_lookup(&t, 0x3ff0a100)->name, "Builtin:ArgumentsAdaptor");
-    assert_string_equal(agent_symtab_lookup(&t, 0x7f00aa05)->name, "Interpreted void Main.run()");
+    assert_string_equal(agent_symtab_lookup(&t, 0x7f00aa05)->name, "Interpreted void Main.test_run()");
     agent_symtab_free(&t);
 }
 
@@ -271,7 +259,7 @@ static void resolve_stripped_debuglink(void **state) { (void)state; resolve_live
 static void stripped_without_debug_file(void **state)
 {
     (void)state;
-    assert_int_equal(run("cd %s && cp stripped bare && objcopy --remove-section=.gnu_debuglink bare", dir), 0);
+    assert_int_equal(test_run("cd %s && cp stripped bare && objcopy --remove-section=.gnu_debuglink bare", dir), 0);
     uint64_t fn, lib, jit;
     pid_t pid = start("bare", &fn, &lib, &jit);
     assert_true(pid > 0);
@@ -371,7 +359,7 @@ static void lines_stripped_debuglink(void **state) { (void)state; lines_live("st
 static void lines_without_debug_info(void **state)
 {
     (void)state;
-    assert_int_equal(run("cd %s && cp pie nodebug && strip --strip-debug nodebug && "
+    assert_int_equal(test_run("cd %s && cp pie nodebug && strip --strip-debug nodebug && "
                          "cp stripped bare2 && objcopy --remove-section=.gnu_debuglink bare2", dir), 0);
     uint64_t fn, lib, jit;
     pid_t pid = start("nodebug", &fn, &lib, &jit);
