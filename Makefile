@@ -13,7 +13,7 @@ BUILD   ?= build
 BIN     ?= bin
 PREFIX  ?= /usr/local
 SAN     ?=
-PKGS    := lmdb libmicrohttpd jansson libzstd zlib libprotobuf-c libcurl libxxhash re2
+PKGS    := lmdb libmicrohttpd jansson libzstd zlib libdeflate libprotobuf-c libcurl libxxhash re2
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
       liblz4-dev libzstd-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
-      libprotobuf-c-dev protobuf-c-compiler libxxhash-dev pkg-config curl
+      libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libdeflate-dev pkg-config curl
       gcc g++ libre2-dev make jq prometheus valgrind chromium golang-go python3)
 # Node.js and npm (for the browser tests' playwright-core) may come from
 # another package source; install Debian's only when there is no npm at all.

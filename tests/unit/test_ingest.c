@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include "testutil.h"
@@ -900,7 +901,11 @@ static void test_gunzip_invalid(void **state)
 
     assert_int_equal(ingest_gunzip("", 0, 1 << 20, &out, &out_len, err, sizeof err),
                      INGEST_EINVAL);
-    assert_err_contains(err, "body is not valid gzip");
+    assert_string_equal(err, "body is not valid gzip: the body is empty");
+    assert_null(out);
+    assert_int_equal(ingest_gunzip(NULL, 0, 1 << 20, &out, &out_len, err, sizeof err),
+                     INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: the body is empty");
 
     /* truncated at every length: never accepted, never crashes */
     for (size_t cut = 1; cut < zlen; cut++) {
@@ -940,6 +945,359 @@ static void test_gunzip_bomb(void **state)
     assert_int_equal(out_len, n);
     assert_memory_equal(out, zeros, n);
     free(out);
+    free(z);
+    free(zeros);
+}
+
+/* The gzip header's optional fields, as zlib writes them: gz with name,
+ * comment, extra field and header CRC. */
+static unsigned char *gz_fields(const void *data, size_t len, size_t *out_len)
+{
+    z_stream z;
+    gz_header h;
+    static unsigned char extra[] = "\x41\x70\x04\x00xyzw"; /* subfield "Ap", 4 bytes */
+    memset(&z, 0, sizeof z);
+    memset(&h, 0, sizeof h);
+    h.name = (Bytef *)"profile.folded";
+    h.comment = (Bytef *)"a comment";
+    h.extra = extra;
+    h.extra_len = 8;
+    h.hcrc = 1;
+    h.os = 3;
+    assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    assert_int_equal(deflateSetHeader(&z, &h), Z_OK);
+    size_t cap = deflateBound(&z, (uLong)len) + 64;
+    unsigned char *out = malloc(cap);
+    assert_non_null(out);
+    z.next_in = (unsigned char *)(uintptr_t)data;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+    *out_len = cap - z.avail_out;
+    deflateEnd(&z);
+    return out;
+}
+
+/* Concatenates two buffers into a new one. */
+static unsigned char *concat(const void *a, size_t la, const void *b, size_t lb)
+{
+    unsigned char *both = malloc(la + lb);
+    assert_non_null(both);
+    memcpy(both, a, la);
+    memcpy(both + la, b, lb);
+    return both;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Lowers this process's address-space limit to what it uses now plus
+ * `extra` bytes, so that an allocation beyond that fails; answers 0, or -1
+ * where that cannot be done (under AddressSanitizer, whose shadow memory
+ * is most of the address space).  Undone by as_limit_restore. */
+static struct rlimit as_saved;
+static int as_limit(size_t extra)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    (void)extra;
+    return -1;
+#else
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long kb = 0;
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %lu kB", &kb) == 1)
+            break;
+    fclose(f);
+    assert_true(kb > 0);
+    assert_int_equal(getrlimit(RLIMIT_AS, &as_saved), 0);
+    struct rlimit rl = as_saved;
+    rl.rlim_cur = (rlim_t)kb * 1024 + extra;
+    if (as_saved.rlim_max != RLIM_INFINITY && rl.rlim_cur > as_saved.rlim_max)
+        return -1;
+    assert_int_equal(setrlimit(RLIMIT_AS, &rl), 0);
+    return 0;
+#endif
+}
+
+static void as_limit_restore(void)
+{
+    assert_int_equal(setrlimit(RLIMIT_AS, &as_saved), 0);
+}
+
+/* Optional header fields (name, comment, extra, header CRC) are skipped and
+ * the header CRC checked; reserved flags and other methods are refused. */
+static void test_gunzip_header_fields(void **state)
+{
+    (void)state;
+    static const char text[] = "main;fields 7\n";
+    size_t zlen, plen, out_len;
+    unsigned char *z = gz_fields(text, strlen(text), &zlen);
+    unsigned char *plain = gz(text, strlen(text), &plen);
+    char *out = NULL, err[256] = "";
+
+    assert_int_equal(z[3], 0x1e); /* FHCRC | FEXTRA | FNAME | FCOMMENT */
+    assert_int_equal(ingest_gunzip(z, zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, strlen(text));
+    assert_memory_equal(out, text, out_len);
+    free(out);
+
+    /* a member with fields after one without, and the other way round */
+    unsigned char *both = concat(plain, plen, z, zlen);
+    assert_int_equal(ingest_gunzip(both, plen + zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, 2 * strlen(text));
+    free(out);
+    free(both);
+    both = concat(z, zlen, plain, plen);
+    assert_int_equal(ingest_gunzip(both, plen + zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, 2 * strlen(text));
+    free(out);
+    free(both);
+
+    /* cut inside the name, the comment, the extra field, the header CRC */
+    size_t hdr = 10 + 2 + 8 + sizeof "profile.folded" + sizeof "a comment" + 2;
+    for (size_t cut = 1; cut < hdr; cut++) {
+        assert_int_equal(ingest_gunzip(z, cut, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+        assert_string_equal(err, "body is not valid gzip: unexpected end of data (truncated?)");
+        assert_null(out);
+    }
+
+    /* a damaged header CRC (the two bytes before the DEFLATE data) */
+    z[hdr - 1] ^= 0x01;
+    assert_int_equal(ingest_gunzip(z, zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: header crc mismatch");
+    z[hdr - 1] ^= 0x01;
+    /* a damaged name is caught by the header CRC too */
+    z[12 + 8] ^= 0x20;
+    assert_int_equal(ingest_gunzip(z, zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: header crc mismatch");
+    z[12 + 8] ^= 0x20;
+
+    /* reserved flags, and a method other than deflate */
+    plain[3] |= 0x20;
+    assert_int_equal(ingest_gunzip(plain, plen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: unknown header flags set");
+    plain[3] &= (unsigned char)~0x20;
+    plain[2] = 7;
+    assert_int_equal(ingest_gunzip(plain, plen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: unknown compression method");
+    assert_null(out);
+    free(plain);
+    free(z);
+}
+
+/* The trailer's ISIZE is only a first guess at the size: a member whose
+ * ISIZE is wrong is refused whichever way it lies, and the guess never
+ * makes an allocation beyond max_out, nor beyond what the input can hold;
+ * several members, where ISIZE is only the last one's, come out whole. */
+static void test_gunzip_isize(void **state)
+{
+    (void)state;
+    static const char text[] = "main;isize;lies 3\nmain;isize 1\n";
+    size_t tlen = strlen(text), zlen, out_len = 9;
+    unsigned char *z = gz(text, tlen, &zlen);
+    char *out = NULL, err[256] = "";
+    const uint32_t lies[] = { 0, 1, (uint32_t)tlen - 1, (uint32_t)tlen + 1, 1u << 20, 0xFFFFFFFFu };
+
+    assert_int_equal(z[zlen - 4], tlen); /* ISIZE, little-endian */
+    for (size_t i = 0; i < ARRAY_LEN(lies); i++) {
+        put_le32(z + zlen - 4, lies[i]);
+        assert_int_equal(ingest_gunzip(z, zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+        assert_string_equal(err, "body is not valid gzip: incorrect length check");
+        assert_null(out);
+        assert_int_equal(out_len, 0);
+    }
+
+    /* A 4 GiB ISIZE on a small body, with a limit far beyond the address
+     * space left: the guess is held to what the input can inflate to. */
+    put_le32(z + zlen - 4, 0xFFFFFFF0u);
+    if (as_limit((size_t)256 << 20) == 0) {
+        ingest_status s = ingest_gunzip(z, zlen, (size_t)1 << 40, &out, &out_len, err, sizeof err);
+        as_limit_restore();
+        assert_int_equal(s, INGEST_EINVAL);
+        assert_string_equal(err, "body is not valid gzip: incorrect length check");
+    }
+    free(z);
+
+    /* An incompressible 1 MiB body whose ISIZE says 4 GiB: 1032 times the
+     * input is 1 GiB, so here it is max_out (2 MiB) that holds the guess. */
+    size_t n = 1 << 20;
+    unsigned char *noise = malloc(n);
+    assert_non_null(noise);
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        noise[i] = (unsigned char)(x >> 56);
+    }
+    z = gz(noise, n, &zlen);
+    assert_true(zlen > n);
+    put_le32(z + zlen - 4, 0xFFFFFFF0u);
+    if (as_limit((size_t)256 << 20) == 0) {
+        ingest_status s = ingest_gunzip(z, zlen, (size_t)2 << 20, &out, &out_len, err, sizeof err);
+        as_limit_restore();
+        assert_int_equal(s, INGEST_EINVAL);
+        assert_string_equal(err, "body is not valid gzip: incorrect length check");
+    }
+    put_le32(z + zlen - 4, (uint32_t)n); /* put right, it is accepted */
+    assert_int_equal(ingest_gunzip(z, zlen, n, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, n);
+    assert_memory_equal(out, noise, n);
+    free(out);
+    free(z);
+    free(noise);
+
+    /* 3 MiB then a 6-byte member: the guess (6 bytes) is far too small */
+    size_t big = 3 << 20, lb, ls;
+    char *data = malloc(big + 6);
+    assert_non_null(data);
+    for (size_t i = 0; i < big; i++)
+        data[i] = "abc;def \n0123"[(i * 7 + i / 11 + i / 1237) % 13];
+    memcpy(data + big, "x;y 1\n", 6);
+    unsigned char *zb = gz(data, big, &lb), *zs = gz(data + big, 6, &ls);
+    unsigned char *both = concat(zb, lb, zs, ls);
+    assert_int_equal(ingest_gunzip(both, lb + ls, (size_t)64 << 20, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, big + 6);
+    assert_memory_equal(out, data, big + 6);
+    free(out);
+    assert_int_equal(ingest_gunzip(both, lb + ls, big + 6, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, big + 6);
+    free(out);
+    assert_int_equal(ingest_gunzip(both, lb + ls, big + 5, &out, &out_len, err, sizeof err), INGEST_ETOOBIG);
+    assert_null(out);
+    free(both);
+
+    /* the guess (6) one byte short of max_out (7), all of which is needed */
+    size_t lo;
+    unsigned char *one = gz(data + big + 1, 1, &lo);
+    both = concat(one, lo, zs, ls);
+    assert_int_equal(ingest_gunzip(both, lo + ls, 7, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, 7);
+    assert_memory_equal(out, ";x;y 1\n", 7);
+    free(out);
+    assert_int_equal(ingest_gunzip(both, lo + ls, 6, &out, &out_len, err, sizeof err), INGEST_ETOOBIG);
+    assert_null(out);
+    free(both);
+    free(one);
+
+    /* the other way round: the guess (3 MiB) is far too big for the first */
+    both = concat(zs, ls, zb, lb);
+    assert_int_equal(ingest_gunzip(both, lb + ls, (size_t)64 << 20, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, big + 6);
+    assert_memory_equal(out, data + big, 6);
+    assert_memory_equal(out + 6, data, big);
+    free(out);
+    assert_int_equal(ingest_gunzip(both, lb + ls, big + 5, &out, &out_len, err, sizeof err), INGEST_ETOOBIG);
+    assert_null(out);
+    free(both);
+    free(zb);
+    free(zs);
+    free(data);
+}
+
+/* Damage anywhere is an error that says the body is not valid gzip, in
+ * zlib's words where a header or trailer shows it. */
+static void test_gunzip_corrupt(void **state)
+{
+    (void)state;
+    size_t n = 200000, zlen, out_len;
+    char *data = malloc(n), *out = NULL, err[256] = "";
+    assert_non_null(data);
+    for (size_t i = 0; i < n; i++)
+        data[i] = "main;a;b;c 1\nmain;d 22\n"[(i * 13 + i / 97) % 23];
+    unsigned char *z = gz(data, n, &zlen);
+
+    /* the DEFLATE data damaged in many places: never accepted */
+    size_t refused = 0;
+    for (size_t at = 10; at < zlen - 8; at += 37) {
+        z[at] ^= 0x55;
+        ingest_status s = ingest_gunzip(z, zlen, 1 << 20, &out, &out_len, err, sizeof err);
+        z[at] ^= 0x55;
+        assert_int_equal(s, INGEST_EINVAL);
+        assert_err_contains(err, "body is not valid gzip: ");
+        assert_null(out);
+        refused++;
+    }
+    assert_true(refused > 10);
+
+    /* a second member cut short, and one stray byte after a member */
+    unsigned char *two = concat(z, zlen, z, zlen);
+    for (size_t cut = zlen + 1; cut < 2 * zlen; cut += 101) {
+        assert_int_equal(ingest_gunzip(two, cut, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+        assert_err_contains(err, "body is not valid gzip: ");
+        assert_null(out);
+    }
+    assert_int_equal(ingest_gunzip(two, zlen + 1, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: unexpected end of data (truncated?)");
+    assert_int_equal(ingest_gunzip(two, 2 * zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, 2 * n);
+    free(out);
+    /* the second member's CRC damaged */
+    two[2 * zlen - 8] ^= 0x01;
+    assert_int_equal(ingest_gunzip(two, 2 * zlen, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: incorrect data check");
+    assert_null(out);
+    free(two);
+
+    /* zlib-wrapped: Adler-32 checked, a cut trailer said, and zlib after
+     * gzip accepted as zlib's auto-detection did */
+    size_t zz;
+    unsigned char *zl = compress_with(data, n, 15, &zz);
+    zl[zz - 1] ^= 0x01;
+    assert_int_equal(ingest_gunzip(zl, zz, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: incorrect data check");
+    zl[zz - 1] ^= 0x01;
+    assert_int_equal(ingest_gunzip(zl, zz - 2, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_string_equal(err, "body is not valid gzip: unexpected end of data (truncated?)");
+    two = concat(z, zlen, zl, zz);
+    assert_int_equal(ingest_gunzip(two, zlen + zz, 1 << 20, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, 2 * n);
+    assert_memory_equal(out + n, data, n);
+    free(out);
+    free(two);
+    /* a zlib header that asks for a preset dictionary */
+    unsigned flg = (zl[1] & 0xc0u) | 0x20u; /* FLEVEL kept, FDICT set, FCHECK made again */
+    zl[1] = (unsigned char)(flg | (31 - (zl[0] << 8 | flg) % 31) % 31);
+    assert_int_equal(ingest_gunzip(zl, zz, 1 << 20, &out, &out_len, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "body is not valid gzip: ");
+    free(zl);
+    free(z);
+    free(data);
+}
+
+/* A bomb spread over many members (each 1 MiB of zeros, ~1 KB gzip'd) is
+ * refused within max_out bytes of memory, whatever its ISIZEs say. */
+static void test_gunzip_bomb_members(void **state)
+{
+    (void)state;
+    size_t n = 1 << 20, zlen, out_len, members = 64;
+    char *zeros = calloc(1, n), *out = NULL, err[256] = "";
+    assert_non_null(zeros);
+    unsigned char *z = gz(zeros, n, &zlen);
+    unsigned char *bomb = malloc(zlen * members);
+    assert_non_null(bomb);
+    for (size_t i = 0; i < members; i++)
+        memcpy(bomb + i * zlen, z, zlen);
+    const uint32_t isizes[] = { (uint32_t)n, 0, 0xFFFFFFFFu };
+    for (size_t i = 0; i < ARRAY_LEN(isizes); i++) {
+        put_le32(bomb + zlen * members - 4, isizes[i]);
+        int limited = as_limit((size_t)24 << 20) == 0; /* 64 MiB would not fit */
+        ingest_status s = ingest_gunzip(bomb, zlen * members, (size_t)4 << 20, &out, &out_len, err, sizeof err);
+        if (limited)
+            as_limit_restore();
+        assert_int_equal(s, INGEST_ETOOBIG);
+        assert_string_equal(err, "decompressed body exceeds 4194304 bytes");
+        assert_null(out);
+    }
+    put_le32(bomb + zlen * members - 4, (uint32_t)n);
+    assert_int_equal(ingest_gunzip(bomb, zlen * members, n * members, &out, &out_len, err, sizeof err), INGEST_OK);
+    assert_int_equal(out_len, n * members);
+    free(out);
+    free(bomb);
     free(z);
     free(zeros);
 }
@@ -1043,6 +1401,10 @@ int main(void)
         cmocka_unit_test(test_gunzip_concatenated),
         cmocka_unit_test(test_gunzip_invalid),
         cmocka_unit_test(test_gunzip_bomb),
+        cmocka_unit_test(test_gunzip_header_fields),
+        cmocka_unit_test(test_gunzip_isize),
+        cmocka_unit_test(test_gunzip_corrupt),
+        cmocka_unit_test(test_gunzip_bomb_members),
         cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
