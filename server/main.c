@@ -56,6 +56,9 @@ static const char usage_serve[] =
     "                         https://grafana.example.com or http://localhost:3000) use\n"
     "                         the API from a browser (CORS); repeatable.  '*' is not\n"
     "                         accepted.  Default: none, no cross-origin access\n"
+    "  --commit-wait DURATION how long the writer may hold a commit for pushes that are on\n"
+    "                         their way when they arrive apart (a fleet's agents), so one\n"
+    "                         fsync serves several; 0 commits each at once (default 50ms)\n"
     "  --help                 this text\n";
 
 /* Parses BYTES with an optional k, m or g suffix (powers of 1024). */
@@ -79,6 +82,7 @@ typedef struct {
     int64_t retention_ms, partition_ms;
     size_t max_body;
     unsigned threads;
+    int commit_wait_ms;
     srv_cors cors;
 } serve_flags;
 
@@ -91,6 +95,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->partition_ms = 0;
     f->max_body = 64u << 20;
     f->threads = 32;
+    f->commit_wait_ms = 50;
     f->cors.n = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -100,7 +105,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             return 1;
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
-                                             "--cors-origin", NULL };
+                                             "--cors-origin", "--commit-wait", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -138,6 +143,13 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --partition '%s': expected whole hours like 1h, 6h or 1d\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--commit-wait")) {
+            int64_t ms;
+            if (query_duration_parse(v, &ms, err, sizeof err) || ms < 0 || ms > 1000) {
+                fprintf(stderr, "flamedb serve: --commit-wait '%s': expected a duration from 0ms to 1s, like 20ms\n", v);
+                return -1;
+            }
+            f->commit_wait_ms = (int)ms;
         } else { /* --threads */
             char *end;
             long n = strtol(v, &end, 10);
@@ -167,7 +179,8 @@ static int serve(int argc, char **argv)
     char err[1024];
     srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms };
     for (size_t i = 0; i < f.cors.n; i++) srv_log("CORS: allowing browser requests from %s", f.cors.origin[i]);
-    store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms };
+    store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms,
+                          .commit_wait_ms = f.commit_wait_ms };
     store_status ss = store_open(&srv.st, &opt, err, sizeof err);
     if (ss) {
         srv_log("cannot open the store: %s", err);

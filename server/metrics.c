@@ -98,6 +98,12 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
             "flamedb_commit_duration_seconds_sum %.6f\n"
             "flamedb_commit_duration_seconds_count %llu\n",
         (unsigned long long)s.commits, s.commit_seconds_sum, (unsigned long long)s.commits);
+    put_one(&t, "flamedb_commit_waits_total", "counter",
+            "Batches the writer held for requests on their way before committing (serve --commit-wait).",
+            (unsigned long long)s.gather_waits);
+    put(&t, "# HELP flamedb_commit_wait_seconds_total Time batches were held before committing (serve --commit-wait).\n"
+            "# TYPE flamedb_commit_wait_seconds_total counter\n"
+            "flamedb_commit_wait_seconds_total %.6f\n", s.gather_wait_s);
     put_one(&t, "flamedb_database_bytes", "gauge",
             "Disk space used by the catalog and the partition files.",
             (unsigned long long)s.db_bytes);

@@ -82,6 +82,8 @@ typedef struct {
     int64_t retention_every_ms;   /* how often retention runs; 0 = 60 s */
     int64_t partition_ms;         /* partition length of a new store, whole hours; 0 = 1 day.
                                      An existing store keeps its own (store_partition_ms) */
+    int commit_wait_ms;           /* group commit: how long the writer may hold a batch for
+                                     requests that are on their way (writer.c); 0 = never */
 } store_options;
 
 /* The data directory's layout: LOCK, catalog.mdb, parts/<start>.mdb.  A
@@ -298,6 +300,8 @@ typedef struct {
     uint64_t commits;
     uint64_t commit_bucket[STORE_COMMIT_BUCKETS]; /* cumulative counts */
     double commit_seconds_sum;
+    uint64_t gather_waits;             /* batches held for requests on their way (commit_wait_ms) */
+    double gather_wait_s;              /* the time they were held */
     uint64_t retention_deleted;        /* profiles deleted by retention */
     uint64_t retention_partitions;     /* partitions dropped by retention */
     uint64_t rollups_built;            /* buckets compacted into rollups */

@@ -75,6 +75,10 @@ struct store {
     pthread_mutex_t lock;
     pthread_cond_t work, done;
     write_req *queue_head, *queue_tail;
+    /* group commit's arrivals (writer.c: gather), under lock */
+    uint64_t arrivals;
+    double last_arrival, gap_ewma;
+    unsigned gather_misses, gather_skip;
     int stopping;
     pthread_t writer;
     int64_t next_retention_ms, next_compact_ms;

@@ -450,6 +450,50 @@ static void background(store *st)
     }
 }
 
+/* Group commit for requests that arrive apart.  A durable commit costs two
+ * fsyncs whatever it holds; under load the batch grows by itself (requests
+ * queue while one commit syncs), but a fleet's pushes arrive spread evenly
+ * (1,000 agents every 10 s: one every 10 ms) and each would get a commit of
+ * its own.  So when requests have been arriving less than half of
+ * commit_wait_ms apart, the writer holds a new batch for commit_wait_ms
+ * while more arrive.
+ * Clients that wait for their answer before sending again (a closed loop:
+ * `flamedb import`, a benchmark) are the opposite case: nothing of theirs
+ * is on its way while they wait for this commit, so holding only slows them
+ * down.  Their requests come as a burst right after a commit (or not at
+ * all, for one client), so a hold whose arrivals all came in its first half
+ * counts as a miss, like a hold that gathered nothing; each miss doubles the
+ * number of batches that then skip holding (up to 1,024), so a closed loop
+ * loses one hold in up to 1,024 batches, while a steady stream of pushes
+ * keeps being grouped.  Called with the lock held; the lock is released
+ * while it waits. */
+static void gather(store *st)
+{
+    double wait = st->opt.commit_wait_ms / 1e3;
+    if (wait <= 0 || st->stopping || st->gap_ewma <= 0 || st->gap_ewma * 2 > wait) return;
+    if (st->gather_skip) {
+        st->gather_skip--;
+        return;
+    }
+    double start = mono_seconds(), until = start + wait;
+    uint64_t before = st->arrivals;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)(wait * 1e9);
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    while (!st->stopping && mono_seconds() < until)
+        if (pthread_cond_timedwait(&st->work, &st->lock, &ts) == ETIMEDOUT) break;
+    if (st->arrivals > before && st->last_arrival - start >= wait / 2) {
+        st->gather_misses = 0;
+    } else {
+        if (st->gather_misses < 10) st->gather_misses++;
+        st->gather_skip = 1u << st->gather_misses;
+    }
+    st->stats.gather_waits++;
+    st->stats.gather_wait_s += mono_seconds() - start;
+}
+
 void *writer_main(void *arg)
 {
     store *st = arg;
@@ -465,6 +509,7 @@ void *writer_main(void *arg)
             pthread_cond_timedwait(&st->work, &st->lock, &ts);
         }
         if (st->queue_head) {
+            gather(st);
             write_req *batch = st->queue_head;
             st->queue_head = st->queue_tail = NULL;
             pthread_mutex_unlock(&st->lock);
@@ -502,6 +547,10 @@ static store_status submit(store *st, write_req *rq)
     if (st->queue_tail) st->queue_tail->next = rq;
     else st->queue_head = rq;
     st->queue_tail = rq;
+    double now = mono_seconds(), gap = now - st->last_arrival;
+    if (st->arrivals) st->gap_ewma = st->arrivals == 1 ? gap : 0.875 * st->gap_ewma + 0.125 * gap;
+    st->last_arrival = now;
+    st->arrivals++;
     pthread_cond_signal(&st->work);
     if (rq->cb) {
         pthread_mutex_unlock(&st->lock);

@@ -74,6 +74,8 @@ test_cli_bad_flag_values() {
 --retention forever
 --retention 5x
 --threads 0
+--commit-wait 5x
+--commit-wait 2s
 --listen nocolon
 --listen 127.0.0.1:http
 --data
@@ -97,7 +99,7 @@ test_cli_creates_data_dir_and_takes_every_flag() {
     DATA="$IT_TMP/nested/dir/data"
     LOG="$IT_TMP/nested.log"
     : >"$LOG"
-    launch_server --retention 30d --max-body 64m --threads 4
+    launch_server --retention 30d --max-body 64m --threads 4 --commit-wait 10ms
     [ -d "$DATA" ] || fail "data directory $DATA not created"
     get /healthz
     assert_status "healthz" 200

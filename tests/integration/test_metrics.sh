@@ -79,6 +79,28 @@ test_metrics_exact_counters() {
     assert_eq "metrics 200s" 1 "$(metric 'flamedb_http_requests_total{route="/metrics",code="200"}')"
 }
 
+# --commit-wait: pushes arriving 20 ms apart share commits (held 300 ms);
+# each is still acknowledged only once durable, and all are stored.
+test_metrics_commit_wait_groups_pushes() {
+    start_server --commit-wait 300ms
+    local i pids=() t0=$(($(date +%s) - 3600))
+    for i in $(seq 1 30); do
+        curl -s -o /dev/null -X POST --data-binary $'a;b 1\n' "$BASE/api/v1/ingest?service=cw&instance=i$((i % 3))&from=$((t0 + i * 10))&until=$((t0 + 10 + i * 10))" &
+        pids+=($!)
+        sleep 0.02
+    done
+    wait "${pids[@]}" # not a bare wait: the server is a child too
+    get /metrics
+    assert_ge "commits held" 1 "$(metric flamedb_commit_waits_total)"
+    local commits
+    commits=$(metric flamedb_commit_duration_seconds_count)
+    assert_le "30 pushes, fewer commits" 20 "$commits"
+    assert_eq "every push stored" 30 "$(metric flamedb_ingested_samples_total)"
+    query 'cw{}' from=$t0 until=$((t0 + 1000))
+    assert_status "query" 200
+    assert_json "all 30 samples merged" '.total' 30
+}
+
 test_metrics_survive_restart_gauges() {
     start_server
     ingest 'service=g1' $'a 1\n'

@@ -431,6 +431,88 @@ static void test_concurrent_writers(void **state)
     store_close(st);
 }
 
+/* Group commit for pushes that arrive apart (commit_wait_ms): a steady
+ * stream of asynchronous writes, 2 ms apart, shares commits; a client that
+ * waits for each answer before sending again is held only while the
+ * writer learns it is a closed loop. */
+typedef struct { pthread_mutex_t mu; int done, failed; } stream_ctx;
+
+static void stream_done(void *ctx, store_status ss, uint32_t series, const char *err)
+{
+    (void)series;
+    (void)err;
+    stream_ctx *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    c->done++;
+    c->failed += ss != STORE_OK;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void test_commit_wait_groups_a_stream(void **state)
+{
+    (void)state;
+    store *st;
+    char err[256];
+    store_options opt = { .dir = tmpdir, .commit_wait_ms = 40 };
+    assert_int_equal(store_open(&st, &opt, err, sizeof err), STORE_OK);
+    enum { N = 120 };
+    static store_stack stacks[N];
+    static store_profile prof[N];
+    static char inst[N][16];
+    static store_label labels[N][3];
+    stream_ctx c = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+    for (int i = 0; i < N; i++) {
+        snprintf(inst[i], sizeof inst[i], "i-%d", i % 7);
+        labels[i][0] = (store_label){ "instance", inst[i] };
+        labels[i][1] = (store_label){ "service", "api" };
+        labels[i][2] = (store_label){ "type", "cpu" };
+        stacks[i] = (store_stack){ "main;work", 9, 3 };
+        prof[i] = (store_profile){ labels[i], 3, (int64_t)i * 10000, (int64_t)i * 10000 + 10000, 0, "samples",
+                                   &stacks[i], 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+        assert_int_equal(store_write_async(st, &prof[i], stream_done, &c), STORE_OK);
+        usleep(2000);
+    }
+    for (;;) {
+        pthread_mutex_lock(&c.mu);
+        int done = c.done;
+        pthread_mutex_unlock(&c.mu);
+        if (done == N) break;
+        usleep(1000);
+    }
+    assert_int_equal(c.failed, 0);
+    store_stats s;
+    store_get_stats(st, &s);
+    assert_true(s.gather_waits >= 1);
+    /* 2 ms apart, a commit each without the wait; held 40 ms, several a commit */
+    assert_true(s.commits * 2 < N);
+    uint64_t samples = 0;
+    for (uint32_t sid = 1; sid <= 7; sid++) {
+        dump_ctx d;
+        dump_series(st, sid, &d);
+        samples += d.samples;
+    }
+    assert_int_equal(samples, 3 * N);
+    store_close(st);
+}
+
+static void test_commit_wait_spares_a_closed_loop(void **state)
+{
+    (void)state;
+    store *st;
+    char err[256];
+    store_options opt = { .dir = tmpdir, .commit_wait_ms = 40 };
+    assert_int_equal(store_open(&st, &opt, err, sizeof err), STORE_OK);
+    const char *f[] = { "main;work" };
+    uint64_t one = 1;
+    for (int i = 0; i < 300; i++) assert_int_equal(write_stacks(st, api_labels, 3, i * 10000, f, &one, 1, 0), STORE_OK);
+    store_stats s;
+    store_get_stats(st, &s);
+    /* every hold gathers nothing: holds at batches 1, 4, 9, 18, 35, 68, 133, 262 at most */
+    assert_true(s.gather_waits <= 8);
+    assert_int_equal(s.commits, 300);
+    store_close(st);
+}
+
 static void test_retention_deletes_old_profiles(void **state)
 {
     (void)state;
@@ -874,6 +956,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dictionary_chunks_survive_reopen, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_prepared_blocks_and_stale_leaves, make_tmp, remove_tmp),
         cmocka_unit_test(test_block_verify),
+        cmocka_unit_test_setup_teardown(test_commit_wait_groups_a_stream, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_commit_wait_spares_a_closed_loop, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
     };
