@@ -269,8 +269,11 @@ int block_accumulate(const block_header *h, const void *payload, size_t payload_
         if (varint_get(&pn, nend, &d) || varint_get(&pc, end, &c)) return -1;
         node += d;
         if (node >= n_nodes) return -1;
-        acc[node] += c * weight;
-        touched[node >> 6] |= UINT64_C(1) << (node & 63);
+        /* A node whose sum is not 0 is already marked: the bitmap is
+         * written on a node's first hit only, not on every pair. */
+        uint64_t a = acc[node];
+        if (!a) touched[node >> 6] |= UINT64_C(1) << (node & 63);
+        acc[node] = a + c * weight;
         total += c;
     }
     *sum = total * weight;

@@ -212,17 +212,23 @@ static uint32_t push_name(store_reader *r, const char *s, uint32_t len)
     return r->n_names++;
 }
 
+/* Makes room for cap nodes in the reader's tree; answers 0 or -1. */
+static int reserve_nodes(store_reader *r, uint64_t cap)
+{
+    if (cap <= r->cap_nodes) return 0;
+    if (cap > UINT32_MAX) cap = UINT32_MAX;
+    uint32_t *np = realloc(r->tparent, cap * sizeof *np);
+    if (np) r->tparent = np;
+    uint32_t *nf = realloc(r->tfunc, cap * sizeof *nf);
+    if (nf) r->tfunc = nf;
+    if (!np || !nf) return -1;
+    r->cap_nodes = (uint32_t)cap;
+    return 0;
+}
+
 static uint32_t push_node(store_reader *r, uint32_t parent, uint32_t func)
 {
-    if (r->n_nodes == r->cap_nodes) {
-        uint32_t cap = r->cap_nodes * 2;
-        uint32_t *np = realloc(r->tparent, cap * sizeof *np);
-        if (np) r->tparent = np;
-        uint32_t *nf = realloc(r->tfunc, cap * sizeof *nf);
-        if (nf) r->tfunc = nf;
-        if (!np || !nf) return 0;
-        r->cap_nodes = cap;
-    }
+    if (r->n_nodes == r->cap_nodes && reserve_nodes(r, (uint64_t)r->cap_nodes * 2)) return 0;
     r->tparent[r->n_nodes] = parent;
     r->tfunc[r->n_nodes] = func;
     return r->n_nodes++;
@@ -295,10 +301,18 @@ static uint32_t part_name(store_reader *r, store_part *v, uint32_t sid)
 uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *failed)
 {
     if (!node) return 0;
-    if (view_open(r, v) || node >= pdict_r_nodes(v->d) ||
-        (!v->node_q && !(v->node_q = calloc(pdict_r_nodes(v->d), sizeof *v->node_q)))) {
+    if (view_open(r, v) || node >= pdict_r_nodes(v->d)) {
         *failed = 1;
         return 0;
+    }
+    if (!v->node_q) {
+        /* At most one reader node per partition node: room for all of them
+         * now rather than doubling (pages never written are never backed). */
+        if (!(v->node_q = calloc(pdict_r_nodes(v->d), sizeof *v->node_q)) ||
+            reserve_nodes(r, (uint64_t)r->n_nodes + pdict_r_nodes(v->d))) {
+            *failed = 1;
+            return 0;
+        }
     }
     if (v->node_q[node]) return v->node_q[node];
     /* While one partition only is folded, its names and nodes are unique
@@ -315,24 +329,24 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
         }
     }
     /* Walk up to a translated ancestor, then intern the path down. */
-    uint32_t chain[1100], n = 0, x = node, parent, func;
+    uint32_t chain[1100], funcs[1100], n = 0, x = node, parent, func;
     while (x && !v->node_q[x]) {
         if (n == sizeof chain / sizeof *chain || pdict_r_node(v->d, x, &parent, &func)) {
             *failed = 1;
             return 0;
         }
-        chain[n++] = x;
+        chain[n] = x;
+        funcs[n++] = func;
         x = parent;
     }
     uint32_t q = x ? v->node_q[x] : 0;
     while (n--) {
-        uint32_t y = chain[n], f;
-        pdict_r_node(v->d, y, &parent, &func);
-        if (!(f = part_name(r, v, func)) || !(q = reader_node(r, q, f))) {
+        uint32_t f;
+        if (!(f = part_name(r, v, funcs[n])) || !(q = reader_node(r, q, f))) {
             *failed = 1;
             return 0;
         }
-        v->node_q[y] = q;
+        v->node_q[chain[n]] = q;
     }
     return q;
 }
