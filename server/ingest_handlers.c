@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <strings.h>
 
 #include "../ingest/ingest.h"
@@ -319,10 +320,32 @@ static void job_parse(void *arg)
                                                                           : "not stored: invalid profile");
 }
 
-/* On the MHD thread, once the parameters are read: check the encoding,
- * suspend, queue the parsing. */
+/* The free bytes of the data directory's file system, read at most once a
+ * second (statvfs is cheap, but not per request under a fleet's load); any
+ * thread.  UINT64_MAX when it cannot be read. */
+static uint64_t free_bytes(srv_ctx *srv)
+{
+    int64_t now = srv_now_ms(), last = atomic_load(&srv->free_checked_ms);
+    if (now - last < 1000 && last) return atomic_load(&srv->free_bytes);
+    struct statvfs vs;
+    uint64_t b = srv->data_dir && statvfs(srv->data_dir, &vs) == 0 ? (uint64_t)vs.f_bavail * vs.f_frsize : UINT64_MAX;
+    atomic_store(&srv->free_bytes, b);
+    atomic_store(&srv->free_checked_ms, now);
+    return b;
+}
+
+/* On the MHD thread, once the parameters are read: check the free space
+ * and the encoding, suspend, queue the parsing. */
 static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
 {
+    uint64_t free = rq->srv->min_free_bytes ? free_bytes(rq->srv) : UINT64_MAX;
+    if (free < rq->srv->min_free_bytes) {
+        rq->retry_after = SRV_RETRY_AFTER_S;
+        return srv_reply_error(rq, MHD_HTTP_INSUFFICIENT_STORAGE,
+                               "not stored: the data directory's file system has %.1f MiB free, below "
+                               "--min-free-space (%.1f MiB); free some space (or lower the limit) and retry",
+                               free / 1048576.0, rq->srv->min_free_bytes / 1048576.0);
+    }
     const char *enc = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
     if (enc && (strcasecmp(enc, "gzip") == 0 || strcasecmp(enc, "x-gzip") == 0))
         job->gzipped = 1;
@@ -385,6 +408,10 @@ static int resumed(srv_request *rq, enum MHD_Result *res)
     int status = job->status;
     pthread_mutex_unlock(&job->lock);
     if (status) {
+        /* the store could not write (a full or failing disk): nothing of
+         * this request was stored, and the same request may succeed later */
+        if (status == MHD_HTTP_SERVICE_UNAVAILABLE || status == MHD_HTTP_INSUFFICIENT_STORAGE)
+            rq->retry_after = SRV_RETRY_AFTER_S;
         *res = srv_reply_error(rq, status, "%s", job->err);
         return 1;
     }

@@ -56,6 +56,9 @@ static const char usage_serve[] =
     "                         https://grafana.example.com or http://localhost:3000) use\n"
     "                         the API from a browser (CORS); repeatable.  '*' is not\n"
     "                         accepted.  Default: none, no cross-origin access\n"
+    "  --min-free-space BYTES ingest answers 507 (with Retry-After) while the data directory's\n"
+    "                         file system has less free space; suffixes k, m, g; 0 turns\n"
+    "                         the check off (default 64m)\n"
     "  --commit-wait DURATION how long the writer may hold a commit for pushes that are on\n"
     "                         their way when they arrive apart (a fleet's agents), so one\n"
     "                         fsync serves several; 0 commits each at once (default 50ms)\n"
@@ -80,7 +83,7 @@ static int parse_bytes(const char *s, size_t *out)
 typedef struct {
     const char *listen, *data;
     int64_t retention_ms, partition_ms;
-    size_t max_body;
+    size_t max_body, min_free;
     unsigned threads;
     int commit_wait_ms;
     srv_cors cors;
@@ -94,6 +97,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->retention_ms = 30LL * 24 * 3600 * 1000;
     f->partition_ms = 0;
     f->max_body = 64u << 20;
+    f->min_free = 64u << 20;
     f->threads = 32;
     f->commit_wait_ms = 50;
     f->cors.n = 0;
@@ -105,7 +109,8 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             return 1;
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
-                                             "--cors-origin", "--commit-wait", NULL };
+                                             "--cors-origin", "--commit-wait",
+                                             "--min-free-space", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -143,6 +148,12 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --partition '%s': expected whole hours like 1h, 6h or 1d\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--min-free-space")) {
+            if (strcmp(v, "0") && parse_bytes(v, &f->min_free)) {
+                fprintf(stderr, "flamedb serve: --min-free-space '%s': expected a size in bytes like 64m or 1g, or 0\n", v);
+                return -1;
+            }
+            if (!strcmp(v, "0")) f->min_free = 0;
         } else if (!strcmp(a, "--commit-wait")) {
             int64_t ms;
             if (query_duration_parse(v, &ms, err, sizeof err) || ms < 0 || ms > 1000) {
@@ -175,9 +186,13 @@ static int serve(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* past a file-size limit (ulimit -f) a write fails with EFBIG, answered
+     * like a full disk, instead of the signal killing the server */
+    signal(SIGXFSZ, SIG_IGN);
 
     char err[1024];
-    srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms };
+    srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms, .data_dir = f.data,
+                    .min_free_bytes = f.min_free };
     for (size_t i = 0; i < f.cors.n; i++) srv_log("CORS: allowing browser requests from %s", f.cors.origin[i]);
     store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms,
                           .commit_wait_ms = f.commit_wait_ms };

@@ -24,6 +24,11 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allowed ? rq->allowed : "GET");
     }
+    if (rq->retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", rq->retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
     srv_cors_decorate(rq, resp, status);
     rq->status = status;
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)status, resp);
@@ -81,6 +86,7 @@ int srv_status_of_store(store_status ss)
     case STORE_EINVAL: return MHD_HTTP_BAD_REQUEST;
     case STORE_EFULL: return MHD_HTTP_INSUFFICIENT_STORAGE;
     case STORE_ECLOSED: return MHD_HTTP_SERVICE_UNAVAILABLE;
+    case STORE_EIO: return MHD_HTTP_SERVICE_UNAVAILABLE; /* a write failed: a failing or full disk */
     default: return MHD_HTTP_INTERNAL_SERVER_ERROR;
     }
 }

@@ -54,12 +54,19 @@ typedef struct {
     srv_workpool *pool;    /* parses request bodies off the MHD threads */
     size_t max_body;
     int64_t retention_ms;      /* 0: keep everything; ingest refuses what retention would drop */
+    const char *data_dir;      /* for the free-space check (ingest_handlers.c) */
+    uint64_t min_free_bytes;   /* --min-free-space: ingest answers 507 below it; 0 = no check */
+    _Atomic int64_t free_checked_ms;   /* when free_bytes was last read (at most once a second) */
+    _Atomic uint64_t free_bytes;
     srv_metrics metrics;
     _Atomic int in_flight;   /* requests begun and not completed */
     _Atomic int stopping;    /* set by srv_stop: new requests get 503 */
     int verbose;
     srv_cors cors;           /* none: no Access-Control-* headers, preflights refused */
 } srv_ctx;
+
+/* Retry-After of an ingest refused because the store cannot write now. */
+#define SRV_RETRY_AFTER_S 30
 
 /* One request: what the handler needs, and what it answered. */
 typedef struct {
@@ -72,6 +79,7 @@ typedef struct {
     size_t body_len;
     int body_too_big;
     int status;            /* the status answered, for metrics */
+    int retry_after;       /* seconds: a Retry-After header on the answer (503, 507); 0 none */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
     const char *allowed;   /* the route's methods, for the Allow header */
     void *job;             /* a handler's state across a suspension */

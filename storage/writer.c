@@ -354,7 +354,8 @@ static void process_writes(store *st, writer_scratch *s, write_req *reqs)
             for (write_req *rq = reqs; rq; rq = rq->next) {
                 if (rq->kind != REQ_WRITE || rq->status) continue;
                 if (store_part_floor(st, rq->profile->from_ms) != part_start(bp->p)) continue;
-                fail_req(rq, env_status(prc), "commit failed", prc);
+                fail_req(rq, env_status(prc), "the data directory could not be written (is the disk full or failing?); "
+                                              "commit failed", prc);
             }
         } else if (part_writer(bp->p)) {
             pdict_w_publish(part_writer(bp->p));
