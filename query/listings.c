@@ -93,6 +93,7 @@ typedef struct {
     int64_t first, last;
     const char *unit;
     int mixed;
+    int too_big;        /* total passed 2^63 */
 } series_stats;
 
 static int stat_block(const store_block *b, void *arg)
@@ -108,18 +109,24 @@ static int stat_block(const store_block *b, void *arg)
     s->gauge |= b->gauge;
     if (b->samples_known) s->samples += b->samples;
     else s->samples_unknown += b->n_profiles;
-    s->total += b->counts * w;
-    return 0;
+    if (query_add_weighted(&s->total, b->counts, w)) s->too_big = 1;
+    return s->too_big;
 }
 
-json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_t from_ms, int64_t until_ms)
+json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_t from_ms, int64_t until_ms,
+                          int *too_big)
 {
+    *too_big = 0;
     json_t *arr = json_array(), *o = json_object();
     store_label labels[64];
     if (!arr || !o) goto fail;
     for (size_t i = 0; i < n; i++) {
         series_stats s = { 0 };
         store_blocks_scan(r, ids[i], from_ms, until_ms, stat_block, &s);
+        if (s.too_big) {
+            *too_big = 1;
+            goto fail;
+        }
         json_t *lj = json_object();
         int nl = store_series_labels(r, ids[i], labels, 64);
         for (int j = 0; lj && j < nl && j < 64; j++) json_object_set_new(lj, labels[j].name, json_string(labels[j].value));

@@ -208,9 +208,10 @@ json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tre
 /* About 300 points, rounded up to a multiple of 10 s. */
 int64_t query_timeline_default_step(int64_t from_ms, int64_t until_ms);
 /* [[t, total], ...] one point per step from from_ms (empty steps 0), in the
- * unit with the most profiles, written to unit_out. */
+ * unit with the most profiles, written to unit_out.  NULL with *too_big set
+ * when a step's values add up past 2^63 (exact integers cannot show it). */
 json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
-                            int64_t step_ms, char *unit_out, size_t unit_len);
+                            int64_t step_ms, char *unit_out, size_t unit_len, int *too_big);
 
 /* Compare two merges: {"left", "right", "manhattan", "jsd", "functions":
  * [{"name", "left_share", "right_share", "delta", "significant"}]}. */
@@ -258,8 +259,23 @@ json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n);
 /* {"values": [...]} of label name over the series, sorted. */
 json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name);
 /* {"series": [{"labels", "profiles", "samples", "total", "unit", "first", "last"}]}
- * with statistics over the profiles in [from_ms, until_ms). */
-json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_t from_ms, int64_t until_ms);
+ * with statistics over the profiles in [from_ms, until_ms).  NULL with
+ * *too_big set when a series' values add up past 2^63. */
+json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_t from_ms, int64_t until_ms,
+                          int *too_big);
+
+/* acc += counts x weight, answering -1 (acc unchanged) past 2^63: the
+ * checked sum every total over stored values uses (values past 2^63 are
+ * answered 422, never wrapped or rounded). */
+static inline int query_add_weighted(uint64_t *acc, uint64_t counts, uint64_t weight)
+{
+    uint64_t v, s;
+    if (__builtin_mul_overflow(counts, weight, &v) || __builtin_add_overflow(*acc, v, &s) ||
+        s > (uint64_t)INT64_MAX)
+        return -1;
+    *acc = s;
+    return 0;
+}
 
 /* The unit a block's values are answered in, and the weight of one count:
  * samples with a rate become nanoseconds weighing round(1e9 / rate). */

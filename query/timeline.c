@@ -36,6 +36,7 @@ typedef struct {
     int unit_gauge[TL_UNITS];
     int n_units;
     uint64_t gauge_sum[TL_UNITS], gauge_n[TL_UNITS]; /* of one series in one step */
+    int too_big;                      /* some sum passed 2^63 */
 } tl_ctx;
 
 static int tl_block(const store_block *b, void *arg)
@@ -52,18 +53,19 @@ static int tl_block(const store_block *b, void *arg)
     c->unit_profiles[i] += b->n_profiles;
     if (b->gauge) {
         c->unit_gauge[i] = 1;
-        c->gauge_sum[i] += b->counts * w;
+        if (query_add_weighted(&c->gauge_sum[i], b->counts, w)) c->too_big = 1;
         c->gauge_n[i] += b->n_profiles;
-    } else {
-        c->values[(size_t)i * c->n + c->step_index] += b->counts * w;
+    } else if (query_add_weighted(&c->values[(size_t)i * c->n + c->step_index], b->counts, w)) {
+        c->too_big = 1;
     }
-    return 0;
+    return c->too_big;
 }
 
 json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
-                            int64_t step_ms, char *unit_out, size_t unit_len)
+                            int64_t step_ms, char *unit_out, size_t unit_len, int *too_big)
 {
     tl_ctx c = { 0 };
+    *too_big = 0;
     c.n = (size_t)((until_ms - from_ms + step_ms - 1) / step_ms);
     c.values = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.values);
     c.averages = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.averages);
@@ -74,6 +76,10 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
             int64_t ws = from_ms + (int64_t)c.step_index * step_ms;
             int64_t we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
             store_blocks_scan_merged(r, set->series[i], ws, we, tl_block, &c);
+            if (c.too_big) {
+                *too_big = 1;
+                goto fail;
+            }
             for (int u = 0; u < c.n_units; u++) {
                 if (c.gauge_n[u])
                     c.averages[(size_t)u * c.n + c.step_index] += (double)c.gauge_sum[u] / (double)c.gauge_n[u];

@@ -327,9 +327,11 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
     }
     if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
     char unit[64];
+    int too_big = 0;
     json_t *o = json_pack("{s:o}", "step", query_time_json(step));
     if (!grouped) {
-        json_object_set_new(o, "points", query_timeline_json(r, &s.set, s.from, s.until, step, unit, sizeof unit));
+        json_object_set_new(o, "points",
+                            query_timeline_json(r, &s.set, s.from, s.until, step, unit, sizeof unit, &too_big));
         json_object_set_new(o, "unit", json_string(unit));
     } else {
         query_group *g;
@@ -337,13 +339,21 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
         json_t *groups = json_array();
         if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
             for (size_t i = 0; i < ng; i++) {
-                json_t *pts = query_timeline_json(r, &g[i].set, s.from, s.until, step, unit, sizeof unit);
+                int big = 0;
+                json_t *pts = query_timeline_json(r, &g[i].set, s.from, s.until, step, unit, sizeof unit, &big);
+                too_big |= big;
                 json_array_append_new(groups, json_pack("{s:o,s:s,s:o}", "labels", query_group_labels_json(&by, &g[i]),
                                                         "unit", unit, "points", pts));
             }
             query_groups_free(g, ng);
         }
         json_object_set_new(o, "groups", groups);
+    }
+    if (too_big) {
+        json_decref(o);
+        res = srv_reply_error(rq, 422, "the profiles of a step add up to more than 2^63 in their unit: too much for "
+                                       "exact integers; narrow the range, the step or the selector");
+        goto out;
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:

@@ -250,16 +250,20 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
     uint32_t *ids = NULL;
     size_t n = 0;
     json_t *answer = NULL;
+    int too_big = 0;
     if (query_match(r, &sel, from, until, &ids, &n) == 0) {
         if (kind == LIST_LABELS) answer = query_labels_json(r, ids, n);
         else if (kind == LIST_VALUES) answer = query_label_values_json(r, ids, n, rq->route_arg);
-        else answer = query_series_json(r, ids, n, from, until);
+        else answer = query_series_json(r, ids, n, from, until, &too_big);
         query_extent ext;
-        if (!n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
+        if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
     }
     free(ids);
     store_reader_end(r);
     query_selector_free(&sel);
+    if (too_big)
+        return srv_reply_error(rq, 422, "a series' profiles in this range add up to more than 2^63 in their unit: "
+                                        "too much for exact integers; narrow the range or the selector");
     return srv_reply_json(rq, 200, answer);
 }
 

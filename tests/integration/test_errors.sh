@@ -282,4 +282,15 @@ test_errors_totals_past_2_63() {
     query 'big{}' "from=$t" "until=$((t + 1000))"
     assert_status "1000 of them fit" 200
     assert_json "exact" '.total' "$((9007199254740991 * 1000))"
+    # the timeline's step sums and the listing's series totals are checked too
+    get /api/v1/timeline 'query=big{}' "from=$t" "until=$((t + 1100))" step=2000
+    assert_error "timeline: one step of 1025" 422 "2^63" "narrow the range"
+    get /api/v1/timeline 'query=big{}' "from=$t" "until=$((t + 1100))" step=100
+    assert_status "timeline: steps of 100 fit" 200
+    assert_json "timeline: exact (100 pushes a step)" '.points[0][1]' "$((9007199254740991 * 100))"
+    get /api/v1/series 'query=big{}' "from=$t" "until=$((t + 1100))"
+    assert_error "series listing: total of 1025" 422 "2^63" "narrow the range"
+    get /api/v1/series 'query=big{}' "from=$t" "until=$((t + 1000))"
+    assert_status "series listing: 1000 fit" 200
+    assert_json "series listing: exact" '.series[0].total' "$((9007199254740991 * 1000))"
 }

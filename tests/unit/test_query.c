@@ -339,8 +339,9 @@ static void compare_rollups_and_raw(int64_t ranges[][2], int n_ranges)
             const int64_t steps[] = { 7000, 90000, 3600000 };
             for (int si = 0; si < 3; si++) {
                 char u_on[64], u_off[64];
-                json_t *p_on = query_timeline_json(on.r, &on.set, ranges[q][0], ranges[q][1], steps[si], u_on, sizeof u_on);
-                json_t *p_off = query_timeline_json(r, &set, ranges[q][0], ranges[q][1], steps[si], u_off, sizeof u_off);
+                int big_on, big_off;
+                json_t *p_on = query_timeline_json(on.r, &on.set, ranges[q][0], ranges[q][1], steps[si], u_on, sizeof u_on, &big_on);
+                json_t *p_off = query_timeline_json(r, &set, ranges[q][0], ranges[q][1], steps[si], u_off, sizeof u_off, &big_off);
                 assert_string_equal(u_on, u_off);
                 assert_true(json_equal(p_on, p_off));
                 json_decref(p_on);
@@ -449,7 +450,8 @@ static void test_gauges_average_over_time(void **state)
         assert_true(json_real_value(json_object_get(tj, "total")) == 19.0);
         json_decref(tj);
         char unit[64];
-        json_t *pts = query_timeline_json(a.r, &a.set, h, h + 3600000, 3600000, unit, sizeof unit);
+        int big;
+        json_t *pts = query_timeline_json(a.r, &a.set, h, h + 3600000, 3600000, unit, sizeof unit, &big);
         assert_true(json_real_value(json_array_get(json_array_get(pts, 0), 1)) == 19.0);
         json_decref(pts);
         /* one instance alone: its own average */
