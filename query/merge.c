@@ -123,9 +123,7 @@ static int add_block(const store_block *b, void *arg)
     /* Every node's value is at most the grand total: checking the sum of
      * the blocks (one multiply and add a block, not a pair) keeps every
      * value below 2^63, exact as a JSON integer. */
-    uint64_t v;
-    if (__builtin_mul_overflow(b->counts, w, &v) || __builtin_add_overflow(c->planned, v, &c->planned) ||
-        c->planned > (uint64_t)INT64_MAX) {
+    if (query_add_weighted(&c->planned, b->counts, w)) {
         c->failed = 3;
         return 1;
     }
