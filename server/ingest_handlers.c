@@ -94,11 +94,13 @@ typedef struct {
     int suspended, done;
     int status;                               /* HTTP status of a failure */
     char err[1024];
+    uint64_t held;                            /* bytes counted in srv->ingest_held */
 } ingest_job;
 
 static void job_free(void *arg)
 {
     ingest_job *job = arg;
+    atomic_fetch_sub(&job->rq->srv->ingest_held, job->held);
     ingest_profile_free(&job->p);
     for (size_t i = 0; job->preps && i < job->n_pp; i++) {
         free(job->preps[i].stacks);
@@ -308,6 +310,8 @@ static void job_parse(void *arg)
         ingest_status s = ingest_gunzip(body, len, rq->srv->max_body, &job->plain, &len, err, sizeof err);
         if (s) return job_finish(job, ingest_status_http(s), err);
         body = job->plain;
+        job->held += len;
+        atomic_fetch_add(&rq->srv->ingest_held, len);
     }
     if (job->pprof) return job_parse_pprof(job, body, len);
     ingest_status s = ingest_parse_stacks(p, job->fmt, body, len, err, sizeof err);
@@ -338,6 +342,19 @@ static uint64_t free_bytes(srv_ctx *srv)
  * and the encoding, suspend, queue the parsing. */
 static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
 {
+    /* A bounded queue between HTTP and the writer: pushes past
+     * --max-ingest-queue bytes in flight (bodies, and their gunzipped text)
+     * are refused at once rather than held in memory. */
+    uint64_t held = atomic_load(&rq->srv->ingest_held), cap = rq->srv->max_ingest_held;
+    if (cap && held && held + rq->body_len > cap) {
+        rq->retry_after = 1;
+        return srv_reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                               "not stored: the server is busy storing %.1f MiB of pushes (--max-ingest-queue "
+                               "%.1f MiB); retry in a moment",
+                               held / 1048576.0, cap / 1048576.0);
+    }
+    job->held = rq->body_len;
+    atomic_fetch_add(&rq->srv->ingest_held, job->held);
     uint64_t free = rq->srv->min_free_bytes ? free_bytes(rq->srv) : UINT64_MAX;
     if (free < rq->srv->min_free_bytes) {
         rq->retry_after = SRV_RETRY_AFTER_S;

@@ -59,6 +59,9 @@ static const char usage_serve[] =
     "  --min-free-space BYTES ingest answers 507 (with Retry-After) while the data directory's\n"
     "                         file system has less free space; suffixes k, m, g; 0 turns\n"
     "                         the check off (default 64m)\n"
+    "  --max-ingest-queue BYTES  pushes in flight (bodies being parsed or stored, and their\n"
+    "                         gunzipped text) before new pushes get 503 with Retry-After;\n"
+    "                         0 = no limit (default 512m)\n"
     "  --commit-wait DURATION how long the writer may hold a commit for pushes that are on\n"
     "                         their way when they arrive apart (a fleet's agents), so one\n"
     "                         fsync serves several; 0 commits each at once (default 50ms)\n"
@@ -83,7 +86,7 @@ static int parse_bytes(const char *s, size_t *out)
 typedef struct {
     const char *listen, *data;
     int64_t retention_ms, partition_ms;
-    size_t max_body, min_free;
+    size_t max_body, min_free, max_queue;
     unsigned threads;
     int commit_wait_ms;
     srv_cors cors;
@@ -98,6 +101,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->partition_ms = 0;
     f->max_body = 64u << 20;
     f->min_free = 64u << 20;
+    f->max_queue = 512u << 20;
     f->threads = 32;
     f->commit_wait_ms = 50;
     f->cors.n = 0;
@@ -110,7 +114,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
                                              "--cors-origin", "--commit-wait",
-                                             "--min-free-space", NULL };
+                                             "--min-free-space", "--max-ingest-queue", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -148,6 +152,12 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --partition '%s': expected whole hours like 1h, 6h or 1d\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--max-ingest-queue")) {
+            if (strcmp(v, "0") && parse_bytes(v, &f->max_queue)) {
+                fprintf(stderr, "flamedb serve: --max-ingest-queue '%s': expected a size in bytes like 512m, or 0\n", v);
+                return -1;
+            }
+            if (!strcmp(v, "0")) f->max_queue = 0;
         } else if (!strcmp(a, "--min-free-space")) {
             if (strcmp(v, "0") && parse_bytes(v, &f->min_free)) {
                 fprintf(stderr, "flamedb serve: --min-free-space '%s': expected a size in bytes like 64m or 1g, or 0\n", v);
@@ -192,7 +202,7 @@ static int serve(int argc, char **argv)
 
     char err[1024];
     srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms, .data_dir = f.data,
-                    .min_free_bytes = f.min_free };
+                    .min_free_bytes = f.min_free, .max_ingest_held = f.max_queue };
     for (size_t i = 0; i < f.cors.n; i++) srv_log("CORS: allowing browser requests from %s", f.cors.origin[i]);
     store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms,
                           .commit_wait_ms = f.commit_wait_ms };

@@ -98,6 +98,10 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
             "flamedb_commit_duration_seconds_sum %.6f\n"
             "flamedb_commit_duration_seconds_count %llu\n",
         (unsigned long long)s.commits, s.commit_seconds_sum, (unsigned long long)s.commits);
+    put_one(&t, "flamedb_ingest_queue_bytes", "gauge",
+            "Bytes of pushes in flight (bodies and their gunzipped text) not yet answered; "
+            "past serve --max-ingest-queue pushes get 503.",
+            (unsigned long long)atomic_load(&srv->ingest_held));
     put_one(&t, "flamedb_commit_waits_total", "counter",
             "Batches the writer held for requests on their way before committing (serve --commit-wait).",
             (unsigned long long)s.gather_waits);

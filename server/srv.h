@@ -58,6 +58,8 @@ typedef struct {
     uint64_t min_free_bytes;   /* --min-free-space: ingest answers 507 below it; 0 = no check */
     _Atomic int64_t free_checked_ms;   /* when free_bytes was last read (at most once a second) */
     _Atomic uint64_t free_bytes;
+    uint64_t max_ingest_held;  /* --max-ingest-queue: bytes of pushes in flight before 503; 0 = no limit */
+    _Atomic uint64_t ingest_held;      /* bodies (and gunzipped text) of pushes not yet answered */
     srv_metrics metrics;
     _Atomic int in_flight;   /* requests begun and not completed */
     _Atomic int stopping;    /* set by srv_stop: new requests get 503 */

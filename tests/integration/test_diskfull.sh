@@ -2,7 +2,7 @@
 # point 7): ingest answers 503/507 with a JSON error and Retry-After,
 # nothing of the refused request is stored, queries keep answering, and
 # ingest recovers by itself once writes work again; --min-free-space
-# refuses before the disk is full.
+# refuses before the disk is full; --max-ingest-queue bounds what waits.
 #
 # A full disk is made without root: the server's own file-size limit
 # (prlimit --fsize on its pid, util-linux) makes its next write past the
@@ -72,4 +72,41 @@ test_diskfull_min_free_space() {
     restart_server --min-free-space 0
     ingest "service=mf&from=$t&until=$((t + 10))" $'main;a 5\n'
     assert_status "check off" 200
+}
+
+# --max-ingest-queue: pushes in flight past the limit get 503 with
+# Retry-After at once, nothing of them stored; what was answered 200 is
+# stored.  --commit-wait 1s holds the first pushes in flight while the
+# others arrive.
+test_ingest_queue_bounded() {
+    start_server --max-ingest-queue 3k --commit-wait 1s
+    local t=$(( $(now) - 600 )) i body pids=() ok=0 busy=0 code
+    body=$(for i in $(seq 1 60); do printf 'main;queue_fn_%02d 1\n' "$i"; done)
+    ingest "service=q&instance=warm&from=$t&until=$((t + 10))" "$body"
+    assert_status "warm-up push" 200
+    it_tmp
+    for i in $(seq 1 12); do
+        curl -s -o "$IT_TMP/q$i.body" -D "$IT_TMP/q$i.head" -w '%{http_code}' --data-binary "$body" \
+            "$BASE/api/v1/ingest?service=q&instance=i$i&from=$((t + 10))&until=$((t + 20))" >"$IT_TMP/q$i.code" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    for i in $(seq 1 12); do
+        code=$(cat "$IT_TMP/q$i.code")
+        case $code in
+        200) ok=$((ok + 1)) ;;
+        503)
+            busy=$((busy + 1))
+            assert_contains "503 names the limit" "$(cat "$IT_TMP/q$i.body")" "--max-ingest-queue"
+            assert_contains "503 has Retry-After" "$(tr -d '\r' <"$IT_TMP/q$i.head")" "Retry-After: 1"
+            ;;
+        *) fail "push $i: unexpected status $code: $(cat "$IT_TMP/q$i.body")" ;;
+        esac
+    done
+    assert_ge "some pushes refused while the queue was full" 1 "$busy"
+    assert_ge "some stored" 1 "$ok"
+    query 'q{}' from="$t" until="$((t + 60))"
+    assert_json "exactly the acknowledged pushes stored" '.total' "$(( (ok + 1) * 60 ))"
+    get /metrics
+    assert_eq "queue empty once answered" 0 "$(metric flamedb_ingest_queue_bytes)"
 }
