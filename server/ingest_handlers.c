@@ -283,17 +283,26 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
     if (!job->preps) return job_finish(job, 500, "out of memory");
     for (size_t i = 0; i < job->n_pp; i++)
         if (prep_fill(rq->srv->st, &job->pp[i], &job->preps[i])) return job_finish(job, 500, "out of memory");
-    job->pending = job->n_pp;
-    for (size_t i = 0; i < job->n_pp; i++) {
-        store_status ss = store_write_async(rq->srv->st, &job->preps[i].sp, job_part_committed, job);
-        if (ss) {
-            /* the ones queued still commit; this and the rest never will */
-            job_part_done(job, srv_status_of_store(ss),
-                          ss == STORE_ECLOSED ? "not stored: the server is shutting down" : "not stored: invalid profile",
-                          job->n_pp - i);
-            return;
-        }
+    /* every sample type of the file, or none: one transaction */
+    const store_profile **all = malloc(job->n_pp * sizeof *all);
+    void **ctx = malloc(job->n_pp * sizeof *ctx);
+    if (!all || !ctx) {
+        free(all);
+        free(ctx);
+        return job_finish(job, 500, "out of memory");
     }
+    for (size_t i = 0; i < job->n_pp; i++) {
+        all[i] = &job->preps[i].sp;
+        ctx[i] = job;
+    }
+    job->pending = job->n_pp;
+    store_status ss = store_write_async_all(rq->srv->st, all, job->n_pp, job_part_committed, ctx);
+    free(all);
+    free(ctx);
+    if (ss)
+        job_part_done(job, srv_status_of_store(ss),
+                      ss == STORE_ECLOSED ? "not stored: the server is shutting down" : "not stored: invalid profile",
+                      job->n_pp);
 }
 
 /* On a pool thread: decode, parse and validate the body, then queue the

@@ -138,6 +138,13 @@ typedef void (*store_write_done)(void *ctx, store_status ss, uint32_t series_id,
  * to must stay valid until done has run. */
 store_status store_write_async(store *st, const store_profile *p, store_write_done done, void *ctx);
 
+/* Queues n profiles that are stored all or none (the sample types of one
+ * pprof file): they share one transaction, so a failure of any leaves no
+ * trace of the others.  They must start in the same time partition.  done
+ * runs once a profile, all with the same status. */
+store_status store_write_async_all(store *st, const store_profile *const *p, size_t n, store_write_done done,
+                                   void *const *ctx);
+
 /* Runs retention now (also done in the background); answers the number of
  * profiles deleted.  Thread-safe. */
 store_status store_retention_run(store *st, int64_t now_ms, uint64_t *deleted);

@@ -45,6 +45,7 @@ typedef struct write_req {
     store_write_done cb;     /* async: called after the commit, then freed */
     void *cb_ctx;
     char own_err[256];       /* async requests' error text */
+    size_t group_left;       /* store_write_async_all: members after this one, queued next */
     struct write_req *next;
 } write_req;
 

@@ -294,24 +294,39 @@ static void process_writes(store *st, writer_scratch *s, write_req *reqs)
     batch b = { 0 };
     catalog_mark batch_mark = catalog_mark_now(st->cat);
     int rc = mdb_txn_begin(catalog_env(st->cat), NULL, 0, &b.ctxn);
-    for (write_req *rq = reqs; rq; rq = rq->next) {
+    for (write_req *rq = reqs, *last; rq; rq = last->next) {
+        /* a request, or a group (store_write_async_all: queued together,
+         * written in the same nested transactions, kept or dropped as one) */
+        last = rq;
+        while (last->group_left && last->next) last = last->next;
         if (rq->kind != REQ_WRITE) continue;
         if (rc) {
-            fail_req(rq, env_status(rc), "cannot begin a write", rc);
+            for (write_req *q = rq;; q = q->next) {
+                fail_req(q, env_status(rc), "cannot begin a write", rc);
+                if (q == last) break;
+            }
             continue;
         }
         store_status ss = STORE_OK;
         batch_part *bp = batch_part_for(st, &b, rq->profile->from_ms, rq->err, rq->errlen, &ss);
         if (!bp) {
-            rq->status = ss ? ss : STORE_EIO;
-            if (!rq->err[0]) snprintf(rq->err, rq->errlen, "%s", status_text(rq->status));
+            for (write_req *q = rq;; q = q->next) {
+                q->status = ss ? ss : STORE_EIO;
+                if (q != rq) snprintf(q->err, q->errlen, "%s", rq->err);
+                if (!q->err[0]) snprintf(q->err, q->errlen, "%s", status_text(q->status));
+                if (q == last) break;
+            }
             continue;
         }
         MDB_txn *cchild = NULL, *pchild = NULL;
         catalog_mark m = catalog_mark_now(st->cat);
         int crc = mdb_txn_begin(catalog_env(st->cat), b.ctxn, 0, &cchild);
         if (!crc) crc = mdb_txn_begin(part_env(bp->p), bp->txn, 0, &pchild);
-        ss = crc ? env_status(crc) : write_profile(st, cchild, bp, pchild, s, rq);
+        ss = crc ? env_status(crc) : STORE_OK;
+        for (write_req *q = rq; !ss; q = q->next) {
+            ss = write_profile(st, cchild, bp, pchild, s, q);
+            if (q == last) break;
+        }
         int series_kept = 0;
         if (!ss) { /* the catalog first: a kept block always has its series */
             crc = mdb_txn_commit(cchild);
@@ -335,7 +350,11 @@ static void process_writes(store *st, writer_scratch *s, write_req *reqs)
             writer_forget_part(st, bp->p);
             snprintf(rq->err, rq->errlen, "%s", status_text(ss));
         }
-        rq->status = ss;
+        for (write_req *q = rq;; q = q->next) {
+            q->status = ss;
+            if (ss && q != rq) snprintf(q->err, q->errlen, "%s", rq->err);
+            if (q == last) break;
+        }
     }
     if (rc) return;
     /* Commit the catalog first: blocks name series that are then durable. */
@@ -536,6 +555,20 @@ void *writer_main(void *arg)
     return NULL;
 }
 
+/* Appends the requests first..last (linked) to the queue, counts one
+ * arrival for group commit (gather) and wakes the writer; under the lock. */
+static void enqueue(store *st, write_req *first, write_req *last)
+{
+    if (st->queue_tail) st->queue_tail->next = first;
+    else st->queue_head = first;
+    st->queue_tail = last;
+    double now = mono_seconds(), gap = now - st->last_arrival;
+    if (st->arrivals) st->gap_ewma = st->arrivals == 1 ? gap : 0.875 * st->gap_ewma + 0.125 * gap;
+    st->last_arrival = now;
+    st->arrivals++;
+    pthread_cond_signal(&st->work);
+}
+
 /* Queues rq; a synchronous request (no callback) also waits for it. */
 static store_status submit(store *st, write_req *rq)
 {
@@ -545,14 +578,7 @@ static store_status submit(store *st, write_req *rq)
         snprintf(rq->err, rq->errlen, "the server is shutting down");
         return STORE_ECLOSED;
     }
-    if (st->queue_tail) st->queue_tail->next = rq;
-    else st->queue_head = rq;
-    st->queue_tail = rq;
-    double now = mono_seconds(), gap = now - st->last_arrival;
-    if (st->arrivals) st->gap_ewma = st->arrivals == 1 ? gap : 0.875 * st->gap_ewma + 0.125 * gap;
-    st->last_arrival = now;
-    st->arrivals++;
-    pthread_cond_signal(&st->work);
+    enqueue(st, rq, rq);
     if (rq->cb) {
         pthread_mutex_unlock(&st->lock);
         return STORE_OK;
@@ -606,6 +632,43 @@ store_status store_write_async(store *st, const store_profile *p, store_write_do
     ss = submit(st, rq);
     if (ss) free(rq);
     return ss;
+}
+
+store_status store_write_async_all(store *st, const store_profile *const *p, size_t n, store_write_done done,
+                                   void *const *ctx)
+{
+    if (!n) return STORE_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        store_status ss = check_profile(p[i], NULL, 0);
+        if (ss) return ss;
+        if (store_part_floor(st, p[i]->from_ms) != store_part_floor(st, p[0]->from_ms)) return STORE_EINVAL;
+    }
+    write_req **rq = calloc(n, sizeof *rq);
+    if (!rq) return STORE_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (!(rq[i] = calloc(1, sizeof **rq))) {
+            for (size_t j = 0; j < i; j++) free(rq[j]);
+            free(rq);
+            return STORE_ENOMEM;
+        }
+        *rq[i] = (write_req){ .kind = REQ_WRITE, .profile = p[i], .cb = done, .cb_ctx = ctx[i],
+                              .errlen = sizeof rq[i]->own_err, .group_left = n - 1 - i };
+        rq[i]->err = rq[i]->own_err;
+        if (i) rq[i - 1]->next = rq[i];
+    }
+    /* one critical section: the group is queued whole, so it lands in one
+     * batch, next to each other */
+    pthread_mutex_lock(&st->lock);
+    if (st->stopping) {
+        pthread_mutex_unlock(&st->lock);
+        for (size_t i = 0; i < n; i++) free(rq[i]);
+        free(rq);
+        return STORE_ECLOSED;
+    }
+    enqueue(st, rq[0], rq[n - 1]);
+    pthread_mutex_unlock(&st->lock);
+    free(rq);
+    return STORE_OK;
 }
 
 store_status store_retention_run(store *st, int64_t now, uint64_t *deleted)

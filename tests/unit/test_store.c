@@ -102,6 +102,12 @@ static void dump_series(store *st, uint32_t sid, dump_ctx *c)
     store_reader_end(c->r);
 }
 
+static int count_profiles(const store_block *b, void *ctx)
+{
+    *(int *)ctx += (int)b->n_profiles;
+    return 0;
+}
+
 /* Encodes n pairs and checks decode and accumulate give them back. */
 static void block_case(const uint32_t *nodes, const uint64_t *counts, uint32_t n, int expect_compressed)
 {
@@ -510,6 +516,73 @@ static void test_commit_wait_spares_a_closed_loop(void **state)
     /* every hold gathers nothing: holds at batches 1, 4, 9, 18, 35, 68, 133, 262 at most */
     assert_true(s.gather_waits <= 8);
     assert_int_equal(s.commits, 300);
+    store_close(st);
+}
+
+/* store_write_async_all: the sample types of one pprof file are stored all
+ * or none.  A group whose second profile cannot fit (a 1 MiB map) leaves
+ * no trace of its first; a group that fits is stored whole; members in
+ * different partitions are refused. */
+static void test_write_all_or_none(void **state)
+{
+    (void)state;
+    store *st = open_store(1 << 20, 0);
+    const char *f[] = { "keep;me" };
+    uint64_t one = 1;
+    assert_int_equal(write_stacks(st, api_labels, 3, 0, f, &one, 1, 0), STORE_OK);
+    static const store_label a_labels[] = { { "instance", "i-1" }, { "service", "api" }, { "type", "alloc" } };
+    store_stack small = { "main;alloc", 10, 7 };
+    char *big = malloc(2u << 20);
+    size_t len = 0;
+    for (int i = 0; i < 1500; i++) len += (size_t)snprintf(big + len, (2u << 20) - len, "%sframe_%d_%0900d", i ? ";" : "", i, 0);
+    store_stack huge = { big, (uint32_t)len, 1 };
+    store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    const store_profile *group[] = { &pa, &pb };
+    stream_ctx c = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+    void *ctx[] = { &c, &c };
+    assert_int_equal(store_write_async_all(st, group, 2, stream_done, ctx), STORE_OK);
+    while (1) {
+        pthread_mutex_lock(&c.mu);
+        int done = c.done;
+        pthread_mutex_unlock(&c.mu);
+        if (done == 2) break;
+        usleep(1000);
+    }
+    assert_int_equal(c.failed, 2); /* both answered as failed */
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    uint32_t *ids;
+    size_t n;
+    assert_int_equal(store_postings(r, "type", "alloc", &ids, &n), STORE_OK);
+    int profiles = 0;
+    for (size_t i = 0; i < n; i++) store_blocks_scan(r, ids[i], INT64_MIN, INT64_MAX, count_profiles, &profiles);
+    free(ids);
+    store_reader_end(r);
+    assert_int_equal(profiles, 0); /* the first, small one left no trace */
+    /* two that fit: both stored */
+    store_profile pc = { api_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile pd = { a_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    const store_profile *fit[] = { &pc, &pd };
+    c.done = c.failed = 0;
+    assert_int_equal(store_write_async_all(st, fit, 2, stream_done, ctx), STORE_OK);
+    while (1) {
+        pthread_mutex_lock(&c.mu);
+        int done = c.done;
+        pthread_mutex_unlock(&c.mu);
+        if (done == 2) break;
+        usleep(1000);
+    }
+    assert_int_equal(c.failed, 0);
+    dump_ctx d;
+    dump_series(st, 1, &d);
+    assert_int_equal(d.profiles, 2);
+    /* members in two partitions (a day apart) cannot share a transaction */
+    store_profile pe = { api_labels, 3, 86400000 + 40000, 86400000 + 50000, 0, "samples", &small, 1, NULL, 0, NULL,
+                         STORE_SAMPLES_COUNTS, 0, 0 };
+    const store_profile *apart[] = { &pc, &pe };
+    assert_int_equal(store_write_async_all(st, apart, 2, stream_done, ctx), STORE_EINVAL);
+    free(big);
     store_close(st);
 }
 
@@ -957,6 +1030,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prepared_blocks_and_stale_leaves, make_tmp, remove_tmp),
         cmocka_unit_test(test_block_verify),
         cmocka_unit_test_setup_teardown(test_commit_wait_groups_a_stream, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_write_all_or_none, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_commit_wait_spares_a_closed_loop, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
