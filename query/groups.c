@@ -78,7 +78,21 @@ static int sid_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int query_groups_split(store_reader *r, const query_series_set *set, const query_group_by *by,
+size_t query_groups_limit(store_reader *r, int64_t from_ms, int64_t until_ms, size_t max_groups,
+                          uint64_t tree_bytes)
+{
+    if (!tree_bytes) return max_groups;
+    store_part **parts;
+    size_t np = store_reader_parts(r, from_ms, until_ms, &parts);
+    uint64_t nodes = 1;
+    for (size_t k = 0; k < np; k++) nodes += store_part_nodes(r, parts[k]);
+    /* a merged tree: self and total (8 bytes each) and a bit per node */
+    uint64_t fit = tree_bytes / (nodes * 16 + nodes / 8 + 1);
+    if (fit < 1) fit = 1;
+    return fit < max_groups ? (size_t)fit : max_groups;
+}
+
+int query_groups_split(store_reader *r, const query_series_set *set, const query_group_by *by, size_t max_groups,
                        query_group **out, size_t *n_out)
 {
     *out = NULL;
@@ -95,6 +109,16 @@ int query_groups_split(store_reader *r, const query_series_set *set, const query
     }
     cmp_ctx cc = { by->n_keys };
     qsort_r(k, set->n_series, sizeof *k, keyed_cmp, &cc);
+    /* counted before any group is made: a label with 100,000 values is
+     * refused here, not after 100,000 merges */
+    size_t count = set->n_series ? 1 : 0;
+    for (size_t i = 1; i < set->n_series; i++) count += !same_values(&k[i - 1], &k[i], by->n_keys);
+    if (max_groups && count > max_groups) {
+        free(k);
+        free(groups);
+        *n_out = count;
+        return QUERY_ETOOMANY;
+    }
     size_t ng = 0;
     for (size_t i = 0; i < set->n_series;) {
         size_t j = i + 1;

@@ -122,6 +122,7 @@ json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_
     if (!arr || !o) goto fail;
     for (size_t i = 0; i < n; i++) {
         series_stats s = { 0 };
+        if (store_reader_expired(r)) goto fail; /* nothing partial: the caller says why */
         store_blocks_scan(r, ids[i], from_ms, until_ms, stat_block, &s);
         if (s.too_big) {
             *too_big = 1;

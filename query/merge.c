@@ -279,6 +279,10 @@ static int accumulate_pending(merge_ctx *c, uint32_t nl)
     int failed = 0;
     if (threads == 1) {
         for (size_t i = 0; i < c->n_pending && !failed; i++) {
+            if (!(i & 255) && store_reader_expired(c->r)) {
+                failed = 4;
+                break;
+            }
             uint64_t sum;
             store_status ss = store_block_accumulate(c->r, &c->pending[i].b, c->pending[i].weight, c->acc,
                                                      c->acc_touched, &sum);
@@ -328,7 +332,7 @@ static int accumulate_pending(merge_ctx *c, uint32_t nl)
     c->t->grand_total += total;
     c->n_pending = 0;
     c->pending_pairs = 0;
-    return failed == 2 ? -2 : failed ? -1 : 0;
+    return failed == 4 ? -4 : failed == 2 ? -2 : failed ? -1 : 0;
 }
 
 /* Answers 0, -1 when a block could not be decoded, -2 out of memory. */
@@ -347,6 +351,10 @@ static int merge_pass(store_reader *r, const query_series_set *set, int64_t from
         c->acc_touched = calloc((nl + 63) / 64, sizeof *c->acc_touched);
         if (!c->acc || !c->acc_touched) rc = -2;
         for (size_t i = 0; i < set->n_series && !rc; i++) {
+            if (store_reader_expired(r)) {
+                rc = -4;
+                break;
+            }
             uint64_t before = t->profiles;
             c->cur = i;
             store_part_scan_merged(r, parts[k], set->series[i], from_ms, until_ms, add_block, c);
@@ -521,6 +529,11 @@ oom:
 failed:
     if (mrc == -2) goto oom;
     query_tree_free(out);
+    if (mrc == -4) {
+        snprintf(err, errlen, "the query ran past its time limit (flamedb serve --query-timeout); narrow the range "
+                 "or the selector");
+        return QUERY_ETIMEOUT;
+    }
     if (mrc == -3) {
         snprintf(err, errlen, "the profiles of this range add up to more than 2^63 %s: too much for exact "
                  "integers; narrow the range or the selector", unit ? unit : "in their unit");

@@ -133,6 +133,9 @@ int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
 /* query_merge's answer when the values would pass 2^63 (exact integers no
  * more): the client should narrow the range; -1 is any other failure. */
 #define QUERY_ETOOBIG (-2)
+/* query_merge's answer when the reader's deadline passed
+ * (store_reader_set_deadline): nothing partial is answered. */
+#define QUERY_ETIMEOUT (-4)
 /* The same in a given unit (profiles in other units left out and listed):
  * windows and groups of one answer share the answer's unit. */
 int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
@@ -158,9 +161,18 @@ typedef struct {
     query_series_set set;                     /* owns set.series only */
 } query_group;
 
-/* Splits set by the values of by's labels; groups ordered by values. */
-int query_groups_split(store_reader *r, const query_series_set *set, const query_group_by *by,
+/* Splits set by the values of by's labels; groups ordered by values.
+ * More than max_groups groups (0: no limit): QUERY_ETOOMANY with *n the
+ * number there would be, before any group is made; -1 out of memory. */
+int query_groups_split(store_reader *r, const query_series_set *set, const query_group_by *by, size_t max_groups,
                        query_group **groups, size_t *n);
+#define QUERY_ETOOMANY (-3)
+/* The most groups one answer splits into: max_groups, and where the
+ * answer keeps a merged tree a group (query, top: tree_bytes > 0), no more
+ * than tree_bytes holds for a call tree the size of the partitions in
+ * [from_ms, until_ms) (16 bytes and a bit a node). */
+size_t query_groups_limit(store_reader *r, int64_t from_ms, int64_t until_ms, size_t max_groups,
+                          uint64_t tree_bytes);
 void query_groups_free(query_group *groups, size_t n);
 
 /* ---- per-function figures (functions.c) ------------------------------ */

@@ -75,6 +75,7 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
         for (c.step_index = 0; c.step_index < c.n; c.step_index++) {
             int64_t ws = from_ms + (int64_t)c.step_index * step_ms;
             int64_t we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
+            if (store_reader_expired(r)) goto fail; /* nothing partial: the caller says why */
             store_blocks_scan_merged(r, set->series[i], ws, we, tl_block, &c);
             if (c.too_big) {
                 *too_big = 1;

@@ -91,11 +91,7 @@ static int side_merge(srv_request *rq, store_reader *r, side *s)
 static store_reader *begin(srv_request *rq)
 {
     store_reader *r;
-    if (store_reader_begin(rq->srv->st, &r)) {
-        srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
-        return NULL;
-    }
-    return r;
+    return srv_reader_begin(rq, &r) ? NULL : r;
 }
 
 /* Adds the common head of an answer: type, unit, from, until, other_types;
@@ -185,10 +181,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     if (side_resolve(rq, r, &s)) goto out;
     query_group *g;
     size_t ng;
-    if (query_groups_split(r, &s.set, &by, &g, &ng)) {
-        res = srv_reply_error(rq, 500, "out of memory");
-        goto out;
-    }
+    if (srv_groups_split(rq, "group_by", r, &s.set, &by, s.from, s.until, 1, &g, &ng)) goto out;
     merged_group *m = merge_groups(rq, r, g, ng, s.from, s.until);
     if (m) {
         json_t *groups = json_array();
@@ -247,10 +240,9 @@ enum MHD_Result srv_handle_stability(srv_request *rq)
         if (side_merge(rq, r, &s)) goto out;
         query_group *g;
         size_t ng;
-        if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
-            o = query_stability_groups_json(r, &by, g, ng, &s.tree, s.from, s.until, (size_t)k, max_m, max_jsd);
-            query_groups_free(g, ng);
-        }
+        if (srv_groups_split(rq, "group_by", r, &s.set, &by, s.from, s.until, 0, &g, &ng)) goto out;
+        o = query_stability_groups_json(r, &by, g, ng, &s.tree, s.from, s.until, (size_t)k, max_m, max_jsd);
+        query_groups_free(g, ng);
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
@@ -327,32 +319,42 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
     }
     if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
     char unit[64];
-    int too_big = 0;
+    int too_big = 0, failed = 0;
     json_t *o = json_pack("{s:o}", "step", query_time_json(step));
     if (!grouped) {
-        json_object_set_new(o, "points",
-                            query_timeline_json(r, &s.set, s.from, s.until, step, unit, sizeof unit, &too_big));
+        json_t *pts = query_timeline_json(r, &s.set, s.from, s.until, step, unit, sizeof unit, &too_big);
+        failed = !pts;
+        json_object_set_new(o, "points", pts);
         json_object_set_new(o, "unit", json_string(unit));
     } else {
         query_group *g;
         size_t ng;
         json_t *groups = json_array();
-        if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
-            for (size_t i = 0; i < ng; i++) {
-                int big = 0;
-                json_t *pts = query_timeline_json(r, &g[i].set, s.from, s.until, step, unit, sizeof unit, &big);
-                too_big |= big;
-                json_array_append_new(groups, json_pack("{s:o,s:s,s:o}", "labels", query_group_labels_json(&by, &g[i]),
-                                                        "unit", unit, "points", pts));
-            }
-            query_groups_free(g, ng);
+        if (srv_groups_split(rq, "group_by", r, &s.set, &by, s.from, s.until, 0, &g, &ng)) {
+            json_decref(o);
+            json_decref(groups);
+            goto out;
         }
+        for (size_t i = 0; i < ng && !failed; i++) {
+            int big = 0;
+            json_t *pts = query_timeline_json(r, &g[i].set, s.from, s.until, step, unit, sizeof unit, &big);
+            too_big |= big;
+            failed = !pts;
+            json_array_append_new(groups, json_pack("{s:o,s:s,s:o}", "labels", query_group_labels_json(&by, &g[i]),
+                                                    "unit", unit, "points", pts));
+        }
+        query_groups_free(g, ng);
         json_object_set_new(o, "groups", groups);
     }
     if (too_big) {
         json_decref(o);
         res = srv_reply_error(rq, 422, "the profiles of a step add up to more than 2^63 in their unit: too much for "
                                        "exact integers; narrow the range, the step or the selector");
+        goto out;
+    }
+    if (failed) { /* past --query-timeout (503), else out of memory */
+        json_decref(o);
+        res = srv_reply_json(rq, 200, NULL);
         goto out;
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
@@ -395,10 +397,9 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
     } else {
         query_group *g;
         size_t ng;
-        if (query_groups_split(r, &s.set, &by, &g, &ng) == 0) {
-            o = query_variance_groups_json(r, &s.set, g, ng, s.from, s.until, (size_t)k);
-            query_groups_free(g, ng);
-        }
+        if (srv_groups_split(rq, "by", r, &s.set, &by, s.from, s.until, 0, &g, &ng)) goto out;
+        o = query_variance_groups_json(r, &s.set, g, ng, s.from, s.until, (size_t)k);
+        query_groups_free(g, ng);
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:

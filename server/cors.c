@@ -24,6 +24,7 @@
  *   caches must know) and answers preflights, which only browsers send.
  *   Same-origin requests (the built-in viewer) send no Origin, or the
  *   server's own on a POST, and need no CORS headers. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,4 +199,170 @@ enum MHD_Result srv_cors_preflight(srv_request *rq)
     enum MHD_Result r = MHD_queue_response(rq->conn, MHD_HTTP_NO_CONTENT, resp);
     MHD_destroy_response(resp);
     return r;
+}
+
+/* ---- requests from browsers: Host and Origin checks (issue 12) ----------
+ *
+ * flamedb has no authentication yet, so a browser is the way in for a web
+ * page: a page on any site can send a form POST or a no-cors fetch to
+ * http://127.0.0.1:4040 (it cannot read the answer, but the profile is
+ * stored or the series deleted), and a page whose DNS name its owner
+ * points at 127.0.0.1 after loading (DNS rebinding) is even same-origin
+ * with the server and reads every answer.  Browsers say they are browsers:
+ * they send Origin on every POST and DELETE and on cross-origin requests,
+ * and Sec-Fetch-Site on every request (Chrome 76, Firefox 90, Safari 16.4).
+ * Requests with neither (curl, agents, flamedb import, a server-side proxy
+ * that does not pass them on) are not checked at all.  For those with
+ * either:
+ *
+ * 1. An Origin listed with --cors-origin passes: the operator trusts it.
+ * 2. Host must be a name of this server: an IP literal, localhost or
+ *    *.localhost, the --listen host, the machine's host name, or a name
+ *    given with --allowed-host.  A rebinding page's requests carry the
+ *    page's own name in Host, so they stop here (also its GETs).
+ * 3. A POST or DELETE (any method but GET, HEAD, OPTIONS) must come from
+ *    the server's own pages: its Origin's host[:port] equals Host (ports 80
+ *    and 443 as their schemes' defaults).  Without Origin,
+ *    Sec-Fetch-Site must not say cross-site or same-site.
+ *
+ * Each refusal is a 403 before the body is read, naming the header and the
+ * flag that would let it through. */
+
+static int ieq(const char *a, size_t an, const char *b)
+{
+    return strlen(b) == an && !strncasecmp(a, b, an);
+}
+
+int srv_cors_add_host(srv_cors *c, const char *name, char *err, size_t errlen)
+{
+    size_t n = strlen(name);
+    while (n && name[n - 1] == '.') n--;
+    if (!n || n >= SRV_HOST_LEN) {
+        snprintf(err, errlen, "'%s': expected a DNS name like flamedb.example.com", name);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!host_char((unsigned char)name[i])) {
+            snprintf(err, errlen, "'%s': expected a DNS name like flamedb.example.com (no scheme, port or path)", name);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < c->n_hosts; i++)
+        if (ieq(name, n, c->host[i])) return 0;
+    if (c->n_hosts == sizeof c->host / sizeof c->host[0]) {
+        snprintf(err, errlen, "'%s': too many names", name);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) c->host[c->n_hosts][i] = (char)tolower((unsigned char)name[i]);
+    c->host[c->n_hosts++][n] = '\0';
+    return 0;
+}
+
+/* Splits a Host header value into its host (brackets of an IPv6 literal
+ * kept) and its port (NULL when none). */
+static void split_host(const char *v, const char **host, size_t *hl, const char **port)
+{
+    *host = v;
+    *port = NULL;
+    if (*v == '[') {
+        const char *e = strchr(v, ']');
+        *hl = e ? (size_t)(e - v + 1) : strlen(v);
+        if (e && e[1] == ':') *port = e + 2;
+        return;
+    }
+    const char *colon = strchr(v, ':');
+    if (colon && strchr(colon + 1, ':')) colon = NULL; /* a bare IPv6 literal */
+    *hl = colon ? (size_t)(colon - v) : strlen(v);
+    if (colon) *port = colon + 1;
+}
+
+static int is_ip_literal(const char *h, size_t n)
+{
+    char buf[64];
+    if (n >= sizeof buf) return 0;
+    if (h[0] == '[' && n > 2 && h[n - 1] == ']') h++, n -= 2;
+    memcpy(buf, h, n);
+    buf[n] = '\0';
+    unsigned char a[16];
+    return inet_pton(AF_INET, buf, a) == 1 || inet_pton(AF_INET6, buf, a) == 1;
+}
+
+static int host_known(const srv_cors *c, const char *h, size_t n)
+{
+    while (n && h[n - 1] == '.') n--;
+    if (is_ip_literal(h, n)) return 1;
+    static const char lh[] = "localhost", dlh[] = ".localhost";
+    if (ieq(h, n, lh) || (n > sizeof dlh - 1 && !strncasecmp(h + n - (sizeof dlh - 1), dlh, sizeof dlh - 1)))
+        return 1;
+    for (size_t i = 0; i < c->n_hosts; i++)
+        if (ieq(h, n, c->host[i])) return 1;
+    return 0;
+}
+
+/* host[:port] of an origin "scheme://host[:port]", the scheme's default
+ * port left out; 0 when it is no such origin (e.g. "null"). */
+static int origin_authority(const char *origin, const char **auth, size_t *al, const char **port, int *https)
+{
+    const char *sep = strstr(origin, "://");
+    if (!sep) return 0;
+    *https = (size_t)(sep - origin) == 5 && !strncasecmp(origin, "https", 5);
+    split_host(sep + 3, auth, al, port);
+    return *al > 0;
+}
+
+/* The origin and the Host header name the same host and port. */
+static int same_origin(const char *origin, const char *host_hdr)
+{
+    const char *oh, *op, *hh, *hp;
+    size_t ol, hl;
+    int https;
+    if (!origin_authority(origin, &oh, &ol, &op, &https)) return 0;
+    split_host(host_hdr, &hh, &hl, &hp);
+    if (ol != hl || strncasecmp(oh, hh, ol)) return 0;
+    const char *odef = https ? "443" : "80";
+    if (!op || !*op) op = odef;
+    if (!hp || !*hp) hp = odef;
+    /* behind a proxy that ends TLS, Host may carry either default port */
+    if (!strcmp(op, hp)) return 1;
+    return (!strcmp(op, "443") || !strcmp(op, "80")) && (!strcmp(hp, "443") || !strcmp(hp, "80"));
+}
+
+int srv_browser_check(srv_request *rq)
+{
+    const char *origin = header(rq, MHD_HTTP_HEADER_ORIGIN);
+    const char *site = header(rq, "Sec-Fetch-Site");
+    if (!origin && !site) return 0; /* not a browser */
+    if (origin && srv_cors_match(rq)) return 0;
+    const char *host_hdr = header(rq, MHD_HTTP_HEADER_HOST);
+    const srv_cors *c = &rq->srv->cors;
+    if (host_hdr) {
+        const char *h, *port;
+        size_t hl;
+        split_host(host_hdr, &h, &hl, &port);
+        if (!host_known(c, h, hl)) {
+            srv_reply_error(rq, MHD_HTTP_FORBIDDEN,
+                            "Host '%s' is not a name of this server: a browser request naming another host may "
+                            "come from a page whose name was pointed at this server (DNS rebinding); if browsers "
+                            "reach the server by that name, start it with --allowed-host %.*s",
+                            host_hdr, (int)hl, h);
+            return -1;
+        }
+    }
+    if (!strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD") || !strcmp(rq->method, "OPTIONS")) return 0;
+    if (origin) {
+        if (host_hdr && same_origin(origin, host_hdr)) return 0;
+        srv_reply_error(rq, MHD_HTTP_FORBIDDEN,
+                        "origin '%s' may not send %s requests: a page may change data only when it is this "
+                        "server's own (Host '%s') or its origin is allowed with --cors-origin",
+                        origin, rq->method, host_hdr ? host_hdr : "");
+        return -1;
+    }
+    if (!strcmp(site, "cross-site") || !strcmp(site, "same-site")) {
+        srv_reply_error(rq, MHD_HTTP_FORBIDDEN,
+                        "a %s from another site (Sec-Fetch-Site: %s) is refused: a page may change data only "
+                        "when it is this server's own or its origin is allowed with --cors-origin",
+                        rq->method, site);
+        return -1;
+    }
+    return 0;
 }

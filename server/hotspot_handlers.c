@@ -106,10 +106,10 @@ enum MHD_Result srv_handle_hotspots(srv_request *rq)
     int64_t until = srv_now_ms(), from = until - range;
     store_reader *r;
     enum MHD_Result res;
-    if (store_reader_begin(rq->srv->st, &r)) {
+    if (srv_reader_begin(rq, &r)) {
         query_selector_free(&sel);
         query_group_by_free(&by);
-        return srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
+        return MHD_YES;
     }
     query_series_set set;
     query_group *g = NULL;
@@ -121,8 +121,8 @@ enum MHD_Result srv_handle_hotspots(srv_request *rq)
         res = srv_reply_error(rq, 500, "%s", err);
         goto out;
     }
-    if (query_groups_split(r, &set, &by, &g, &ng)) {
-        res = srv_reply_error(rq, 500, "out of memory");
+    if (srv_groups_split(rq, "group_by", r, &set, &by, from, until, 0, &g, &ng)) {
+        res = MHD_YES;
         goto out_set;
     }
     for (size_t i = 0; i < ng; i++) {

@@ -10,8 +10,17 @@
  * buffered whole (up to --max-body; past that 413 without reading the rest)
  * because nothing may be stored before all of it has been validated.
  * A CORS preflight (cors.c) skips the method check and is answered at
- * dispatch, once its empty body is read, which keeps the connection open. */
+ * dispatch, once its empty body is read, which keeps the connection open.
+ *
+ * Before anything else a request is checked against the limits of its head
+ * (414 for a target over SRV_MAX_URI or SRV_MAX_PARAMS, 431 for header
+ * fields over SRV_MAX_HEADER_BYTES, all JSON) and, when it comes from a
+ * browser, against its Origin and Host (cors.c: 403).  Connections are
+ * limited and slow ones closed by conns.c; libmicrohttpd's messages go
+ * through log.c, which keeps them from flooding the log. */
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,26 +125,84 @@ static enum MHD_Result find_nul(void *cls, enum MHD_ValueKind kind, const char *
     return MHD_YES;
 }
 
+/* Sums the header fields as sent: "Name: value\r\n" each. */
+static enum MHD_Result add_header_size(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                       const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)key;
+    (void)value;
+    *(size_t *)cls += key_size + value_size + 4;
+    return MHD_YES;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: the request line is in.  The request is
+ * allocated here to keep the length of its target as sent (with its query
+ * string, before unescaping) and its number of parameters, for the 414 in
+ * begin_request; the completion callback frees it also when MHD refuses
+ * the head before the access handler sees it.
+ *
+ * A target over either limit has its query string cut here, in MHD's own
+ * buffer, before MHD splits it: MHD keeps a record of ~56 bytes a
+ * parameter in the connection's memory, and a few thousand parameters
+ * ("?a&a&a...") filled it, after which MHD closed the connection without
+ * any answer.  The cut target is only ever answered 414 (rq->uri_len and
+ * uri_params keep what was sent); if rq cannot be allocated nothing is cut
+ * and the request meets MHD's own limits as before. */
+static void *uri_received(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    srv_request *rq = calloc(1, sizeof *rq);
+    if (!rq) return NULL;
+    rq->uri_len = strlen(uri);
+    char *q = strchr(uri, '?');
+    if (q) {
+        rq->uri_params = 1;
+        for (const char *p = q + 1; *p; p++) rq->uri_params += *p == '&';
+        if (rq->uri_len > SRV_MAX_URI || rq->uri_params > SRV_MAX_PARAMS) q[1] = '\0';
+    }
+    return rq;
+}
+
 /* First call for a request: route it, and refuse early what must be
  * refused before its body is read. */
 static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, const char *url,
                                      const char *method, void **con_cls)
 {
-    srv_request *rq = calloc(1, sizeof *rq);
+    srv_request *rq = *con_cls ? *con_cls : calloc(1, sizeof *rq);
     if (!rq) return MHD_NO;
     rq->srv = srv;
     rq->conn = conn;
     rq->method = method;
     rq->url = url;
+    rq->begun = 1;
     *con_cls = rq;
+    srv_conns_busy(srv, conn);
     atomic_fetch_add(&srv->in_flight, 1);
     const char *allowed = route_of(url, &rq->route, &rq->route_arg);
+    rq->allowed = allowed;
+    /* First the target cut by uri_received: refused whatever else. */
+    if (rq->uri_len > SRV_MAX_URI)
+        return srv_reply_error(rq, MHD_HTTP_URI_TOO_LONG,
+                               "the request target (path and query string) is %zu bytes, over the limit of %u",
+                               rq->uri_len, SRV_MAX_URI);
+    if (rq->uri_params > SRV_MAX_PARAMS)
+        return srv_reply_error(rq, MHD_HTTP_URI_TOO_LONG,
+                               "the query string has %zu parameters, over the limit of %u", rq->uri_params,
+                               SRV_MAX_PARAMS);
     /* Counted in flight before looking: srv_stop sets the flag, then waits
      * for in_flight to drain, so no request can start after the wait and
      * suspend its connection under MHD_stop_daemon. */
     if (atomic_load(&srv->stopping))
         return srv_reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "the server is shutting down");
-    rq->allowed = allowed;
+    size_t header_bytes = 0;
+    MHD_get_connection_values_n(conn, MHD_HEADER_KIND, add_header_size, &header_bytes);
+    if (header_bytes > SRV_MAX_HEADER_BYTES)
+        return srv_reply_error(rq, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+                               "the header fields are %zu bytes, over the limit of %u", header_bytes,
+                               SRV_MAX_HEADER_BYTES);
+    if (srv_browser_check(rq)) return MHD_YES;
     /* Answered once its (empty) body is read, so the connection is kept
      * for the request the preflight is for. */
     if (srv_cors_is_preflight(rq)) return MHD_YES;
@@ -162,7 +229,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 {
     (void)version;
     srv_request *rq = *con_cls;
-    if (!rq) return begin_request(cls, conn, url, method, con_cls);
+    if (!rq || !rq->begun) return begin_request(cls, conn, url, method, con_cls);
     if (rq->job) return dispatch(rq); /* resumed after a suspension */
     if (rq->status) { /* answered already (405, 413): drop the body */
         *upload_data_size = 0;
@@ -196,16 +263,20 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 static void request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                               enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     (void)toe;
     srv_ctx *srv = cls;
     srv_request *rq = *con_cls;
     if (!rq) return;
+    *con_cls = NULL;
+    if (!rq->begun) { /* refused by MHD before the access handler saw it */
+        free(rq);
+        return;
+    }
+    srv_conns_idle(srv, conn);
     srv_metrics_count(srv, rq->route, rq->status);
     if (rq->job_free) rq->job_free(rq->job);
     free(rq->body);
     free(rq);
-    *con_cls = NULL;
     atomic_fetch_sub(&srv->in_flight, 1);
 }
 
@@ -228,6 +299,25 @@ static int split_listen(const char *s, char *host, size_t hostlen, char *port, s
     return 0;
 }
 
+/* Whether ADDR is the wildcard (every interface), a loopback address, or
+ * another one. */
+typedef enum { ADDR_EVERY, ADDR_LOOPBACK, ADDR_OTHER } addr_kind;
+
+static addr_kind kind_of(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+        return a == INADDR_ANY ? ADDR_EVERY : (a >> 24) == 127 ? ADDR_LOOPBACK : ADDR_OTHER;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_UNSPECIFIED(a)) return ADDR_EVERY;
+        if (IN6_IS_ADDR_LOOPBACK(a)) return ADDR_LOOPBACK;
+        if (IN6_IS_ADDR_V4MAPPED(a)) return a->s6_addr[12] == 127 ? ADDR_LOOPBACK : ADDR_OTHER;
+    }
+    return ADDR_OTHER;
+}
+
 int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err, size_t errlen)
 {
     char host[256], port[16];
@@ -241,27 +331,64 @@ int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err
         snprintf(err, errlen, "--listen '%s': %s", listen_addr, gai_strerror(rc));
         return -1;
     }
+    if (srv_conns_start(srv)) {
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "cannot start the connection reaper thread");
+        return -1;
+    }
     /* Ingest suspends its connection while the group commit runs, so a worker
      * thread never blocks on the disk; suspend/resume also brings the ITC
      * that lets MHD_quiesce_daemon close the listening socket at shutdown. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    /* Limits (issue 12): at most --max-connections (kept below the
+     * process's open-file limit by main.c, so accept() never fails for want
+     * of descriptors); conns.c's deadline and eviction for connections
+     * without a request going.  libmicrohttpd's own timeout is for a
+     * request that stalls (a body or an answer that stops moving); it is at
+     * least 120 s because it also runs out while a handler works and would
+     * drop the answer of a long query.  The connection's memory holds a
+     * request head well past SRV_MAX_URI and SRV_MAX_HEADER_BYTES, so that
+     * those get a JSON 414 or 431 from begin_request rather than
+     * libmicrohttpd's HTML. */
+    unsigned mhd_timeout = srv->conn_timeout_s > 120 ? srv->conn_timeout_s : 120;
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, srv,
+                                   MHD_OPTION_EXTERNAL_LOGGER, srv_log_mhd, NULL,
                                    MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                    MHD_OPTION_THREAD_POOL_SIZE, threads,
-                                   MHD_OPTION_CONNECTION_LIMIT, 4096,
-                                   MHD_OPTION_CONNECTION_TIMEOUT, 120,
+                                   MHD_OPTION_CONNECTION_LIMIT, srv->max_connections,
+                                   MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->max_per_ip,
+                                   MHD_OPTION_CONNECTION_TIMEOUT, mhd_timeout,
+                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONNECTION_MEMORY,
+                                   MHD_OPTION_URI_LOG_CALLBACK, uri_received, srv,
+                                   MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, srv,
                                    MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv,
                                    MHD_OPTION_END);
+    addr_kind kind = kind_of(ai->ai_addr);
+    char shown[INET6_ADDRSTRLEN] = "?";
+    getnameinfo(ai->ai_addr, ai->ai_addrlen, shown, sizeof shown, NULL, 0, NI_NUMERICHOST);
+    int v6 = ai->ai_family == AF_INET6;
     freeaddrinfo(ai);
     if (!srv->daemon) {
+        srv_conns_stop(srv);
         snprintf(err, errlen, "cannot listen on %s (address in use, or not permitted?)", listen_addr);
         return -1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv_log("listening on http://%s%s%s:%u", strchr(host, ':') ? "[" : "", host[0] ? host : "0.0.0.0",
-            strchr(host, ':') ? "]" : "", info ? info->port : 0);
+    unsigned bound = info ? info->port : 0;
+    srv_log("listening on http://%s%s%s:%u", v6 ? "[" : "", shown, v6 ? "]" : "", bound);
+    srv_log("at most %u connections%s; one without a complete request for %u s is closed, and the oldest such when "
+            "near the limit", srv->max_connections, srv->max_per_ip ? " (fewer from one address)" : "",
+            srv->conn_timeout_s);
+    /* No authentication yet (issue 12): say so when others can connect. */
+    if (kind == ADDR_EVERY)
+        srv_log("listening on every interface with no authentication: anyone who can reach port %u can read "
+                "and write every profile (and delete series); listen on 127.0.0.1:%u unless that is meant",
+                bound, bound);
+    else if (kind == ADDR_OTHER)
+        srv_log("listening on %s, not loopback, with no authentication: anyone who can reach %s port %u can "
+                "read and write every profile (and delete series)", shown, shown, bound);
     return 0;
 }
 
@@ -276,4 +403,5 @@ void srv_stop(srv_ctx *srv)
     for (int i = 0; i < 3000 && atomic_load(&srv->in_flight) > 0; i++) usleep(10000);
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
+    srv_conns_stop(srv);
 }

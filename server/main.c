@@ -9,6 +9,7 @@
  * no handler runs in the middle of a request. */
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,9 @@ static const char usage_serve[] =
     "Usage: flamedb serve [flags]\n"
     "\n"
     "  --listen ADDR:PORT     where to listen (default 127.0.0.1:4040; [::1]:4040 for IPv6;\n"
-    "                         port 0 picks a free port, printed at start)\n"
+    "                         port 0 picks a free port, printed at start); :PORT,\n"
+    "                         0.0.0.0:PORT or [::]:PORT is every interface, and as there\n"
+    "                         is no authentication yet the server warns of it at start\n"
     "  --data DIR             data directory, created if missing (default ./data)\n"
     "  --retention DURATION   delete profiles whose window started longer ago than this,\n"
     "                         e.g. 30d, 12h, 90m; 0 keeps everything (default 30d)\n"
@@ -59,12 +62,31 @@ static const char usage_serve[] =
     "  --min-free-space BYTES ingest answers 507 (with Retry-After) while the data directory's\n"
     "                         file system has less free space; suffixes k, m, g; 0 turns\n"
     "                         the check off (default 64m)\n"
+    "  --query-timeout DURATION  a query's work ends by then with 503 (nothing partial is\n"
+    "                         answered); 0 = none (default 30s)\n"
+    "  --max-groups N         the most groups one group_by answer splits into; with query\n"
+    "                         and top also no more than 1 GiB of merged trees (default 10000)\n"
     "  --max-ingest-queue BYTES  pushes in flight (bodies being parsed or stored, and their\n"
     "                         gunzipped text) before new pushes get 503 with Retry-After;\n"
     "                         0 = no limit (default 512m)\n"
     "  --commit-wait DURATION how long the writer may hold a commit for pushes that are on\n"
     "                         their way when they arrive apart (a fleet's agents), so one\n"
     "                         fsync serves several; 0 commits each at once (default 50ms)\n"
+    "  --max-connections N    connections open at once (default 4096, or fewer when the\n"
+    "                         open-file limit, raised to its hard limit at start, holds\n"
+    "                         fewer beside the data directory's files); near the limit\n"
+    "                         the connection idle or sending its request longest is closed\n"
+    "  --max-connections-per-ip N\n"
+    "                         connections open at once from one client address (default 0:\n"
+    "                         no limit; agents behind one NAT share an address)\n"
+    "  --connection-timeout DURATION\n"
+    "                         close a connection that has not sent a whole request head\n"
+    "                         this long after it opened or got its last answer, also when\n"
+    "                         it sends a byte now and then (default 60s)\n"
+    "  --allowed-host NAME    a DNS name browsers reach this server by (besides IP addresses,\n"
+    "                         localhost, the --listen host and the machine's name); browser\n"
+    "                         requests naming another Host are refused (DNS rebinding);\n"
+    "                         repeatable\n"
     "  --help                 this text\n";
 
 /* Parses BYTES with an optional k, m or g suffix (powers of 1024). */
@@ -86,11 +108,28 @@ static int parse_bytes(const char *s, size_t *out)
 typedef struct {
     const char *listen, *data;
     int64_t retention_ms, partition_ms;
-    size_t max_body, min_free, max_queue;
+    size_t max_body, min_free, max_queue, max_groups;
+    int64_t query_timeout_ms;
     unsigned threads;
     int commit_wait_ms;
     srv_cors cors;
+    unsigned max_connections;   /* 0: as many as the open-file limit allows, at most 4096 */
+    unsigned max_per_ip;
+    unsigned conn_timeout_s;
 } serve_flags;
+
+#define DEFAULT_MAX_CONNECTIONS 4096
+
+/* A count from min to max, for --max-connections and friends. */
+static int parse_count(const char *s, unsigned long min, unsigned long max, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (end == s || *end || errno || s[0] == '-' || v < min || v > max) return -1;
+    *out = (unsigned)v;
+    return 0;
+}
 
 /* Answers 0 to run, 1 when --help was shown, -1 on a bad flag. */
 static int parse_serve_flags(int argc, char **argv, serve_flags *f)
@@ -102,9 +141,15 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->max_body = 64u << 20;
     f->min_free = 64u << 20;
     f->max_queue = 512u << 20;
+    f->max_groups = 10000;
+    f->query_timeout_ms = 30000;
     f->threads = 32;
     f->commit_wait_ms = 50;
     f->cors.n = 0;
+    f->cors.n_hosts = 0;
+    f->max_connections = 0;
+    f->max_per_ip = 0;
+    f->conn_timeout_s = 60;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char err[256];
@@ -114,7 +159,9 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
                                              "--cors-origin", "--commit-wait",
-                                             "--min-free-space", "--max-ingest-queue", NULL };
+                                             "--min-free-space", "--max-ingest-queue", "--max-groups", "--query-timeout",
+                                             "--max-connections", "--max-connections-per-ip", "--connection-timeout",
+                                             "--allowed-host", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -146,12 +193,52 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --cors-origin %s\n", cerr);
                 return -1;
             }
+        } else if (!strcmp(a, "--allowed-host")) {
+            char herr[512];
+            if (f->cors.n_hosts >= SRV_CORS_MAX) {
+                fprintf(stderr, "flamedb serve: --allowed-host '%s': at most %d names\n", v, SRV_CORS_MAX);
+                return -1;
+            }
+            if (srv_cors_add_host(&f->cors, v, herr, sizeof herr)) {
+                fprintf(stderr, "flamedb serve: --allowed-host %s\n", herr);
+                return -1;
+            }
+        } else if (!strcmp(a, "--max-connections")) {
+            if (parse_count(v, 1, 1000000, &f->max_connections)) {
+                fprintf(stderr, "flamedb serve: --max-connections '%s': expected 1 to 1000000\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--max-connections-per-ip")) {
+            if (parse_count(v, 0, 1000000, &f->max_per_ip)) {
+                fprintf(stderr, "flamedb serve: --max-connections-per-ip '%s': expected 0 (no limit) to 1000000\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--connection-timeout")) {
+            int64_t ms;
+            if (query_duration_parse(v, &ms, err, sizeof err) || ms < 1000 || ms > 3600000 || ms % 1000) {
+                fprintf(stderr, "flamedb serve: --connection-timeout '%s': expected whole seconds from 1s to 1h, like 30s\n", v);
+                return -1;
+            }
+            f->conn_timeout_s = (unsigned)(ms / 1000);
         } else if (!strcmp(a, "--partition")) {
             if (query_duration_parse(v, &f->partition_ms, err, sizeof err) || f->partition_ms <= 0 ||
                 f->partition_ms % 3600000) {
                 fprintf(stderr, "flamedb serve: --partition '%s': expected whole hours like 1h, 6h or 1d\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--query-timeout")) {
+            if (query_duration_parse(v, &f->query_timeout_ms, err, sizeof err) || f->query_timeout_ms < 0) {
+                fprintf(stderr, "flamedb serve: --query-timeout '%s': expected a duration like 30s, or 0 for none\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--max-groups")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 10000000) {
+                fprintf(stderr, "flamedb serve: --max-groups '%s': expected 1 to 10000000\n", v);
+                return -1;
+            }
+            f->max_groups = (size_t)n;
         } else if (!strcmp(a, "--max-ingest-queue")) {
             if (strcmp(v, "0") && parse_bytes(v, &f->max_queue)) {
                 fprintf(stderr, "flamedb serve: --max-ingest-queue '%s': expected a size in bytes like 512m, or 0\n", v);
@@ -184,6 +271,79 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     return 0;
 }
 
+/* The connection limit: below the open-file limit, less what the rest of
+ * the server may open (issue 12: with 256 descriptors and a limit of 4096,
+ * accept() failed with EMFILE and libmicrohttpd logged in a busy loop).
+ * The soft limit is first raised to the hard one (systemd's default is
+ * 1024 soft, 524288 hard).  Kept aside: 32 (stdio, the listening socket,
+ * LOCK, the catalog's 3, slack), 2 a thread (each MHD worker's epoll and
+ * event descriptors) and 3 a partition (an LMDB file, its lock file and
+ * the synchronous writer's descriptor; partitions are opened on first use
+ * and stay open) for the partitions retention keeps, or for those there
+ * are and 64 more when it keeps everything.  Answers the limit, or 0 after
+ * printing why none fits. */
+static unsigned plan_connections(const serve_flags *f, uint64_t partitions, int64_t partition_ms)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl)) rl.rlim_cur = rl.rlim_max = 1024;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit want = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
+        if (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > (1u << 20)) want.rlim_cur = 1u << 20;
+        if (want.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &want)) {
+            rl.rlim_cur = want.rlim_cur;
+            srv_log("raised the open-file limit from %llu to %llu", (unsigned long long)was,
+                    (unsigned long long)rl.rlim_cur);
+        }
+    }
+    uint64_t files = rl.rlim_cur == RLIM_INFINITY ? (1u << 20) : (uint64_t)rl.rlim_cur;
+    uint64_t parts = f->retention_ms > 0 && partition_ms > 0 ? (uint64_t)(f->retention_ms / partition_ms) + 2
+                                                             : partitions + 64;
+    if (parts < partitions) parts = partitions;
+    uint64_t kept = 32 + 2 * (uint64_t)f->threads + 3 * parts;
+    uint64_t fit = files > kept ? files - kept : 0;
+    if (f->max_connections) {
+        if (f->max_connections > fit) {
+            srv_log("--max-connections %u: the process may open %llu files (ulimit -n, at its hard limit) and %llu of "
+                    "them are kept for the data directory's %llu partitions and %u threads, so at most %llu "
+                    "connections fit; raise the limit (ulimit -Hn, LimitNOFILE= in systemd) or ask for fewer",
+                    f->max_connections, (unsigned long long)files, (unsigned long long)kept,
+                    (unsigned long long)parts, f->threads, (unsigned long long)fit);
+            return 0;
+        }
+        return f->max_connections;
+    }
+    if (fit < 8) {
+        srv_log("the process may open %llu files (ulimit -n, at its hard limit), and %llu of them are kept for the data "
+                "directory's %llu partitions and %u threads: too few are left for connections; raise the limit "
+                "(ulimit -Hn, LimitNOFILE= in systemd), or use fewer --threads or a shorter --retention",
+                (unsigned long long)files, (unsigned long long)kept, (unsigned long long)parts, f->threads);
+        return 0;
+    }
+    if (fit < DEFAULT_MAX_CONNECTIONS)
+        srv_log("at most %llu connections fit in the open-file limit of %llu (%llu kept for the data directory and "
+                "threads); raise it (ulimit -Hn, LimitNOFILE= in systemd) for more",
+                (unsigned long long)fit, (unsigned long long)files, (unsigned long long)kept);
+    return fit < DEFAULT_MAX_CONNECTIONS ? (unsigned)fit : DEFAULT_MAX_CONNECTIONS;
+}
+
+/* The names browsers may reach the server by, besides those given with
+ * --allowed-host (cors.c): the --listen host when it is a name, and the
+ * machine's own name. */
+static void add_own_names(srv_cors *c, const char *listen)
+{
+    char err[512], name[256];
+    const char *colon = strrchr(listen, ':');
+    if (colon && listen[0] != '[' && colon > listen) {
+        snprintf(name, sizeof name, "%.*s", (int)(colon - listen), listen);
+        (void)srv_cors_add_host(c, name, err, sizeof err); /* an IP literal passes anyway */
+    }
+    if (!gethostname(name, sizeof name)) {
+        name[sizeof name - 1] = '\0';
+        (void)srv_cors_add_host(c, name, err, sizeof err);
+    }
+}
+
 static int serve(int argc, char **argv)
 {
     serve_flags f;
@@ -202,7 +362,10 @@ static int serve(int argc, char **argv)
 
     char err[1024];
     srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms, .data_dir = f.data,
-                    .min_free_bytes = f.min_free, .max_ingest_held = f.max_queue };
+                    .min_free_bytes = f.min_free, .max_ingest_held = f.max_queue,
+                    .max_groups = f.max_groups, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
+                    .conn_timeout_s = f.conn_timeout_s };
+    add_own_names(&srv.cors, f.listen);
     for (size_t i = 0; i < f.cors.n; i++) srv_log("CORS: allowing browser requests from %s", f.cors.origin[i]);
     store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms,
                           .commit_wait_ms = f.commit_wait_ms };
@@ -220,6 +383,11 @@ static int serve(int argc, char **argv)
             (unsigned long long)stats.series, (unsigned long long)stats.partitions,
             (long long)(store_partition_ms(srv.st) / 3600000), (unsigned long long)stats.db_bytes,
             (long long)(f.retention_ms / 1000));
+    srv.max_connections = plan_connections(&f, stats.partitions, store_partition_ms(srv.st));
+    if (!srv.max_connections) {
+        store_close(srv.st);
+        return 2;
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (srv_workpool_start(&srv.pool, cores > 0 ? (unsigned)cores : 1)) {
         srv_log("cannot start the parsing threads");

@@ -9,7 +9,8 @@
 
 #include "srv.h"
 
-static const int status_slots[SRV_STATUS_SLOTS] = { 200, 400, 404, 405, 413, 415, 500, 503, 507, 0, 0, 0 };
+static const int status_slots[SRV_STATUS_SLOTS] = { 200, 400, 403, 404, 405, 413, 414, 415, 422, 429, 431,
+                                                     500, 503, 507, 0, 0 };
 
 static const char *route_names[ROUTE_COUNT] = {
     "/api/v1/ingest", "/ingest", "/api/v1/query", "/api/v1/labels", "/api/v1/label/values",
@@ -80,6 +81,20 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
                 (unsigned long long)n);
         }
     }
+    srv_conns_stats cs;
+    srv_conns_get_stats(srv, &cs);
+    put_one(&t, "flamedb_http_connections", "gauge",
+            "HTTP connections open.", (unsigned long long)cs.open);
+    put_one(&t, "flamedb_http_connections_max", "gauge",
+            "The most HTTP connections open at once (serve --max-connections).",
+            (unsigned long long)srv->max_connections);
+    put(&t, "# HELP flamedb_http_connections_closed_total HTTP connections closed by the server without a request "
+            "going: timeout (no whole request head within serve --connection-timeout) or evicted (the oldest such "
+            "when near serve --max-connections).\n"
+            "# TYPE flamedb_http_connections_closed_total counter\n"
+            "flamedb_http_connections_closed_total{reason=\"timeout\"} %llu\n"
+            "flamedb_http_connections_closed_total{reason=\"evicted\"} %llu\n",
+        (unsigned long long)cs.timed_out, (unsigned long long)cs.evicted);
     put_one(&t, "flamedb_ingested_samples_total", "counter",
             "Samples (sums of stack counts) accepted by ingest.",
             (unsigned long long)atomic_load(&srv->metrics.ingested_samples));

@@ -104,6 +104,42 @@ int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_
     return 0;
 }
 
+int srv_reader_begin(srv_request *rq, store_reader **r)
+{
+    if (store_reader_begin(rq->srv->st, r)) {
+        srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
+        return -1;
+    }
+    rq->deadline_ms = rq->srv->query_timeout_ms ? store_mono_ms() + rq->srv->query_timeout_ms : 0;
+    store_reader_set_deadline(*r, rq->deadline_ms);
+    return 0;
+}
+
+int srv_groups_split(srv_request *rq, const char *param, store_reader *r, const query_series_set *set,
+                     const query_group_by *by, int64_t from_ms, int64_t until_ms, int keeps_trees,
+                     query_group **groups, size_t *n)
+{
+    size_t cap = rq->srv->max_groups, max = query_groups_limit(r, from_ms, until_ms, cap,
+                                                               keeps_trees ? SRV_GROUP_TREES_BYTES : 0);
+    int rc = query_groups_split(r, set, by, max, groups, n);
+    if (rc == QUERY_ETOOMANY) {
+        if (max < cap)
+            srv_reply_error(rq, 400, "parameter '%s': %zu groups, more than the %zu whose trees fit in %llu MiB "
+                            "for this range's call tree (--max-groups %zu for a small tree); group by fewer "
+                            "labels, or narrow the selector or the range",
+                            param, *n, max, (unsigned long long)(SRV_GROUP_TREES_BYTES >> 20), cap);
+        else
+            srv_reply_error(rq, 400, "parameter '%s': %zu groups, more than the %zu one answer may hold "
+                            "(--max-groups); group by fewer labels or narrow the selector", param, *n, cap);
+        return -1;
+    }
+    if (rc) {
+        srv_reply_error(rq, 500, "out of memory splitting into groups");
+        return -1;
+    }
+    return 0;
+}
+
 int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *present)
 {
     char err[256];

@@ -83,7 +83,7 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
     char err[256];
     query_group *g;
     size_t ng;
-    if (query_groups_split(r, set, by, &g, &ng)) return srv_reply_error(rq, 500, "out of memory");
+    if (srv_groups_split(rq, "group_by", r, set, by, from, until, 1, &g, &ng)) return MHD_YES;
     group_tree *gt = calloc(ng ? ng : 1, sizeof *gt);
     enum MHD_Result res;
     size_t merged = 0;
@@ -185,10 +185,10 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     query_series_set set;
     query_tree t;
     enum MHD_Result res;
-    if (store_reader_begin(rq->srv->st, &r)) {
+    if (srv_reader_begin(rq, &r)) {
         query_selector_free(&sel);
         query_group_by_free(&by);
-        return srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
+        return MHD_YES;
     }
     /* pprof always keeps lines: go tool pprof -list and -lines need them */
     store_reader_lines(r, lines || pprof);
@@ -243,9 +243,9 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
     int64_t from, until;
     if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
     store_reader *r;
-    if (store_reader_begin(rq->srv->st, &r)) {
+    if (srv_reader_begin(rq, &r)) {
         query_selector_free(&sel);
-        return srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
+        return MHD_YES;
     }
     uint32_t *ids = NULL;
     size_t n = 0;

@@ -38,6 +38,10 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
 
 enum MHD_Result srv_reply_json(srv_request *rq, int status, json_t *body)
 {
+    /* analyses answer NULL when their reader's deadline passed (nothing
+     * partial is answered) */
+    if (!body && rq->deadline_ms && store_mono_ms() >= rq->deadline_ms)
+        return srv_reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", SRV_TIMEOUT_MSG);
     if (!body) return srv_reply_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory building the answer");
     /* jansson's 17 significant digits: a client reads back the very double
      * (1795560608.4000001 is 1795560608.4 as a double; 15 digits would not
@@ -76,7 +80,7 @@ enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ..
 
 int srv_status_of_merge(int rc)
 {
-    return rc == QUERY_ETOOBIG ? 422 : 500;
+    return rc == QUERY_ETOOBIG ? 422 : rc == QUERY_ETIMEOUT ? 503 : 500;
 }
 
 int srv_status_of_store(store_status ss)

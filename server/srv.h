@@ -9,6 +9,7 @@
 #define FLAMEDB_SRV_H
 
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +28,20 @@ typedef enum {
     ROUTE_VARIANCE, ROUTE_HOTSPOTS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
 } srv_route;
 
-#define SRV_STATUS_SLOTS 12
+#define SRV_STATUS_SLOTS 16
+
+/* The request head: what flamedb answers with JSON 414 and 431.  The
+ * connection's memory in libmicrohttpd (SRV_CONNECTION_MEMORY, 32 KiB by
+ * default) is set above both so that such a request reaches the access
+ * handler; a head that does not fit in it at all is refused by
+ * libmicrohttpd itself with its own HTML page (docs/api.md, "Other
+ * answers").  Not more than 64 KiB: libmicrohttpd zeroes the whole of it
+ * after each request of a keep-alive connection, so it is resident memory
+ * for every agent's connection (64 MiB for 1,000). */
+#define SRV_MAX_URI (32u << 10)            /* request target, query string included */
+#define SRV_MAX_PARAMS 256                 /* parameters in the query string */
+#define SRV_MAX_HEADER_BYTES (32u << 10)   /* header fields, "Name: value\r\n" each */
+#define SRV_CONNECTION_MEMORY (64u << 10)  /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
 
 typedef struct {
     _Atomic uint64_t requests[ROUTE_COUNT][SRV_STATUS_SLOTS];
@@ -37,13 +51,20 @@ typedef struct {
 } srv_metrics;
 
 /* The origins allowed by --cors-origin, each as browsers send it in the
- * Origin header (cors.c). */
+ * Origin header, and the host names browsers may reach the server by
+ * (--allowed-host, the --listen host, the machine's name) (cors.c). */
 #define SRV_CORS_MAX 32
 #define SRV_CORS_ORIGIN_LEN 320
+#define SRV_HOST_LEN 256
 typedef struct {
     size_t n;
     char origin[SRV_CORS_MAX][SRV_CORS_ORIGIN_LEN];
+    size_t n_hosts;
+    char host[SRV_CORS_MAX + 2][SRV_HOST_LEN]; /* --allowed-host, then the --listen host and gethostname() */
 } srv_cors;
+
+/* Open connections, for closing idle and slow ones (conns.c). */
+typedef struct srv_conns srv_conns;
 
 typedef struct srv_workpool srv_workpool;
 typedef void (*srv_work_fn)(void *arg);
@@ -58,6 +79,8 @@ typedef struct {
     uint64_t min_free_bytes;   /* --min-free-space: ingest answers 507 below it; 0 = no check */
     _Atomic int64_t free_checked_ms;   /* when free_bytes was last read (at most once a second) */
     _Atomic uint64_t free_bytes;
+    size_t max_groups;         /* --max-groups: the most groups one group_by answer splits into; 0 = none */
+    int64_t query_timeout_ms;  /* --query-timeout: a read's work ends by then (503); 0 = none */
     uint64_t max_ingest_held;  /* --max-ingest-queue: bytes of pushes in flight before 503; 0 = no limit */
     _Atomic uint64_t ingest_held;      /* bodies (and gunzipped text) of pushes not yet answered */
     srv_metrics metrics;
@@ -65,7 +88,18 @@ typedef struct {
     _Atomic int stopping;    /* set by srv_stop: new requests get 503 */
     int verbose;
     srv_cors cors;           /* none: no Access-Control-* headers, preflights refused */
+    unsigned max_connections;     /* --max-connections, MHD_OPTION_CONNECTION_LIMIT */
+    unsigned max_per_ip;          /* --max-connections-per-ip; 0: no limit */
+    unsigned conn_timeout_s;      /* --connection-timeout */
+    srv_conns *conns;
 } srv_ctx;
+
+/* The memory the merged trees of one grouped answer may take (query, top
+ * with group_by): more groups than fit are refused before any merge. */
+#define SRV_GROUP_TREES_BYTES (UINT64_C(1) << 30)
+
+/* The error of a read that ran past --query-timeout. */
+#define SRV_TIMEOUT_MSG "the query ran past its time limit (flamedb serve --query-timeout); narrow the range or the selector"
 
 /* Retry-After of an ingest refused because the store cannot write now. */
 #define SRV_RETRY_AFTER_S 30
@@ -80,8 +114,12 @@ typedef struct {
     char *body;            /* the whole body, NUL-terminated */
     size_t body_len;
     int body_too_big;
+    int begun;             /* the access handler has seen the request */
+    size_t uri_len;        /* the request target as sent (MHD_OPTION_URI_LOG_CALLBACK) */
+    size_t uri_params;     /* its parameters, as sent */
     int status;            /* the status answered, for metrics */
     int retry_after;       /* seconds: a Retry-After header on the answer (503, 507); 0 none */
+    int64_t deadline_ms;   /* CLOCK_MONOTONIC: --query-timeout of a read (srv_reader_begin); 0 none */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
     const char *allowed;   /* the route's methods, for the Allow header */
     void *job;             /* a handler's state across a suspension */
@@ -119,6 +157,32 @@ int srv_cors_is_preflight(const srv_request *rq);
  * configured, 404 for no such endpoint. */
 enum MHD_Result srv_cors_preflight(srv_request *rq);
 
+/* Host names: adds NAME (a DNS name, no port) to the names browsers may
+ * reach the server by; answers 0, or -1 with a message in err. */
+int srv_cors_add_host(srv_cors *c, const char *name, char *err, size_t errlen);
+/* The checks on requests from browsers (those that send Origin or
+ * Sec-Fetch-Site): a Host that is not a name of this server is refused
+ * (DNS rebinding), and so is a POST or DELETE from a page that is neither
+ * this server's own nor allowed by --cors-origin.  Answers 0 to go on, or
+ * replies 403 itself and answers -1. */
+int srv_browser_check(srv_request *rq);
+
+/* conns.c: open connections; closes those that keep no request going
+ * (idle keep-alive, or a request head still arriving) after
+ * --connection-timeout, and the oldest of them when the server nears
+ * --max-connections, so that slow clients cannot hold every slot. */
+int srv_conns_start(srv_ctx *srv);
+void srv_conns_stop(srv_ctx *srv);
+/* MHD_OPTION_NOTIFY_CONNECTION */
+void srv_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode toe);
+/* A request's head is complete (the access handler's first call) / its
+ * answer is sent (the completion callback). */
+void srv_conns_busy(srv_ctx *srv, struct MHD_Connection *conn);
+void srv_conns_idle(srv_ctx *srv, struct MHD_Connection *conn);
+typedef struct { uint64_t open, evicted, timed_out; } srv_conns_stats;
+void srv_conns_get_stats(srv_ctx *srv, srv_conns_stats *out);
+
 /* params.c */
 const char *srv_param(srv_request *rq, const char *name);
 /* Parses from/until (defaults: until=now, from=until-default_span_ms);
@@ -136,6 +200,15 @@ int srv_param_double(srv_request *rq, const char *name, double def, double min, 
 int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_t *out_ms);
 /* An optional group_by parameter; *present says whether it was given. */
 int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *present);
+/* Begins a read snapshot with the request's deadline (--query-timeout);
+ * answers 0, or replies 503 itself and answers -1. */
+int srv_reader_begin(srv_request *rq, store_reader **r);
+/* query_groups_split bounded by query_groups_limit (keeps_trees: the answer
+ * keeps a merged tree a group); answers 0, or replies 400 (too many groups,
+ * naming the limit) or 500 itself and answers -1. */
+int srv_groups_split(srv_request *rq, const char *param, store_reader *r, const query_series_set *set,
+                     const query_group_by *by, int64_t from_ms, int64_t until_ms, int keeps_trees,
+                     query_group **groups, size_t *n);
 
 /* Handlers. */
 enum MHD_Result srv_handle_ingest(srv_request *rq);
@@ -170,7 +243,14 @@ const char *srv_route_name(srv_route route);
  * pushed over HTTP). */
 int srv_import_main(int argc, char **argv);
 
-/* log.c */
+/* log.c: one line per event on stderr.  Each format string may log a
+ * burst of lines a minute; more are counted and summed up in one line, so
+ * that no client can flood the log (issue 12: 12 M lines in 30 s). */
 void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* MHD_OPTION_EXTERNAL_LOGGER: libmicrohttpd's messages, limited the same way. */
+void srv_log_mhd(void *cls, const char *fmt, va_list ap);
+/* Logs the summaries of lines dropped in windows that have ended (all:
+ * in every window, at shutdown). */
+void srv_log_flush(int all);
 
 #endif

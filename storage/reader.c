@@ -49,6 +49,8 @@ struct store_reader {
     size_t n_parts;
     store_part **sel;       /* store_reader_parts' answer */
     int use_rollups;
+    int64_t deadline_ms;    /* CLOCK_MONOTONIC; 0 none */
+    int expired;
     int64_t rollup_from[ROLLUP_LEVELS]; /* first bucket retention has not touched */
     /* the reader's call tree and names */
     uint32_t *tparent, *tfunc;
@@ -455,6 +457,25 @@ int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t un
 }
 
 void store_reader_use_rollups(store_reader *r, int on) { r->use_rollups = on; }
+
+int64_t store_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void store_reader_set_deadline(store_reader *r, int64_t mono_ms)
+{
+    r->deadline_ms = mono_ms;
+    r->expired = 0;
+}
+
+int store_reader_expired(store_reader *r)
+{
+    if (!r->expired && r->deadline_ms && store_mono_ms() >= r->deadline_ms) r->expired = 1;
+    return r->expired;
+}
 
 void store_reader_lines(store_reader *r, int on) { r->lines = on; }
 

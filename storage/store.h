@@ -162,6 +162,13 @@ store_status store_delete_series(store *st, const uint32_t *ids, size_t n, uint6
 
 store_status store_reader_begin(store *st, store_reader **out);
 void store_reader_end(store_reader *r);
+/* A time the reader's work should end by (CLOCK_MONOTONIC, ms; 0 none).
+ * Scans do not stop by themselves (a cut scan would be a wrong answer):
+ * the loops of a query ask store_reader_expired and give up whole. */
+void store_reader_set_deadline(store_reader *r, int64_t mono_ms);
+int store_reader_expired(store_reader *r);
+/* CLOCK_MONOTONIC in ms, the clock of deadlines. */
+int64_t store_mono_ms(void);
 
 /* Series ids are 1..store_series_max(r). */
 uint32_t store_series_max(const store_reader *r);

@@ -78,6 +78,18 @@ test_cli_bad_flag_values() {
 --commit-wait 2s
 --listen nocolon
 --listen 127.0.0.1:http
+--max-connections 0
+--max-connections lots
+--max-connections 5000000
+--max-connections-per-ip -1
+--max-connections-per-ip many
+--connection-timeout 0
+--connection-timeout 500ms
+--connection-timeout 2h
+--connection-timeout soon
+--allowed-host http://x.example
+--allowed-host x.example:4040
+--allowed-host x/y
 --data
 --listen
 ARGS
@@ -99,11 +111,45 @@ test_cli_creates_data_dir_and_takes_every_flag() {
     DATA="$IT_TMP/nested/dir/data"
     LOG="$IT_TMP/nested.log"
     : >"$LOG"
-    launch_server --retention 30d --max-body 64m --threads 4 --commit-wait 10ms
+    launch_server --retention 30d --max-body 64m --threads 4 --commit-wait 10ms --max-connections 100 \
+        --max-connections-per-ip 50 --connection-timeout 30s --allowed-host flamedb.example.com
     [ -d "$DATA" ] || fail "data directory $DATA not created"
     get /healthz
     assert_status "healthz" 200
     ingest 'service=x' $'a 1\n'
     assert_status "ingest" 200
     stop_server
+}
+
+# No authentication yet (issue 12): listening on every interface says so at
+# start; loopback says nothing of it.
+test_cli_listen_every_interface_warns() {
+    it_tmp
+    local listen port line pid tries out
+    for listen in ':0' '0.0.0.0:0' '[::]:0'; do
+        if [ "$listen" = '[::]:0' ] && ! [ -e /proc/net/if_inet6 ]; then continue; fi
+        out="$IT_TMP/every.log"
+        : >"$out"
+        "$FLAMEDB" serve --listen "$listen" --data "$IT_TMP/every" >"$out" 2>&1 </dev/null &
+        pid=$!
+        line=""
+        tries=300
+        while [ -z "$line" ] && [ $tries -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
+            line=$(grep -o 'listening on http://[^ ]*' "$out" | head -1)
+            sleep 0.05
+            tries=$((tries - 1))
+        done
+        [ -n "$line" ] || fail "--listen $listen: no 'listening on' line: $(tail -3 "$out")"
+        port=${line##*:}
+        # the warning comes right after; wait for it like for the line above
+        tries=100
+        while ! grep -q 'every interface' "$out" && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+        assert_contains "--listen $listen: warning" "$(cat "$out")" \
+            "listening on every interface with no authentication: anyone who can reach port $port can read and write every profile"
+        kill -TERM "$pid"
+        wait "$pid"
+        assert_eq "--listen $listen: exit code after SIGTERM" 0 "$?"
+    done
+    start_server
+    assert_not_contains "loopback: no warning" "$(cat "$LOG")" "no authentication"
 }

@@ -1,7 +1,10 @@
 # test_cors.sh — CORS for browser clients (flamedb serve --cors-origin):
 # nothing by default, preflights answered for the configured origins only,
 # every answer to them (errors included) naming the origin, bad origins
-# refused at start.
+# refused at start.  And the checks on browser requests (issue 12): a POST
+# or DELETE from a page of another origin is refused, and so is a browser
+# request whose Host is not a name of the server (DNS rebinding); clients
+# that are no browser are not affected.
 
 CORS_A=https://grafana.example.com
 CORS_B=http://localhost:3000
@@ -40,9 +43,12 @@ test_cors_off_by_default() {
     assert_status "GET with an Origin, no flag" 200
     assert_eq "no Access-Control-* headers without the flag" "" "$(cors_headers)"
     assert_eq "no Vary without the flag" "" "$(header Vary)"
+    # a page from another origin may not write (issue 12): 403, nothing stored
     ingest 'service=off' $'a;b 1\n' -H "Origin: $CORS_A"
-    assert_status "ingest with an Origin, no flag" 200
+    assert_error "ingest with another Origin, no flag" 403 "origin '$CORS_A' may not send POST" "--cors-origin"
     assert_eq "ingest: no Access-Control-* headers" "" "$(cors_headers)"
+    get /api/v1/series from=now-1d
+    assert_json "nothing stored" '.series|length' 0
     preflight /api/v1/ingest "$CORS_A" POST content-type
     if [ "$STATUS" = 204 ] || [ "${STATUS:0:1}" = 2 ]; then
         fail "preflight without the flag: expected a refusal, got HTTP $STATUS"
@@ -184,4 +190,113 @@ EOF
     timeout 20 "$FLAMEDB" serve --listen 127.0.0.1:0 --data "$IT_TMP/d" --cors-origin 'http://x/path' --threads 0 \
         >/dev/null 2>"$IT_TMP/err" </dev/null
     assert_contains "a path: says so" "$(cat "$IT_TMP/err")" "path"
+}
+
+# A page on another site can send a form POST or a no-cors fetch without any
+# preflight: before issue 12 the profile was stored, or the series deleted.
+test_cors_writes_from_other_origins_refused() {
+    start_server
+    local port=${BASE##*:} o
+    put 'service=keep' $'main;a 5\n'
+    for o in https://evil.example http://localhost:3000 "http://127.0.0.1:$((port == 65535 ? 1 : port + 1))" null \
+        "https://127.0.0.1:$port.evil.example"; do
+        ingest 'service=evil' $'main;b 1\n' -H "Origin: $o" -H 'Content-Type: text/plain'
+        assert_error "ingest from origin $o" 403 "origin '$o' may not send POST" "--cors-origin"
+        post '/ingest?name=evil' --data-binary $'main;b 1\n' -H "Origin: $o"
+        assert_error "Pyroscope ingest from origin $o" 403 "may not send POST"
+        _curl DELETE "$BASE/api/v1/series?query=keep" -H "Origin: $o"
+        assert_error "DELETE from origin $o" 403 "may not send DELETE"
+    done
+    # no Origin, only Sec-Fetch-Site (a browser that left Origin out)
+    _curl DELETE "$BASE/api/v1/series?query=keep" -H 'Sec-Fetch-Site: cross-site'
+    assert_error "DELETE with Sec-Fetch-Site: cross-site" 403 "Sec-Fetch-Site: cross-site"
+    ingest 'service=evil' $'main;b 1\n' -H 'Sec-Fetch-Site: same-site'
+    assert_error "ingest with Sec-Fetch-Site: same-site" 403 "Sec-Fetch-Site: same-site"
+    # refused before the body is read: a body over --max-body is not what is said
+    ingest 'service=evil' "$(head -c 70000 /dev/zero | tr '\0' a) 1" -H 'Origin: https://evil.example'
+    assert_error "a large body from another origin" 403 "may not send POST"
+    get /api/v1/series from=now-1d
+    assert_json "nothing stored, nothing deleted" '[.series[].labels.service]|join(",")' "keep"
+
+    # the server's own pages (the viewer), curl and agents: as before
+    ingest 'service=own' $'main;c 2\n' -H "Origin: http://127.0.0.1:$port" -H 'Sec-Fetch-Site: same-origin'
+    assert_status "ingest from the server's own origin" 200
+    ingest 'service=own' $'main;c 2\n' -H "Origin: http://localhost:$port" -H "Host: localhost:$port"
+    assert_status "ingest from the server's own origin, by the name localhost" 200
+    ingest 'service=own' $'main;c 2\n' -H 'Sec-Fetch-Site: same-origin'
+    assert_status "ingest with Sec-Fetch-Site: same-origin and no Origin" 200
+    ingest 'service=own' $'main;c 2\n'
+    assert_status "ingest without Origin (curl, agents)" 200
+    # GETs from other origins are answered as before (the browser keeps the
+    # answer from the page: no Access-Control-Allow-Origin)
+    oget https://evil.example /api/v1/labels from=now-1d
+    assert_status "GET from another origin" 200
+    _curl DELETE "$BASE/api/v1/series?query=own"
+    assert_status "DELETE without Origin" 200
+    get /metrics
+    assert_eq "403s counted" 7 "$(metric 'flamedb_http_requests_total{route="/api/v1/ingest",code="403"}')"
+}
+
+test_cors_listed_origin_may_write() {
+    start_server --cors-origin "$CORS_A"
+    ingest 'service=ok' $'main;a 1\n' -H "Origin: $CORS_A" -H 'Sec-Fetch-Site: cross-site'
+    assert_status "ingest from a --cors-origin" 200
+    assert_allowed "ingest from a --cors-origin" "$CORS_A"
+    _curl DELETE "$BASE/api/v1/series?query=ok" -H "Origin: $CORS_A"
+    assert_status "DELETE from a --cors-origin" 200
+    ingest 'service=no' $'main;a 1\n' -H "Origin: $CORS_B"
+    assert_error "ingest from another origin" 403 "origin '$CORS_B' may not send POST"
+    assert_eq "refusal: no Access-Control-* headers" "" "$(cors_headers)"
+}
+
+# DNS rebinding: a page at http://evil.example:PORT whose name then
+# resolves to 127.0.0.1 is same-origin with the server; only its Host
+# header tells.
+# hget PATH [curl args...] — a GET with headers (get url-encodes its args).
+hget() {
+    local path=$1
+    shift
+    _curl GET "$BASE$path" "$@"
+}
+
+test_cors_host_check_dns_rebinding() {
+    start_server --allowed-host flamedb.example.com --allowed-host Other.Example.
+    local port=${BASE##*:} h
+    put 'service=secret' $'main;a 1\n'
+    for h in "evil.example:$port" "evil.example" "127.0.0.1.evil.example:$port" "flamedb.example.com.evil:$port"; do
+        hget /api/v1/labels -H "Host: $h" -H 'Sec-Fetch-Site: same-origin' -H 'Sec-Fetch-Mode: cors'
+        assert_error "GET with Host $h from a browser" 403 "Host '$h' is not a name of this server" "--allowed-host"
+        ingest 'service=rebound' $'main;b 1\n' -H "Host: $h" -H "Origin: http://$h"
+        assert_error "same-origin POST with Host $h" 403 "Host '$h'"
+        hget / -H "Host: $h" -H 'Sec-Fetch-Site: none' -H 'Sec-Fetch-Mode: navigate'
+        assert_error "the viewer's page by Host $h" 403 "--allowed-host"
+    done
+    # names of the server: IP literals, localhost, --allowed-host, the machine's name
+    for h in "127.0.0.1:$port" "localhost:$port" "LOCALHOST" "app.localhost:$port" "[::1]:$port" \
+        "flamedb.example.com:$port" "FLAMEDB.example.com." "other.example:$port" "10.1.2.3" "$(hostname):$port"; do
+        hget '/api/v1/labels?from=now-1d' -H "Host: $h" -H 'Sec-Fetch-Site: same-origin'
+        assert_status "GET with Host $h from a browser" 200
+    done
+    ingest 'service=named' $'main;c 1\n' -H "Host: flamedb.example.com:$port" \
+        -H "Origin: http://flamedb.example.com:$port"
+    assert_status "same-origin POST by an --allowed-host name" 200
+    ingest 'service=named' $'main;c 1\n' -H "Host: flamedb.example.com" -H "Origin: https://flamedb.example.com"
+    assert_status "same-origin POST behind a proxy that ends TLS" 200
+    # not a browser (no Origin, no Sec-Fetch-Site): no Host check
+    hget '/api/v1/labels?from=now-1d' -H "Host: evil.example:$port"
+    assert_status "curl with any Host" 200
+    get /api/v1/series from=now-1d
+    assert_json "nothing of the refused requests stored" '[.series[].labels.service]|sort|join(",")' "named,secret"
+}
+
+test_cors_allowed_host_flag_values() {
+    it_tmp
+    local h rc
+    for h in 'http://x.example' 'x.example:4040' 'x/y' '' 'a b'; do
+        timeout 20 "$FLAMEDB" serve --listen 127.0.0.1:0 --data "$IT_TMP/d" --allowed-host "$h" --threads 0 \
+            >/dev/null 2>"$IT_TMP/err" </dev/null
+        rc=$?
+        assert_eq "--allowed-host '$h': exit code" 2 "$rc"
+        assert_contains "--allowed-host '$h': message" "$(cat "$IT_TMP/err")" "--allowed-host '$h'"
+    done
 }

@@ -294,3 +294,76 @@ test_errors_totals_past_2_63() {
     assert_status "series listing: 1000 fit" 200
     assert_json "series listing: exact" '.series[0].total' "$((9007199254740991 * 1000))"
 }
+
+# group_by is bounded before any merge (issue 12, point 6): more groups than
+# --max-groups is a 400 naming group_by, the count and the flag, on every
+# endpoint that groups.
+test_errors_group_by_bounded() {
+    start_server --max-groups 3
+    local t=$(( $(now) - 600 )) i ep
+    for i in 1 2 3 4; do
+        ingest "service=g&instance=i$i&from=$t&until=$((t + 10))" $'main;work 2\n'
+        assert_status "push $i" 200
+    done
+    for ep in query:group_by top:group_by timeline:group_by stability:group_by variance:by; do
+        get "/api/v1/${ep%%:*}" 'query=g{}' "from=$t" "until=$((t + 60))" "${ep#*:}=instance"
+        assert_error "$ep=instance" 400 "'${ep#*:}'" "4 groups" "--max-groups"
+        get "/api/v1/${ep%%:*}" 'query=g{}' "from=$t" "until=$((t + 60))" "${ep#*:}=service"
+        assert_status "$ep=service (1 group)" 200
+    done
+    get /api/v1/hotspots/metrics 'query=g{}' range=1h group_by=instance
+    assert_error "hotspots group_by=instance" 400 "'group_by'" "--max-groups"
+    get /api/v1/hotspots/metrics 'query=g{}' range=1h
+    assert_status "hotspots by service (1 group)" 200
+}
+
+# 414 and 431 as JSON naming the limit (issue 12, point 9), not
+# libmicrohttpd's HTML page; the server goes on answering.
+test_errors_request_head_limits() {
+    start_server
+    local long
+    long=$(head -c 40000 /dev/zero | tr '\0' a)
+    _curl GET "$BASE/api/v1/labels?x=$long"
+    assert_error "a 40 kB request target" 414 "40017 bytes" "limit of 32768"
+    assert_contains "414: content type" "$(header Content-Type)" "application/json"
+    _curl GET "$BASE/api/v1/query?query=$(head -c 32000 /dev/zero | tr '\0' a)"
+    assert_status "a 32 kB target is within the limit (a service name, no data)" 200
+    local qs i
+    qs=$(for i in $(seq 1 600); do printf 'p%d=v&' "$i"; done)
+    _curl GET "$BASE/api/v1/labels?${qs%&}"
+    assert_error "600 parameters" 414 "600 parameters" "limit of 256"
+    # a flood of parameters: before, libmicrohttpd closed the connection with no answer
+    _curl GET "$BASE/api/v1/labels?$(head -c 20000 /dev/zero | tr '\0' '&')"
+    assert_error "20000 empty parameters" 414 "parameters" "limit of 256"
+    # nothing of a cut query string is acted on
+    _curl DELETE "$BASE/api/v1/series?query=x&${qs%&}"
+    assert_error "a DELETE with 601 parameters" 414 "601 parameters"
+    _curl GET "$BASE/healthz" -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' b)"
+    assert_error "40 kB of header fields" 431 "limit of 32768"
+    assert_contains "431: content type" "$(header Content-Type)" "application/json"
+    _curl GET "$BASE/healthz" -H "X-Big: $(head -c 30000 /dev/zero | tr '\0' b)"
+    assert_status "30 kB of header fields" 200
+    get /healthz
+    assert_status "healthz after the refusals" 200
+    get /metrics
+    assert_eq "414s counted" 3 "$(metric 'flamedb_http_requests_total{route="/api/v1/labels",code="414"}')"
+    assert_eq "431s counted" 1 "$(metric 'flamedb_http_requests_total{route="/healthz",code="431"}')"
+}
+
+# --query-timeout (issue 12, point 6): a read that runs past it answers 503
+# naming the flag, never a partial answer.  A timeline of 95,000 steps over
+# three series is 285,000 scans: far past 1 ms on any machine.
+test_errors_query_timeout() {
+    start_server --query-timeout 1ms
+    local t=$(( $(now) - 1800 )) i
+    for i in 1 2 3; do
+        ingest "service=slow&instance=i$i&from=$t&until=$((t + 10))" $'main;work 2\n'
+        assert_status "push $i" 200
+    done
+    get /api/v1/timeline 'query=slow{}' "from=$((t - 950000))" "until=$((t + 10))" step=10s
+    assert_error "a long timeline" 503 "--query-timeout"
+    restart_server --query-timeout 0
+    get /api/v1/timeline 'query=slow{}' "from=$((t - 950000))" "until=$((t + 10))" step=10s
+    assert_status "the same without the limit (default 30s)" 200
+    assert_json "complete" '[.points[][1]] | add' 6
+}

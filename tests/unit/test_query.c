@@ -531,6 +531,69 @@ static void test_totals_past_2_63_refused(void **state)
     store_reader_end(a.r);
 }
 
+/* group_by is bounded before any group is made: more groups than allowed
+ * answer QUERY_ETOOMANY with the count; answers that keep a tree a group
+ * are also bounded by the memory of the range's call tree. */
+static void test_groups_bounded(void **state)
+{
+    (void)state;
+    const int64_t h = 1795600000000LL;
+    put("many", "cpu", "m1", h, 0, "samples", "a;b 1\n");
+    put("many", "cpu", "m2", h, 0, "samples", "a;c 1\n");
+    put("many", "cpu", "m3", h, 0, "samples", "a;d 1\n");
+    answer a;
+    ask(&a, "many{}", h, h + 60000);
+    char err[256];
+    query_group_by by;
+    assert_int_equal(query_group_by_parse("instance", &by, err, sizeof err), 0);
+    query_group *g = NULL;
+    size_t n = 0;
+    assert_int_equal(query_groups_split(a.r, &a.set, &by, 2, &g, &n), QUERY_ETOOMANY);
+    assert_null(g);
+    assert_int_equal(n, 3);
+    assert_int_equal(query_groups_split(a.r, &a.set, &by, 3, &g, &n), 0);
+    assert_int_equal(n, 3);
+    query_groups_free(g, n);
+    /* the tree budget: none, room for everything, room for less than one */
+    assert_int_equal(query_groups_limit(a.r, h, h + 60000, 50, 0), 50);
+    assert_int_equal(query_groups_limit(a.r, h, h + 60000, 50, UINT64_C(1) << 40), 50);
+    assert_int_equal(query_groups_limit(a.r, h, h + 60000, 50, 1), 1);
+    size_t some = query_groups_limit(a.r, h, h + 60000, 1000000, 100000);
+    assert_true(some > 1 && some < 1000000);
+    assert_true(query_groups_limit(a.r, h, h + 60000, 1000000, 200000) >= 2 * some - 1);
+    query_group_by_free(&by);
+    done(&a);
+}
+
+/* A reader past its deadline: merges, timelines and listings give up whole
+ * (QUERY_ETIMEOUT or NULL), never a partial answer; without one they answer. */
+static void test_deadline_gives_up_whole(void **state)
+{
+    (void)state;
+    answer a;
+    ask(&a, "api{}", 0, 100000);
+    uint64_t total = a.t.grand_total;
+    assert_true(total > 0);
+    char err[256], unit[64];
+    query_tree t;
+    store_reader_set_deadline(a.r, store_mono_ms() - 1);
+    assert_true(store_reader_expired(a.r));
+    assert_int_equal(query_merge(a.r, &a.set, 0, 100000, &t, err, sizeof err), QUERY_ETIMEOUT);
+    assert_non_null(strstr(err, "--query-timeout"));
+    int big;
+    assert_null(query_timeline_json(a.r, &a.set, 0, 100000, 10000, unit, sizeof unit, &big));
+    assert_null(query_series_json(a.r, a.set.series, a.set.n_series, 0, 100000, &big));
+    store_reader_set_deadline(a.r, 0);
+    assert_false(store_reader_expired(a.r));
+    assert_int_equal(query_merge(a.r, &a.set, 0, 100000, &t, err, sizeof err), 0);
+    assert_int_equal(t.grand_total, total);
+    query_tree_free(&t);
+    json_t *pts = query_timeline_json(a.r, &a.set, 0, 100000, 10000, unit, sizeof unit, &big);
+    assert_non_null(pts);
+    json_decref(pts);
+    done(&a);
+}
+
 /* A merge split across threads answers exactly as on one: profiles on both
  * sides of a day (partition) boundary, three series, rates and units,
  * rollups on and off. */
@@ -638,6 +701,8 @@ int main(void)
         cmocka_unit_test(test_gauges_average_over_time),
         cmocka_unit_test(test_located_frames_merge_by_function),
         cmocka_unit_test(test_totals_past_2_63_refused),
+        cmocka_unit_test(test_groups_bounded),
+        cmocka_unit_test(test_deadline_gives_up_whole),
         cmocka_unit_test(test_parallel_merge_answers_the_same),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,210 @@
+# test_limits.sh — connection limits and slow clients (issue 12, point 8):
+# slow request heads (slowloris) cannot lock other clients out, whatever
+# their number; idle and slow connections are closed after
+# --connection-timeout; the connection limit stays below the open-file
+# limit; the log stays small.  No assertion on durations: waits are bounded
+# loops, and curl's own --max-time (60 s) only bounds a request.
+
+# slow_clients N SECONDS [SOURCE-ADDRESS] — in the background: N connections
+# that each send the start of a request head, then one more header byte a
+# second, and open again when the server closes them, for SECONDS (or until
+# $IT_TMP/slow.stop exists).  $IT_TMP/slow.ready appears once all N are
+# connected; $IT_TMP/slow.out gets "opened N reopened M" at the end.
+# Sets SLOW_PID.
+slow_clients() {
+    it_tmp
+    local port=${BASE##*:}
+    rm -f "$IT_TMP/slow.ready" "$IT_TMP/slow.stop" "$IT_TMP/slow.out"
+    cat >"$IT_TMP/slow.py" <<'EOF'
+import os, socket, sys, time
+port, n, secs, tmp = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+src = sys.argv[5] if len(sys.argv) > 5 else None
+def connect():
+    s = socket.socket()
+    s.settimeout(5)
+    if src:
+        s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    return s
+socks, reopened = [], 0
+for i in range(n):
+    try:
+        socks.append(connect())
+    except OSError:
+        socks.append(None)
+open(os.path.join(tmp, "slow.ready"), "w").close()
+end = time.time() + secs
+while time.time() < end and not os.path.exists(os.path.join(tmp, "slow.stop")):
+    for i, s in enumerate(socks):
+        try:
+            if s is None:
+                raise OSError
+            s.sendall(b"x")
+        except OSError:
+            try:
+                if s is not None:
+                    s.close()
+                socks[i] = connect()
+                reopened += 1
+            except OSError:
+                socks[i] = None
+    time.sleep(1)
+with open(os.path.join(tmp, "slow.out"), "w") as f:
+    f.write("opened %d reopened %d\n" % (n, reopened))
+EOF
+    python3 "$IT_TMP/slow.py" "$port" "$1" "$2" "$IT_TMP" ${3:+"$3"} &
+    SLOW_PID=$!
+    local tries=600
+    while [ ! -e "$IT_TMP/slow.ready" ] && [ $tries -gt 0 ]; do
+        kill -0 "$SLOW_PID" 2>/dev/null || die "the slow client exited before connecting"
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ -e "$IT_TMP/slow.ready" ] || die "the slow client did not connect within the wait bound"
+}
+
+stop_slow_clients() {
+    [ -n "${SLOW_PID:-}" ] || return 0
+    : >"$IT_TMP/slow.stop"
+    wait "$SLOW_PID"
+    SLOW_PID=""
+}
+
+# While slow clients hold connections: health, an ingest and a query answer.
+# The first health check that gets no answer (curl gives up after 30 s)
+# ends the test, so that a regression does not flood the disk with the log
+# for minutes (the old server wrote 8 GB in two).
+assert_others_served() {
+    local what=$1 i code
+    for i in 1 2 3 4 5; do
+        code=$(curl -s -o /dev/null --max-time 30 -w '%{http_code}' "$BASE/healthz")
+        [ "$code" = 200 ] || die "$what: healthz $i while slow clients hold connections: expected HTTP 200, got $code"
+        sleep 0.2
+    done
+    ingest 'service=busy' $'main;work 3\n'
+    assert_status "$what: ingest while slow clients hold connections" 200
+    query 'busy{}' format=folded
+    assert_status "$what: query while slow clients hold connections" 200
+    assert_contains "$what: the ingest was stored" "$BODY" "main;work"
+}
+
+# The server's log: at most this many lines and bytes.
+assert_log_small() {
+    local lines bytes
+    lines=$(wc -l <"$LOG")
+    bytes=$(wc -c <"$LOG")
+    assert_le "$1: server log lines" "$2" "$lines" || tail -5 "$LOG" | sed 's/^/      /' >>"$IT_FAILS"
+    assert_le "$1: server log bytes" "$3" "$bytes"
+}
+
+test_limits_slow_heads_do_not_lock_others_out() {
+    start_server --max-connections 16 --threads 4
+    slow_clients 48 60
+    assert_others_served "48 slow connections, limit 16"
+    get /metrics
+    assert_ge "slow connections were evicted" 1 "$(metric 'flamedb_http_connections_closed_total{reason="evicted"}')"
+    assert_le "open connections within the limit" 16 "$(metric flamedb_http_connections)"
+    assert_eq "the limit in /metrics" 16 "$(metric flamedb_http_connections_max)"
+    stop_slow_clients
+    assert_log_small "48 slow connections" 200 65536
+    assert_contains "the limit is logged at start" "$(cat "$LOG")" "at most 16 connections"
+}
+
+# The issue's case: 256 file descriptors, 200 slow connections.  Before, the
+# connection limit (4096) was above the file limit: accept() failed with
+# EMFILE, libmicrohttpd logged in a busy loop (12 M lines in 30 s) and no
+# other client got in.
+test_limits_low_file_limit() {
+    ulimit -n 256 || die "cannot lower the open-file limit"
+    start_server
+    local line n
+    line=$(grep -o 'at most [0-9]* connections fit in the open-file limit of 256' "$LOG")
+    assert_contains "the lower limit is logged" "$line" "open-file limit of 256"
+    n=$(grep -o 'at most [0-9]* connections;' "$LOG" | grep -o '[0-9]*')
+    assert_ge "some connections fit" 8 "$n"
+    assert_le "below the file limit" 200 "$n"
+    slow_clients 200 60
+    assert_others_served "200 slow connections, 256 files"
+    get /metrics
+    assert_le "open connections within the limit" "$n" "$(metric flamedb_http_connections)"
+    stop_slow_clients
+    assert_log_small "200 slow connections, 256 files" 200 65536
+    assert_not_contains "no accept() failure" "$(cat "$LOG")" "Too many open files"
+}
+
+test_limits_connection_timeout() {
+    start_server --connection-timeout 2s
+    it_tmp
+    cat >"$IT_TMP/trickle.py" <<'EOF'
+import socket, sys, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(1)
+if mode == "trickle":
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+elif mode == "keepalive":
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+for _ in range(40):  # a bound, not a measure
+    try:
+        if mode == "trickle":
+            s.sendall(b"x")
+        data = s.recv(4096)
+        if mode == "keepalive" and data.startswith(b"HTTP/1.1 200"):
+            mode = "idle"  # answered; now say nothing
+            continue
+        if not data:
+            print("closed")
+            break
+    except socket.timeout:
+        continue
+    except OSError:
+        print("closed")
+        break
+else:
+    print("still open")
+EOF
+    local port=${BASE##*:} mode
+    for mode in trickle idle keepalive; do
+        assert_eq "a connection that is $mode is closed after --connection-timeout" "closed" \
+            "$(python3 "$IT_TMP/trickle.py" "$port" "$mode")"
+    done
+    get /metrics
+    assert_ge "closed connections counted" 3 "$(metric 'flamedb_http_connections_closed_total{reason="timeout"}')"
+    # a client that sends its request at once is answered as before
+    get /healthz
+    assert_status "healthz" 200
+}
+
+test_limits_per_ip() {
+    # 127.0.0.2 is this host too (127/8 is loopback)
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
+        die "cannot bind 127.0.0.2 for a second client address"
+    start_server --max-connections-per-ip 4 --max-connections 64
+    slow_clients 20 60 127.0.0.2
+    assert_others_served "20 slow connections from one address, 4 allowed"
+    stop_slow_clients
+    assert_log_small "per-IP limit" 200 65536
+}
+
+test_limits_flags() {
+    it_tmp
+    local rc err
+    (
+        ulimit -n 1024
+        timeout 20 "$FLAMEDB" serve --listen 127.0.0.1:0 --data "$IT_TMP/d" --max-connections 5000 \
+            >/dev/null 2>"$IT_TMP/err" </dev/null
+    )
+    rc=$?
+    err=$(cat "$IT_TMP/err")
+    assert_eq "--max-connections above the open-file limit: exit code" 2 "$rc"
+    assert_contains "message names the flag" "$err" "--max-connections 5000"
+    assert_contains "message says what to raise" "$err" "ulimit"
+    (
+        ulimit -n 64
+        timeout 20 "$FLAMEDB" serve --listen 127.0.0.1:0 --data "$IT_TMP/d" >/dev/null 2>"$IT_TMP/err" </dev/null
+    )
+    rc=$?
+    assert_eq "64 files: too few for the defaults: exit code" 2 "$rc"
+    assert_contains "64 files: says so" "$(cat "$IT_TMP/err")" "too few are left for connections"
+}
