@@ -24,7 +24,7 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -Werror -pthread $(SAN)
 LDFLAGS += -pthread $(SAN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libelf libdw 2>/dev/null) -I$(BUILD)/gen
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lm
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lstdc++ -lm
 
 LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c)
 LIB_CXX := $(wildcard query/*.cc)
@@ -40,9 +40,10 @@ TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test
 # The agent (issue 4): its own binary, its own libraries.
 AGENT_PKGS := libelf libdw libcurl zlib
 AGENT_SRC  := $(filter-out agent/main.c,$(wildcard agent/*.c))
-AGENT_OBJ  := $(AGENT_SRC:%.c=$(BUILD)/%.o)
+# ingest/demangle.c (libiberty's demangler, issue 13) is shared with the server.
+AGENT_OBJ  := $(AGENT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/ingest/demangle.o
 AGENT_BIN  := $(if $(wildcard agent/main.c),$(BIN)/flamedb-agent)
-AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -lm
+AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -liberty -lm
 AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/%,$(wildcard tests/agent/test_*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
@@ -59,6 +60,11 @@ $(BIN)/flamedb-agent: $(BUILD)/agent/main.o $(AGENT_OBJ)
 $(BUILD)/tests/test_agent_%: tests/agent/test_agent_%.c $(AGENT_OBJ) tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(AGENT_OBJ) $(LDFLAGS) $(AGENT_LIBS) -lcmocka
+
+# The agent's demangling cost (issue 13) is measured on its own objects.
+$(BUILD)/bench/bench_demangle: bench/bench_demangle.c $(AGENT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(AGENT_OBJ) $(LDFLAGS) $(AGENT_LIBS)
 
 # playwright-core (the browser tests' driver; the browser is Debian's
 # chromium) comes from npm, installed by make, never a downloaded browser.

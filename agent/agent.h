@@ -3,9 +3,11 @@
  * The agent is a separate binary (bin/flamedb-agent).  It samples call
  * stacks with perf_event (perf.c), unwinds them from the kernel's
  * frame-pointer callchain or with libdw over a copied user stack
- * (unwind_dwarf.c), symbolizes them (maps.c, symbols.c) and locates them
- * in their source (lines.c: file and line from DWARF), aggregates them per
- * interval and per process (fold.c), prunes idle threads (fsp.c), adapts the
+ * (unwind_dwarf.c), symbolizes them (maps.c, symbols.c; C++ and Rust names
+ * demangled by ../ingest/demangle.c) and locates them in their source
+ * (lines.c: file and line from DWARF), labels each process without a
+ * per-process value (labels.c), aggregates them per interval and per
+ * process (fold.c), prunes idle threads (fsp.c), adapts the
  * sampling frequency (fda.c), pushes folded profiles over libcurl with gzip
  * (push.c), spools them while the server is unreachable (spool.c), hands
  * interpreted runtimes to their own profilers (adapter.c), and counts what
@@ -118,7 +120,10 @@ void agent_maps_free(agent_maps *m);
 typedef struct {
     uint64_t addr, size;           /* size 0: extends to the next symbol */
     const char *name;              /* into the pool; valid after agent_symtab_sort */
-    size_t name_off;               /* offset of the name in the pool */
+    uint32_t name_off;             /* offset of the name in the pool */
+    uint32_t demangle_tried;       /* agent_sym_name has looked at it */
+    char *demangled;               /* its demangled name (malloc'd, freed with
+                                      the table), NULL when not mangled */
 } agent_sym;
 
 typedef struct {
@@ -135,6 +140,11 @@ int agent_symtab_add(agent_symtab *t, uint64_t addr, uint64_t size,
 void agent_symtab_sort(agent_symtab *t);   /* sort, drop duplicates */
 /* The symbol containing addr, or NULL. */
 const agent_sym *agent_symtab_lookup(const agent_symtab *t, uint64_t addr);
+/* The name to show for a symbol: with demangle, C++ and Rust names
+ * demangled (ingest/demangle.h), once per entry, on its first use (a table
+ * holds many more symbols than are ever sampled), then kept; the raw name
+ * when it is not mangled or demangle is 0. */
+const char *agent_sym_name(agent_sym *s, int demangle);
 
 /* /proc/kallsyms text (text symbols t/T/w/W only), JIT perf maps
  * (/tmp/perf-PID.map: "START SIZE name", hex without 0x). */
@@ -173,6 +183,9 @@ typedef struct agent_syms agent_syms;
 
 agent_syms *agent_syms_new(const char *debug_root);
 void agent_syms_free(agent_syms *s);
+/* Whether names are demangled (agent_sym_name; on by default,
+ * --no-demangle turns it off). */
+void agent_syms_set_demangle(agent_syms *s, int on);
 /* Writes the name of the frame at ip in process pid into buf: the symbol,
  * "name_[k]" for kernel addresses, the perf-map name for JIT code, or
  * "module+0xOFFSET" (file offset) when nothing is known, "[unknown]" when
@@ -362,6 +375,49 @@ int agent_proc_exe(pid_t pid, char *buf, size_t cap);      /* readlink exe */
 int agent_proc_build(pid_t pid, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------
+ * The labels of a process, bounded (labels.c, issue 13; see its design
+ * comment for what each label is made of and why none is per process).
+ * ------------------------------------------------------------------------ */
+/* The 64-hex-digit container id and the Kubernetes pod UID in a
+ * /proc/PID/cgroup text (cgroup v1 and v2 lines); container_id (65 bytes)
+ * and pod_uid (37 bytes) are "" when absent.  Answers 1 if either was found. */
+int agent_cgroup_ids(const char *text, char *container_id, char *pod_uid);
+/* 1 when a /proc/PID/stat text is a kernel thread's (PF_KTHREAD), 0 when
+ * not, -1 when it cannot be read. */
+int agent_stat_kthread(const char *text);
+/* The service name: exe's basename (" (deleted)" dropped, not "memfd:..."),
+ * else comm (a kernel thread's cut at '/'), else "unknown". */
+void agent_service_name(const char *exe, const char *comm, int kthread, char *buf, size_t cap);
+
+/* What /proc says of a process, read once when it is first seen. */
+typedef struct {
+    pid_t pid;
+    char exe[4096];                 /* /proc/PID/exe's target, "" unreadable */
+    char comm[64];                  /* "" unreadable */
+    int kthread;
+    char build[16];                 /* first 12 hex digits of the build-id */
+    char container_id[65], pod_uid[37];
+} agent_proc_ident;
+
+typedef struct {
+    const char *service;            /* --service, or NULL */
+    const char *hostname;
+    int pid_instance;               /* instance = HOSTNAME/PID (named with --pid) */
+    const agent_labels *extra;      /* --labels, or NULL */
+} agent_label_opts;
+
+/* Reads /proc/PID/{exe,comm,stat,cgroup} and the build-id; -1 when neither
+ * exe nor comm could be read (the process is gone). */
+int agent_proc_identity(pid_t pid, agent_proc_ident *id);
+/* Sets service, instance, node, build, container_id, pod_uid, then the
+ * extra labels over them.  -1 when a label could not be set. */
+int agent_process_labels(const agent_proc_ident *id, const agent_label_opts *o, agent_labels *out);
+/* The label set as a string equal for equal sets whatever their order
+ * (processes with the same labels are one series: their profiles are
+ * merged before the push).  malloc'd. */
+char *agent_labels_key(const agent_labels *l);
+
+/* ------------------------------------------------------------------------
  * Language adapters (adapter.c).
  * ------------------------------------------------------------------------ */
 typedef enum { AGENT_ADAPTER_NONE = 0, AGENT_ADAPTER_PYSPY, AGENT_ADAPTER_ASPROF } agent_adapter_kind;
@@ -442,7 +498,9 @@ typedef struct {
     uint64_t samples_profiled;      /* counted into a process's profile */
     uint64_t samples_ignored;       /* the idle task, the agent itself,
                                        processes an adapter profiles */
-    uint64_t dropped_gone;          /* process exited before it could be named */
+    uint64_t samples_unnamed;       /* of the profiled: processes that exited
+                                       before anything named them (service
+                                       "unknown") */
     uint64_t dropped_nomem;
     uint64_t dropped_lost;          /* PERF_RECORD_LOST: never read */
     uint64_t dropped_malformed;     /* records that could not be parsed */

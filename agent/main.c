@@ -5,10 +5,11 @@
  * user stack for processes that need DWARF), symbolized at once, while the
  * process and its mappings are known, and counted per process and thread.
  * At the end of each interval: FSP drops the idle threads, FDA adjusts the
- * frequency, one folded profile per (service, instance) is pushed (or
- * written to --output), failed pushes go to the spool and are replayed in
- * order.  SIGINT/SIGTERM end the loop after a last flush: the partial window
- * is pushed, or spooled when the server does not take it.
+ * frequency, one folded profile per label set is pushed (or written to
+ * --output; the processes of one program share their labels: labels.c),
+ * failed pushes go to the spool and are replayed in order.  SIGINT/SIGTERM
+ * end the loop after a last flush: the partial window is pushed, or spooled
+ * when the server does not take it.
  *
  * Nothing a node does may stop the agent (issue 15): a sample that cannot
  * be used is dropped and counted by reason (agent_metrics, metrics.c), a
@@ -50,6 +51,7 @@ typedef struct {
     unwind_mode unwind;
     int no_kernel;
     int no_lines;
+    int no_demangle;
     double fsp;
     int fda;
     double fda_theta, fda_lambda;
@@ -68,7 +70,9 @@ typedef struct {
 typedef struct {
     pid_t pid;
     char comm[64];
-    agent_labels labels;            /* service, instance, node, build, user */
+    agent_labels labels;            /* service, instance, node, build, container_id,
+                                       pod_uid, user (labels.c) */
+    int unnamed;                    /* gone before anything named it: service "unknown" */
     agent_adapter_kind adapter;
     agent_adapter_run *run;
     int probe, shallow, decided, use_dwarf, dwarf_failed;
@@ -157,10 +161,15 @@ static void usage(FILE *f)
 "                       by reason, profiles pushed, spooled...) to FILE in\n"
 "                       Prometheus' text format at every interval\n"
 "Labels:\n"
-"  --service NAME       the service label (default: the process's command name)\n"
-"  --labels k=v,...     extra labels (instance, node or build here override the\n"
-"                       defaults: HOSTNAME/PID, the hostname, the first 12 hex\n"
-"                       digits of the executable's GNU build-id)\n"
+"  --service NAME       the service label (default: the executable's name, else\n"
+"                       the command name; \"unknown\" when the process is gone)\n"
+"  --labels k=v,...     extra labels (instance, node, build, container_id or\n"
+"                       pod_uid here override the defaults: HOSTNAME/PID for\n"
+"                       the --pid processes and HOSTNAME for the others, the\n"
+"                       hostname, the first 12 hex digits of the executable's\n"
+"                       GNU build-id, the container and the Kubernetes pod of\n"
+"                       /proc/PID/cgroup); processes with the same labels make\n"
+"                       one profile\n"
 "Sampling:\n"
 "  --frequency HZ       sampling frequency (default 99)\n"
 "  --interval SECONDS   length of one profile window (default 10)\n"
@@ -175,6 +184,8 @@ static void usage(FILE *f)
 "                       kernel frames\n"
 "  --no-lines           frames are names only: no source file and line (from\n"
 "                       DWARF line tables), no binary and build-id\n"
+"  --no-demangle        keep C++ and Rust names as the symbol tables have them\n"
+"                       (_ZN...), not demangled\n"
 "Thread pruning (Atys FSP):\n"
 "  --fsp P              per interval and process keep the most active threads\n"
 "                       that make at least P of the samples (default 0.99;\n"
@@ -242,7 +253,7 @@ static int parse_pids(agent_opts *o, const char *s)
 static int parse_args(agent_opts *o, int argc, char **argv)
 {
     enum { O_SERVER = 256, O_PID, O_ALL, O_SERVICE, O_LABELS, O_FREQ, O_INTERVAL, O_DURATION,
-           O_OUTPUT, O_UNWIND, O_NOKERNEL, O_NOLINES, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
+           O_OUTPUT, O_UNWIND, O_NOKERNEL, O_NOLINES, O_NODEMANGLE, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
            O_SPOOL, O_SPOOLMAX, O_METRICS, O_VERBOSE, O_HELP };
     static const struct option longopts[] = {
         { "server", 1, 0, O_SERVER }, { "pid", 1, 0, O_PID }, { "all", 0, 0, O_ALL },
@@ -250,7 +261,7 @@ static int parse_args(agent_opts *o, int argc, char **argv)
         { "frequency", 1, 0, O_FREQ }, { "interval", 1, 0, O_INTERVAL },
         { "duration", 1, 0, O_DURATION }, { "output", 1, 0, O_OUTPUT },
         { "unwind", 1, 0, O_UNWIND }, { "no-kernel", 0, 0, O_NOKERNEL },
-        { "no-lines", 0, 0, O_NOLINES },
+        { "no-lines", 0, 0, O_NOLINES }, { "no-demangle", 0, 0, O_NODEMANGLE },
         { "fsp", 1, 0, O_FSP }, { "fda", 0, 0, O_FDA }, { "fda-theta", 1, 0, O_THETA },
         { "fda-lambda", 1, 0, O_LAMBDA }, { "min-frequency", 1, 0, O_MINF },
         { "max-frequency", 1, 0, O_MAXF }, { "spool", 1, 0, O_SPOOL },
@@ -290,6 +301,7 @@ static int parse_args(agent_opts *o, int argc, char **argv)
             break;
         case O_NOKERNEL: o->no_kernel = 1; break;
         case O_NOLINES: o->no_lines = 1; break;
+        case O_NODEMANGLE: o->no_demangle = 1; break;
         case O_FSP:
             if (parse_double("--fsp", optarg, 0, 1, &o->fsp) < 0) return -1;
             if (o->fsp <= 0) { fprintf(stderr, "flamedb-agent: --fsp must be > 0\n"); return -1; }
@@ -337,48 +349,49 @@ static int parse_args(agent_opts *o, int argc, char **argv)
 
 /* ---- processes ---- */
 
-/* The name of pid: /proc/PID/comm, else the one a PERF_RECORD_COMM gave
- * (the process exited before /proc was read); -1 when neither is known. */
-static int proc_name(agent_ctx *c, pid_t pid, char *buf, size_t cap)
+/* Whether pid was named with --pid (its instance label has the pid). */
+static int pid_given(const agent_ctx *c, pid_t pid)
 {
-    if (agent_proc_comm(pid, buf, cap) == 0) return 0;
-    int found = -1;
-    for (size_t i = 0; i < 256 && i < c->ncomms; i++)
-        if (c->comms[i].pid == pid) { snprintf(buf, cap, "%s", c->comms[i].comm); found = 0; }
-    return found;
+    for (size_t i = 0; i < c->o.npids; i++)
+        if (c->o.pids[i] == pid) return 1;
+    return 0;
 }
 
-/* The state of pid, made on its first sample.  NULL when out of memory, or
- * (*gone = 1) when the process exited before anything named it: its samples
- * could only make a series "pid-N" with unknown frames, and are dropped. */
-static proc_state *proc_get(agent_ctx *c, pid_t pid, int *gone)
+/* The state of pid, made on its first sample, with its labels (labels.c:
+ * bounded, never a pid but for --pid's own processes).  A process that
+ * exited before /proc was read is named by its PERF_RECORD_COMM when one
+ * was seen; otherwise it is "unknown" (p->unnamed), one series per node.
+ * NULL when out of memory. */
+static proc_state *proc_get(agent_ctx *c, pid_t pid)
 {
-    if (gone) *gone = 0;
     for (size_t i = 0; i < c->nprocs; i++)
         if (c->procs[i].pid == pid && !c->procs[i].retired) return &c->procs[i];
-    char comm[64];
-    if (proc_name(c, pid, comm, sizeof comm) < 0) {
-        if (gone) { *gone = 1; return NULL; }
-        snprintf(comm, sizeof comm, "pid-%d", (int)pid);
-    }
+    agent_proc_ident *id = malloc(sizeof *id);
+    if (!id) return NULL;
+    int named = agent_proc_identity(pid, id) == 0;
+    if (!named)
+        for (size_t i = 0; i < 256 && i < c->ncomms; i++)
+            if (c->comms[i].pid == pid) { snprintf(id->comm, sizeof id->comm, "%s", c->comms[i].comm); named = 1; }
     if (c->nprocs == c->capprocs) {
         size_t cap = c->capprocs ? 2 * c->capprocs : 32;
         proc_state *v = realloc(c->procs, cap * sizeof *v);
-        if (!v) return NULL;
+        if (!v) { free(id); return NULL; }
         c->procs = v; c->capprocs = cap;
     }
     proc_state *p = &c->procs[c->nprocs++];
     memset(p, 0, sizeof *p);
     p->pid = pid;
-    snprintf(p->comm, sizeof p->comm, "%s", comm);
-    char buf[300];
-    agent_labels_set(&p->labels, "service", c->o.service ? c->o.service : p->comm);
-    snprintf(buf, sizeof buf, "%s/%d", c->hostname, (int)pid);
-    agent_labels_set(&p->labels, "instance", buf);
-    agent_labels_set(&p->labels, "node", c->hostname);
-    if (agent_proc_build(pid, buf, sizeof buf) == 0 && buf[0]) agent_labels_set(&p->labels, "build", buf);
-    agent_labels_copy(&p->labels, &c->o.labels);
-    p->adapter = agent_adapter_detect(pid);
+    p->unnamed = !named;
+    agent_label_opts lo = { c->o.service, c->hostname, pid_given(c, pid), &c->o.labels };
+    if (agent_process_labels(id, &lo, &p->labels) < 0) {
+        agent_labels_free(&p->labels);
+        c->nprocs--;
+        free(id);
+        return NULL;
+    }
+    snprintf(p->comm, sizeof p->comm, "%s", id->comm[0] ? id->comm : agent_labels_get(&p->labels, "service"));
+    free(id);
+    p->adapter = named ? agent_adapter_detect(pid) : AGENT_ADAPTER_NONE;
     if (p->adapter) {
         agent_labels_set(&p->labels, "spy", agent_adapter_spy(p->adapter));
         logmsg(0, "pid %d (%s): profiled with %s", (int)pid, p->comm, agent_adapter_spy(p->adapter));
@@ -488,13 +501,8 @@ static void on_sample(const agent_sample *s, void *arg)
     }
     c->m.samples_read++;
     if (s->pid <= 0 || s->pid == c->self) { c->m.samples_ignored++; return; }
-    int gone;
-    proc_state *p = proc_get(c, s->pid, &gone);
-    if (!p) {
-        if (gone) c->m.dropped_gone++;
-        else c->m.dropped_nomem++;
-        return;
-    }
+    proc_state *p = proc_get(c, s->pid);
+    if (!p) { c->m.dropped_nomem++; return; }
     if (p->adapter) { c->m.samples_ignored++; return; }   /* its tool profiles it */
     uint64_t kips[MAX_FRAMES], uips[MAX_FRAMES], dips[MAX_FRAMES];
     int nk = 0, nu = 0;
@@ -546,6 +554,7 @@ static void on_sample(const agent_sample *s, void *arg)
     t->samples++;
     p->samples++;
     c->m.samples_profiled++;
+    if (p->unnamed) c->m.samples_unnamed++;
 }
 
 /* ---- delivery ---- */
@@ -686,11 +695,10 @@ static void merge_into(const char *stack, uint64_t count, void *arg)
     agent_fold_add(arg, stack, count);
 }
 
-static void flush_proc(agent_ctx *c, proc_state *p, int64_t from, int64_t until,
-                       self_counts *sc)
+/* A process's window, after thread pruning, into f (an adapter's output
+ * for the processes it profiles). */
+static void proc_fold(agent_ctx *c, proc_state *p, agent_fold *f)
 {
-    agent_fold *f = agent_fold_new();
-    if (!f) return;
     char err[256];
     if (p->run) {
         if (g_stop) agent_adapter_interrupt(p->run);      /* leaving: do not wait out the interval */
@@ -703,7 +711,7 @@ static void flush_proc(agent_ctx *c, proc_state *p, int64_t from, int64_t until,
     } else if (p->nthreads > 0) {
         agent_thread_count *tc = malloc(p->nthreads * sizeof *tc);
         int *keep = malloc(p->nthreads * sizeof *keep);
-        if (!tc || !keep) { free(tc); free(keep); agent_fold_free(f); return; }
+        if (!tc || !keep) { free(tc); free(keep); return; }
         for (size_t i = 0; i < p->nthreads; i++) tc[i] = (agent_thread_count){ p->threads[i].tid, p->threads[i].samples };
         size_t tdrop = 0;
         struct timespec t0, t1;
@@ -722,28 +730,69 @@ static void flush_proc(agent_ctx *c, proc_state *p, int64_t from, int64_t until,
         }
         free(tc); free(keep);
     }
-    if (agent_fold_total(f) > 0) {
-        agent_fold_each(f, self_add, sc);
-        size_t len;
-        char *body = agent_fold_text(f, &len);
-        if (body) {
-            /* locations=1 exactly when a frame carries one: names-only
-             * profiles (--no-lines, no line tables) keep the plain URL */
-            int located = memchr(body, FRAME_SEP, len) != NULL;
-            if (c->out) { write_output(c, &p->labels, from, until, body, located); c->m.profiles_written++; }
-            else {
-                char *url = agent_ingest_url(c->o.server, &p->labels, c->freq, from, until, located);
-                if (url) {
-                    logmsg(1, "pid %d (%s): %llu samples, %zu stacks -> %s", (int)p->pid, p->comm,
-                           (unsigned long long)agent_fold_total(f), agent_fold_stacks(f), url);
-                    deliver(c, url, body, len);
-                    free(url);
-                }
-            }
-            free(body);
+}
+
+/* One profile to push: the windows of every process with these labels
+ * (a service's workers, the churn of one program, the "unknown" ones). */
+typedef struct {
+    char *key;                      /* agent_labels_key */
+    agent_labels labels;
+    agent_fold *fold;
+    size_t nprocs;
+} push_group;
+
+typedef struct { push_group *v; size_t n, cap; } push_groups;
+
+/* Adds f (consumed) to the group of labels l. */
+static void group_add(push_groups *g, const agent_labels *l, agent_fold *f)
+{
+    char *key = agent_labels_key(l);
+    if (!key) { agent_fold_free(f); return; }
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->v[i].key, key) == 0) {
+            agent_fold_each(f, merge_into, g->v[i].fold);
+            agent_fold_free(f);
+            g->v[i].nprocs++;
+            free(key);
+            return;
+        }
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 32;
+        push_group *v = realloc(g->v, cap * sizeof *v);
+        if (!v) { free(key); agent_fold_free(f); return; }
+        g->v = v; g->cap = cap;
+    }
+    push_group *e = &g->v[g->n++];
+    memset(e, 0, sizeof *e);
+    e->key = key;
+    agent_labels_copy(&e->labels, l);
+    e->fold = f;
+    e->nprocs = 1;
+}
+
+static void push_group_send(agent_ctx *c, push_group *g, int64_t from, int64_t until, self_counts *sc)
+{
+    agent_fold *f = g->fold;
+    if (agent_fold_total(f) == 0) return;
+    agent_fold_each(f, self_add, sc);
+    size_t len;
+    char *body = agent_fold_text(f, &len);
+    if (!body) return;
+    /* locations=1 exactly when a frame carries one: names-only
+     * profiles (--no-lines, no line tables) keep the plain URL */
+    int located = memchr(body, FRAME_SEP, len) != NULL;
+    if (c->out) { write_output(c, &g->labels, from, until, body, located); c->m.profiles_written++; }
+    else {
+        char *url = agent_ingest_url(c->o.server, &g->labels, c->freq, from, until, located);
+        if (url) {
+            logmsg(1, "%s (%zu process%s): %llu samples, %zu stacks -> %s",
+                   agent_labels_get(&g->labels, "service"), g->nprocs, g->nprocs == 1 ? "" : "es",
+                   (unsigned long long)agent_fold_total(f), agent_fold_stacks(f), url);
+            deliver(c, url, body, len);
+            free(url);
         }
     }
-    agent_fold_free(f);
+    free(body);
 }
 
 static int proc_alive(pid_t pid)
@@ -775,20 +824,30 @@ static void metrics_publish(agent_ctx *c)
     }
 }
 
-/* Pushes every process's window.  Unless it is the last flush, the rings
- * are drained after each process: with stack copies a ring holds well
- * under a second of samples, and pushing hundreds of profiles (a busy
- * node) takes longer.  Samples read meanwhile go to the next window
- * (processes already flushed, or new ones) or into this one (processes not
- * flushed yet). */
+/* Pushes the window: every process's samples, those with equal labels
+ * merged into one profile (labels.c: labels are per program, not per
+ * process, except for --pid's own processes).  Unless it is the last
+ * flush, the rings are drained after each push and after each adapter's
+ * output: with stack copies a ring holds well under a second of samples,
+ * and pushing hundreds of profiles (a busy node) takes longer.  Samples
+ * read meanwhile go to the next window (processes already folded, or new
+ * ones) or into this one (processes not folded yet). */
 static void flush_interval(agent_ctx *c, int64_t from, int64_t until, int last)
 {
     self_counts sc = { 0 };
+    push_groups groups = { 0 };
     size_t n = c->nprocs;             /* those made while flushing wait */
     for (size_t i = 0; i < n; i++) {
         proc_state *p = &c->procs[i];
         p->idle_intervals = p->samples || p->run ? 0 : p->idle_intervals + 1;
-        flush_proc(c, p, from, until, &sc);
+        int adapter = p->run != NULL;
+        if (p->samples || p->run) {
+            agent_fold *f = agent_fold_new();
+            if (f) {
+                proc_fold(c, p, f);
+                group_add(&groups, &p->labels, f);
+            }
+        }
         proc_clear(p);
         /* libdw keeps every module file it read open: only processes that
          * run keep their state (and descriptors); reopened when they do */
@@ -796,8 +855,16 @@ static void flush_interval(agent_ctx *c, int64_t from, int64_t until, int last)
             agent_dwarf_close(p->dwarf);
             p->dwarf = NULL;
         }
-        if (!last && c->perf) agent_perf_poll(c->perf, 0, on_sample, c);   /* may move c->procs */
+        if (adapter && !last && c->perf) agent_perf_poll(c->perf, 0, on_sample, c);   /* may move c->procs */
     }
+    for (size_t i = 0; i < groups.n; i++) {
+        push_group_send(c, &groups.v[i], from, until, &sc);
+        free(groups.v[i].key);
+        agent_labels_free(&groups.v[i].labels);
+        agent_fold_free(groups.v[i].fold);
+        if (!last && c->perf) agent_perf_poll(c->perf, 0, on_sample, c);
+    }
+    free(groups.v);
     /* forget processes that exited (their samples are flushed now; one with
      * samples read since waits for the next flush) */
     for (size_t i = 0; i < c->nprocs;) {
@@ -874,6 +941,7 @@ static int setup(agent_ctx *c, char *err, size_t errlen)
     c->stackcap = 65536;
     c->stackbuf = malloc(c->stackcap);
     if (!c->syms || !c->stackbuf) { snprintf(err, errlen, "out of memory"); return -1; }
+    agent_syms_set_demangle(c->syms, !c->o.no_demangle);
     if (c->o.output) {
         c->out = strcmp(c->o.output, "-") == 0 ? stdout : fopen(c->o.output, "w");
         if (!c->out) { snprintf(err, errlen, "--output %s: %s", c->o.output, strerror(errno)); return -1; }
@@ -897,7 +965,7 @@ static int setup(agent_ctx *c, char *err, size_t errlen)
      * fails can be sampled natively */
     for (size_t i = 0; i < c->o.npids; i++) {
         if (!proc_alive(c->o.pids[i])) { snprintf(err, errlen, "--pid %d: no such process", (int)c->o.pids[i]); return -1; }
-        if (!proc_get(c, c->o.pids[i], NULL)) { snprintf(err, errlen, "out of memory"); return -1; }
+        if (!proc_get(c, c->o.pids[i])) { snprintf(err, errlen, "out of memory"); return -1; }
     }
     {
         agent_perf_opts po = { c->o.freq, c->o.no_kernel, c->o.unwind != UNWIND_FP };

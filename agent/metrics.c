@@ -6,8 +6,8 @@
  *
  *   - one log line per interval (stderr), with what happened in that
  *     interval, in key=value form under the same names as the metrics:
- *       interval 7 (10 s): samples read=1234 profiled=1200 ignored=30
- *       pruned=0; dropped lost=0 process_gone=4 malformed=0 no_memory=0;
+ *       interval 7 (10 s): samples read=1234 profiled=1200 unnamed=4
+ *       ignored=30 pruned=0; dropped lost=0 malformed=0 no_memory=0;
  *       unwind_failed=12; profiles pushed=50 spooled=0 rejected=0
  *       spool_dropped=0 written=0 waiting=0; processes=56
  *     and the same line with the totals ("totals: ...") at exit.  A log
@@ -19,7 +19,11 @@
  *
  * Accounting: every sample record read is either profiled, ignored (the
  * idle task, the agent itself) or dropped for a reason:
- *   samples_read = profiled + ignored + process_gone + no_memory.
+ *   samples_read = profiled + ignored + no_memory.
+ * A process that exited before anything named it (no /proc/PID, no exec
+ * record) is profiled as service "unknown" (issue 13: one series per node,
+ * where it used to be dropped as process_gone): `unnamed` counts those
+ * samples, a part of `profiled`.
  * Records lost by the kernel (its rings were full) and records that could
  * not be parsed were never read as samples and are counted apart.  Profiled
  * samples are pruned by FSP or go into profiles; those the server accepted
@@ -41,13 +45,13 @@ void agent_metrics_line(const agent_metrics *cur, const agent_metrics *prev,
                         char *buf, size_t cap)
 {
     snprintf(buf, cap,
-             "samples read=%llu profiled=%llu ignored=%llu pruned=%llu; "
-             "dropped lost=%llu process_gone=%llu malformed=%llu no_memory=%llu; "
+             "samples read=%llu profiled=%llu unnamed=%llu ignored=%llu pruned=%llu; "
+             "dropped lost=%llu malformed=%llu no_memory=%llu; "
              "unwind_failed=%llu; "
              "profiles pushed=%llu spooled=%llu rejected=%llu spool_dropped=%llu written=%llu "
              "waiting=%llu; processes=%llu",
-             D(samples_read), D(samples_profiled), D(samples_ignored), D(samples_pruned),
-             D(dropped_lost), D(dropped_gone), D(dropped_malformed), D(dropped_nomem),
+             D(samples_read), D(samples_profiled), D(samples_unnamed), D(samples_ignored),
+             D(samples_pruned), D(dropped_lost), D(dropped_malformed), D(dropped_nomem),
              D(unwind_failed),
              D(profiles_pushed), D(profiles_spooled), D(profiles_rejected),
              D(profiles_spool_dropped), D(profiles_written),
@@ -100,14 +104,14 @@ char *agent_metrics_text(const agent_metrics *m, size_t *len)
 #define G(name, help, v) one(&t, "flamedb_agent_" name, "gauge", help, (double)(v))
     C("samples_read_total", "Sample records read from the perf ring buffers.", m->samples_read);
     C("samples_profiled_total", "Samples counted into a process's profile.", m->samples_profiled);
+    C("samples_unnamed_total", "Of the profiled samples, those of processes that exited before "
+      "anything named them, profiled as service=\"unknown\".", m->samples_unnamed);
     C("samples_ignored_total", "Samples of the idle task and of the agent itself, not profiled.",
       m->samples_ignored);
     head(&t, "flamedb_agent_samples_dropped_total", "counter",
          "Samples in no profile, by reason: lost (the kernel's ring buffer was full), "
-         "process_gone (the process exited before anything about it could be read), "
          "malformed (a record that could not be parsed), no_memory.");
     put(&t, "flamedb_agent_samples_dropped_total{reason=\"lost\"} %llu\n", (unsigned long long)m->dropped_lost);
-    put(&t, "flamedb_agent_samples_dropped_total{reason=\"process_gone\"} %llu\n", (unsigned long long)m->dropped_gone);
     put(&t, "flamedb_agent_samples_dropped_total{reason=\"malformed\"} %llu\n", (unsigned long long)m->dropped_malformed);
     put(&t, "flamedb_agent_samples_dropped_total{reason=\"no_memory\"} %llu\n", (unsigned long long)m->dropped_nomem);
     C("unwind_failed_total", "Samples whose DWARF unwinding failed; kept with the frame-pointer callchain.",

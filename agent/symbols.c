@@ -24,8 +24,15 @@
  * or the debug file found here for its symbols, once per build-id like the
  * symbols), the binary's path as the process maps it and its build-id:
  * "name US file US line US mapping US build_id" (agent_frame_locate).
+ *
+ * Names are demangled (issue 13: C++ and Rust, ingest/demangle.c, the one
+ * demangler the server uses too) per table entry on its first use, and the
+ * answer kept in the entry: a sample costs a flag test, and the tables'
+ * thousands of symbols that are never sampled cost nothing (figures in
+ * bench/README.md, "The agent").  --no-demangle keeps the raw names.
  */
 #include "agent.h"
+#include "../ingest/demangle.h"
 
 #include <ctype.h>
 #include <elfutils/libdwelf.h>
@@ -44,6 +51,7 @@ void agent_symtab_init(agent_symtab *t) { memset(t, 0, sizeof *t); }
 
 void agent_symtab_free(agent_symtab *t)
 {
+    for (size_t i = 0; i < t->n; i++) free(t->v[i].demangled);
     free(t->v);
     free(t->pool);
     memset(t, 0, sizeof *t);
@@ -58,6 +66,7 @@ int agent_symtab_add(agent_symtab *t, uint64_t addr, uint64_t size,
         if (!v) return -1;
         t->v = v; t->cap = cap;
     }
+    if (t->pool_len + name_len + 1 > UINT32_MAX) return -1;   /* name_off is 32-bit */
     if (t->pool_len + name_len + 1 > t->pool_cap) {
         size_t cap = t->pool_cap ? 2 * t->pool_cap : 8192;
         while (cap < t->pool_len + name_len + 1) cap *= 2;
@@ -67,7 +76,7 @@ int agent_symtab_add(agent_symtab *t, uint64_t addr, uint64_t size,
     }
     memcpy(t->pool + t->pool_len, name, name_len);
     t->pool[t->pool_len + name_len] = 0;
-    t->v[t->n++] = (agent_sym){ addr, size, NULL, t->pool_len };
+    t->v[t->n++] = (agent_sym){ addr, size, NULL, (uint32_t)t->pool_len, 0, NULL };
     t->pool_len += name_len + 1;
     return 0;
 }
@@ -89,6 +98,7 @@ void agent_symtab_sort(agent_symtab *t)
     size_t k = 0;
     for (size_t i = 0; i < t->n; i++)
         if (k == 0 || t->v[k - 1].addr != t->v[i].addr) t->v[k++] = t->v[i];
+        else free(t->v[i].demangled);
     t->n = k;
 }
 
@@ -105,6 +115,23 @@ const agent_sym *agent_symtab_lookup(const agent_symtab *t, uint64_t addr)
     /* unsized: up to the next symbol, at most 1 MB */
     uint64_t end = lo < t->n ? t->v[lo].addr : s->addr + (1u << 20);
     return addr < end && addr - s->addr < (1u << 20) ? s : NULL;
+}
+
+const char *agent_sym_name(agent_sym *s, int demangle)
+{
+    if (!demangle) return s->name;
+    if (!s->demangle_tried) {
+        s->demangled = demangle_name(s->name, strlen(s->name));
+        s->demangle_tried = 1;
+    }
+    return s->demangled ? s->demangled : s->name;
+}
+
+/* agent_symtab_lookup, the entry writable (its demangled name is kept in it). */
+static agent_sym *symtab_find(agent_symtab *t, uint64_t addr)
+{
+    const agent_sym *s = agent_symtab_lookup(t, addr);
+    return s ? &t->v[s - t->v] : NULL;
 }
 
 /* ---- kallsyms and perf maps ---- */
@@ -334,6 +361,7 @@ struct agent_syms {
     proc_entry *procs; size_t nprocs, capprocs;
     agent_symtab kernel;
     int kernel_loaded;
+    int demangle;                  /* agent_syms_set_demangle */
 };
 
 agent_syms *agent_syms_new(const char *debug_root)
@@ -341,8 +369,11 @@ agent_syms *agent_syms_new(const char *debug_root)
     agent_syms *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->debug_root = strdup(debug_root ? debug_root : "/usr/lib/debug");
+    s->demangle = 1;
     return s;
 }
+
+void agent_syms_set_demangle(agent_syms *s, int on) { s->demangle = on; }
 
 void agent_syms_free(agent_syms *s)
 {
@@ -464,16 +495,16 @@ static const char *syms_kernel(agent_syms *s, uint64_t ip)
             if (s->kernel.n > 0 && s->kernel.v[s->kernel.n - 1].addr == 0) agent_symtab_free(&s->kernel);
         }
     }
-    const agent_sym *sym = agent_symtab_lookup(&s->kernel, ip);
-    return sym ? sym->name : NULL;
+    agent_sym *sym = symtab_find(&s->kernel, ip);
+    return sym ? agent_sym_name(sym, s->demangle) : NULL;   /* Rust in the kernel is mangled */
 }
 
 /* JIT code: the perf map, read again when a lookup misses and the file
  * has grown (JITs append as they compile). */
-static const char *syms_perfmap(proc_entry *p, uint64_t ip)
+static const char *syms_perfmap(proc_entry *p, uint64_t ip, int demangle)
 {
-    const agent_sym *sym = agent_symtab_lookup(&p->perfmap, ip);
-    if (sym) return sym->name;
+    agent_sym *sym = symtab_find(&p->perfmap, ip);
+    if (sym) return agent_sym_name(sym, demangle);
     {
         char path[64];
         struct stat st;
@@ -488,8 +519,8 @@ static const char *syms_perfmap(proc_entry *p, uint64_t ip)
             }
         }
     }
-    sym = agent_symtab_lookup(&p->perfmap, ip);
-    return sym ? sym->name : NULL;
+    sym = symtab_find(&p->perfmap, ip);
+    return sym ? agent_sym_name(sym, demangle) : NULL;
 }
 
 static uint64_t seg_vaddr(const elf_entry *en, uint64_t off, int *ok)
@@ -568,7 +599,7 @@ void agent_syms_frame(agent_syms *s, pid_t pid, uint64_t ip, int kernel, int lin
         m = (agent_map *)agent_maps_find(&p->maps, ip);
     }
     if (!m || m->path[0] != '/') {
-        const char *j = syms_perfmap(p, ip);
+        const char *j = syms_perfmap(p, ip, s->demangle);
         if (j) snprintf(buf, ncap, "%s", j);
         else if (m && m->path[0]) snprintf(buf, ncap, "%s+0x%llx", m->path, (unsigned long long)(ip - m->start));
         else snprintf(buf, ncap, "[unknown]");
@@ -580,9 +611,9 @@ void agent_syms_frame(agent_syms *s, pid_t pid, uint64_t ip, int kernel, int lin
     if (en && en->ok) {
         int ok;
         uint64_t va = seg_vaddr(en, off, &ok);
-        const agent_sym *sym = ok ? agent_symtab_lookup(&en->syms, va) : NULL;
+        agent_sym *sym = ok ? symtab_find(&en->syms, va) : NULL;
         if (sym) {
-            snprintf(buf, ncap, "%s", sym->name);
+            snprintf(buf, ncap, "%s", agent_sym_name(sym, s->demangle));
             agent_frame_clean(buf);
             const char *file;
             unsigned line;

@@ -12,8 +12,11 @@
  * A sample becomes the stack comm;root...;leaf.  Frames keep the symbol
  * without "+0xoff"; an "[unknown]" symbol is named by the basename of its
  * dso (libc.so.6), or stays "[unknown]" when the dso is unknown too.  ';'
- * in names becomes ':' so a frame stays a folded frame. */
+ * in names becomes ':' so a frame stays a folded frame.  perf never writes
+ * a NUL byte, and frames are kept NUL-separated: a NUL is an error naming
+ * its line, as is a time whose nanoseconds do not fit 63 bits. */
 #include "ingest_internal.h"
+#include "demangle.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -264,6 +267,7 @@ ingest_status ingest_perf_parse(const char *text, size_t len, ingest_perf_sample
                                 char *err, size_t errlen)
 {
     perf_state st = { 0 };
+    demangle_cache *dmc = NULL;     /* made at the first mangled-looking name */
     const char *p = text, *end = text + len;
     size_t line = 0;
     char tmp[512];
@@ -287,6 +291,13 @@ ingest_status ingest_perf_parse(const char *text, size_t len, ingest_perf_sample
             const char *name;
             size_t nl;
             parse_frame(p, n, &name, &nl, tmp, sizeof tmp);
+            /* C++ and Rust names perf left mangled (perf script --no-demangle,
+             * a perf built without a demangler): demangled once per name by
+             * ingest/demangle.c, the agent's demangler too */
+            if (demangle_candidate(name, nl) && (dmc || (dmc = demangle_cache_new()))) {
+                const char *dm = demangle_cached(dmc, name, nl);
+                if (dm) { name = dm; nl = strlen(dm); }
+            }
             if (nl > INGEST_MAX_FRAME) nl = INGEST_MAX_FRAME;
             if (frame_add(&st, name, nl)) goto oom;
         } else {
@@ -302,6 +313,7 @@ ingest_status ingest_perf_parse(const char *text, size_t len, ingest_perf_sample
         p = eol + 1;
     }
     if (sample_end(&st)) goto oom;
+    demangle_cache_free(dmc);
     free(st.frames.b);
     free(st.offs);
     *out = st.s;
@@ -311,6 +323,7 @@ oom:
     snprintf(err, errlen, "out of memory reading perf script text");
     s = INGEST_ENOMEM;
 fail:
+    demangle_cache_free(dmc);
     free(st.frames.b);
     free(st.offs);
     ingest_perf_free(st.s, st.n);

@@ -5,7 +5,9 @@ set -euo pipefail
 pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
       liblz4-dev libzstd-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
       libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libdeflate-dev pkg-config curl
-      gcc g++ libre2-dev make jq prometheus valgrind chromium golang-go python3)
+      gcc g++ clang libclang-rt-dev libre2-dev libiberty-dev make jq prometheus valgrind chromium golang-go python3)
+# clang and its runtimes (libFuzzer, ASan: only recommended by clang, and
+# recommends are not installed) build the fuzz harnesses of `make fuzz`.
 # Node.js and npm (for the browser tests' playwright-core) may come from
 # another package source; install Debian's only when there is no npm at all.
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

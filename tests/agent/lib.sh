@@ -13,6 +13,7 @@
 #                    (symbols, no DWARF) uselib libhot.so
 #                    dlmain libhot_nofp.so (no frame pointers)
 #                    churn execer (fixtures/churn.c, execer.c)
+#                    spin_cpp (C++, mangled names: fixtures/spin_cpp.cc)
 #
 # Processes:  start_server [PORT]   fresh data dir (port 0 = any), sets BASE PORT
 #             restart_server        the same data dir and port

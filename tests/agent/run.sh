@@ -87,6 +87,8 @@ build cc -O2 -g -fomit-frame-pointer -o "$B/dlmain" "$F/dlmain.c" -ldl
 # endurance: process churn, without frame pointers (unwound with libdw)
 build cc -O2 -g -fomit-frame-pointer -pthread -o "$B/churn" "$F/churn.c"
 build cc -O2 -g -fomit-frame-pointer -o "$B/execer" "$F/execer.c"
+# demangling (issue 13): C++ names, mangled in the symbol table
+build g++ -O2 -g -fno-omit-frame-pointer -o "$B/spin_cpp" "$F/spin_cpp.cc"
 
 # ---- run the tests ----------------------------------------------------------
 for file in "$HERE"/test_*.sh; do

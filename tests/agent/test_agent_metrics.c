@@ -18,7 +18,7 @@ static agent_metrics sample_metrics(void)
     agent_metrics m;
     memset(&m, 0, sizeof m);
     m.samples_read = 1000; m.samples_profiled = 900; m.samples_ignored = 60;
-    m.dropped_gone = 30; m.dropped_nomem = 10; m.dropped_lost = 7; m.dropped_malformed = 2;
+    m.samples_unnamed = 30; m.dropped_nomem = 10; m.dropped_lost = 7; m.dropped_malformed = 2;
     m.unwind_failed = 44; m.samples_pruned = 5; m.threads_pruned = 1; m.samples_delivered = 895;
     m.profiles_pushed = 12; m.profiles_spooled = 3; m.profiles_rejected = 1;
     m.profiles_spool_dropped = 2; m.profiles_written = 0; m.spool_waiting = 3; m.processes = 8;
@@ -30,18 +30,18 @@ static void line_differences(void **state)
 {
     (void)state;
     agent_metrics prev = sample_metrics(), cur = prev;
-    cur.samples_read += 100; cur.samples_profiled += 90; cur.dropped_gone += 4;
+    cur.samples_read += 100; cur.samples_profiled += 90; cur.samples_unnamed += 4;
     cur.dropped_lost += 6; cur.unwind_failed += 3; cur.profiles_pushed += 2;
     cur.spool_waiting = 0; cur.processes = 9;
     char buf[700];
     agent_metrics_line(&cur, &prev, buf, sizeof buf);
     assert_string_equal(buf,
-        "samples read=100 profiled=90 ignored=0 pruned=0; "
-        "dropped lost=6 process_gone=4 malformed=0 no_memory=0; unwind_failed=3; "
+        "samples read=100 profiled=90 unnamed=4 ignored=0 pruned=0; "
+        "dropped lost=6 malformed=0 no_memory=0; unwind_failed=3; "
         "profiles pushed=2 spooled=0 rejected=0 spool_dropped=0 written=0 waiting=0; processes=9");
     agent_metrics_line(&cur, NULL, buf, sizeof buf);          /* totals */
-    assert_non_null(strstr(buf, "samples read=1100 profiled=990 ignored=60 pruned=5; "));
-    assert_non_null(strstr(buf, "dropped lost=13 process_gone=34 malformed=2 no_memory=10; unwind_failed=47; "));
+    assert_non_null(strstr(buf, "samples read=1100 profiled=990 unnamed=34 ignored=60 pruned=5; "));
+    assert_non_null(strstr(buf, "dropped lost=13 malformed=2 no_memory=10; unwind_failed=47; "));
     assert_non_null(strstr(buf, "profiles pushed=14 spooled=3 rejected=1 spool_dropped=2 written=0 waiting=0; processes=9"));
 }
 
@@ -58,7 +58,7 @@ static void prometheus_text(void **state)
         "flamedb_agent_samples_profiled_total 900\n",
         "flamedb_agent_samples_ignored_total 60\n",
         "flamedb_agent_samples_dropped_total{reason=\"lost\"} 7\n",
-        "flamedb_agent_samples_dropped_total{reason=\"process_gone\"} 30\n",
+        "flamedb_agent_samples_unnamed_total 30\n",
         "flamedb_agent_samples_dropped_total{reason=\"malformed\"} 2\n",
         "flamedb_agent_samples_dropped_total{reason=\"no_memory\"} 10\n",
         "flamedb_agent_unwind_failed_total 44\n",
@@ -85,8 +85,8 @@ static void prometheus_text(void **state)
     int help = 0, type = 0;
     for (const char *p = t; (p = strstr(p, "# HELP ")); p++) help++;
     for (const char *p = t; (p = strstr(p, "# TYPE ")); p++) type++;
-    assert_int_equal(help, 15);
-    assert_int_equal(type, 15);
+    assert_int_equal(help, 16);                  /* samples_unnamed_total (issue 13) */
+    assert_int_equal(type, 16);
     assert_int_equal(t[len - 1], '\n');
     free(t);
 }
