@@ -158,12 +158,55 @@ agent-test: $(BIN)/flamedb $(AGENT_BIN) agent-unit
 test: deps
 	@$(MAKE) --no-print-directory unit integration doctest browser agent-test
 	@$(MAKE) --no-print-directory test-san
+	@$(MAKE) --no-print-directory fuzz-replay
 
 # The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer.
 test-san:
 	@$(MAKE) --no-print-directory BUILD=build-san BIN=build-san/bin \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  unit agent-unit integration
+
+# Fuzzing (issue 12): one libFuzzer harness per parser and decoder in
+# tests/fuzz/fuzz_<name>.c, its seed corpus in tests/fuzz/corpus/<name>/,
+# the inputs that once crashed it in tests/fuzz/crashes/<name>/
+# (tests/fuzz/README.md).  `make fuzz` builds the harnesses with clang's
+# libFuzzer (the library compiled with coverage, in build-fuzz/) and runs
+# each for FUZZ_SECONDS, one after the other (FUZZ_TARGETS picks some);
+# what it finds lands in build-fuzz/.  `make fuzz-replay`, part of `make
+# test`, runs every seed and crash input once through the same harnesses
+# linked with tests/fuzz/replay.c instead of libFuzzer, with gcc under
+# ASan/UBSan (the objects of build-san/), so a fixed crash stays fixed.
+FUZZ_SECONDS ?= 60
+FUZZ_ALL     := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+.PHONY: fuzz fuzz-bins fuzz-replay fuzz-replay-bins fuzz-clean
+
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build-fuzz BIN=build-fuzz/bin CC=clang CXX=clang++ \
+	  SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" fuzz-bins
+	@bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-bins: $(FUZZ_ALL:%=$(BUILD)/fuzz/%)
+
+$(BUILD)/fuzz/%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
+
+fuzz-replay:
+	@$(MAKE) --no-print-directory BUILD=build-san BIN=build-san/bin SAN="$(FUZZ_SAN)" fuzz-replay-bins
+	@bash tests/fuzz/replay.sh build-san/fuzz-replay $(FUZZ_ALL)
+
+fuzz-replay-bins: $(FUZZ_ALL:%=$(BUILD)/fuzz-replay/%)
+
+$(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< tests/fuzz/replay.c $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
+
+clean: fuzz-clean
+fuzz-clean:
+	rm -rf build-fuzz
 
 bench: all $(BENCHES)
 	@bash bench/run.sh $(BUILD)/bench $(abspath $(BIN)/flamedb)

@@ -158,7 +158,8 @@ int ingest_utf8_valid(const char *s, size_t len);
  * sample type (*out, *n_out): labels copied from base except `type`, which
  * is the sample type's name; unit the sample type's unit; window from
  * time_nanos/duration_nanos (duration 0: 10 s) unless window_given, else
- * base's.  Stacks root first, inlined lines caller first.  On error nothing
+ * base's.  Stacks root first, inlined lines caller first; their text
+ * (deep stacks cut first) at most max_out bytes too.  On error nothing
  * is returned.  The profiles share one arena: free them together with
  * ingest_pprof_free. */
 ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, const ingest_profile *base,

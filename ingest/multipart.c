@@ -96,7 +96,7 @@ ingest_status ingest_multipart_field(const char *content_type, const char *body,
         h++;
         const char *blank = memmem(h, (size_t)(end - h), "\r\n\r\n", 4);
         size_t skip = 4;
-        if (h[0] == '\r' && h + 1 < end && h[1] == '\n') blank = h - 2; /* no headers */
+        if (end - h >= 2 && h[0] == '\r' && h[1] == '\n') blank = h - 2; /* no headers */
         if (!blank) break;
         const char *data = blank + skip;
         if (data > end) break;

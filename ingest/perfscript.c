@@ -50,13 +50,18 @@ static int buf_sep(buf *b)
 
 static int is_ws(char c) { return c == ' ' || c == '\t'; }
 
-/* "12345.678901:" -> nanoseconds; -1 when tok is not a time token. */
+/* The most seconds a time may have: its nanoseconds fit an int64_t. */
+#define MAX_TIME_SEC (INT64_MAX / 1000000000 - 1)
+
+/* "12345.678901:" -> nanoseconds; -1 when tok is not a time token, -2 when
+ * it is one of more than MAX_TIME_SEC seconds. */
 static int64_t time_token(const char *t, size_t n)
 {
     if (n < 3 || t[n - 1] != ':') return -1;
     size_t i = 0;
     int64_t sec = 0, frac = 0, scale = 1000000000;
-    while (i < n && isdigit((unsigned char)t[i])) sec = sec * 10 + (t[i++] - '0');
+    for (; i < n && isdigit((unsigned char)t[i]); i++)
+        if (sec <= MAX_TIME_SEC) sec = sec * 10 + (t[i] - '0'); /* past it: stays too big, never overflows */
     if (i == 0 || i >= n || t[i] != '.') return -1;
     size_t f0 = ++i;
     while (i < n && isdigit((unsigned char)t[i])) {
@@ -67,6 +72,7 @@ static int64_t time_token(const char *t, size_t n)
         i++;
     }
     if (i == f0 || i != n - 1) return -1;
+    if (sec > MAX_TIME_SEC) return -2;
     return sec * 1000000000 + frac;
 }
 
@@ -92,8 +98,9 @@ static int cpu_token(const char *t, size_t n)
 
 #define MAX_TOKENS 64
 
-/* Reads a header line: comm (into *comm, *comm_len) and time. */
-static void parse_header(const char *l, size_t n, const char **comm, size_t *comm_len, int64_t *time_ns)
+/* Reads a header line: comm (into *comm, *comm_len) and time.  Answers -1
+ * when its time is out of range. */
+static int parse_header(const char *l, size_t n, const char **comm, size_t *comm_len, int64_t *time_ns)
 {
     const char *ts[MAX_TOKENS];
     size_t tl[MAX_TOKENS], nt = 0;
@@ -110,6 +117,7 @@ static void parse_header(const char *l, size_t n, const char **comm, size_t *com
     size_t k;
     for (k = 1; k < nt; k++) {
         int64_t t = time_token(ts[k], tl[k]);
+        if (t == -2) return -1;
         if (t >= 0) {
             *time_ns = t;
             break;
@@ -126,10 +134,11 @@ static void parse_header(const char *l, size_t n, const char **comm, size_t *com
     if (!nt) {
         *comm = "[unknown]";
         *comm_len = 9;
-        return;
+        return 0;
     }
     *comm = ts[0];
     *comm_len = (size_t)(ts[end - 1] + tl[end - 1] - ts[0]);
+    return 0;
 }
 
 /* Reads a frame line into its name. */
@@ -277,6 +286,12 @@ ingest_status ingest_perf_parse(const char *text, size_t len, ingest_perf_sample
         if (!eol) eol = end;
         size_t n = (size_t)(eol - p);
         line++;
+        if (memchr(p, '\0', n)) {
+            /* frames are kept NUL-separated and stacks are C strings */
+            snprintf(err, errlen, "line %zu: a NUL byte (perf script text has none)", line);
+            s = INGEST_EINVAL;
+            goto fail;
+        }
         if (n && p[n - 1] == '\r') n--;
         size_t k = 0;
         while (k < n && is_ws(p[k])) k++;
@@ -306,7 +321,11 @@ ingest_status ingest_perf_parse(const char *text, size_t len, ingest_perf_sample
                 p = eol + 1;
                 continue;
             }
-            parse_header(p, n, &st.comm, &st.comm_len, &st.time_ns);
+            if (parse_header(p, n, &st.comm, &st.comm_len, &st.time_ns)) {
+                snprintf(err, errlen, "line %zu: a time of more than %lld seconds", line, (long long)MAX_TIME_SEC);
+                s = INGEST_EINVAL;
+                goto fail;
+            }
             if (st.comm_len > INGEST_MAX_FRAME) st.comm_len = INGEST_MAX_FRAME;
             st.open = 1;
         }

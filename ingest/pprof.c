@@ -24,6 +24,29 @@
  * once stacks point into it.  Every profile's stacks point into the first
  * profile's arena: free them together with ingest_pprof_free.
  *
+ * Deep stacks are cut before any text is built, so memory follows what is
+ * kept, not the samples times their depth (issue 12: a 184-byte gzip'd
+ * profile, one location of 20,000 lines naming a 4,096-byte function in 40
+ * samples, took 3.4 GB).  A first pass walks each sample leaf first,
+ * counting frames (a location's lines, or 1) without rendering them, up to
+ * the INGEST_MAX_DEPTH leaf-most, and notes for every location how many of
+ * its leaf-most frames some kept stack uses.  Only those are rendered (once
+ * per location), so a location of 20,000 lines renders at most 1,024 and a
+ * location no kept stack reaches renders nothing; a sample whose values are
+ * all zero takes no room.  Lines that are never rendered still have their
+ * function checked, not their name's UTF-8.  Cut stacks still repeat: 40
+ * samples of that location keep 40 stacks of 1,024 frames of 4 KB, 168 MB
+ * from 184 bytes.  So the stacks' text, measured before anything is
+ * allocated for it, may not exceed max_out (the server's --max-body), the
+ * limit the same stacks sent as folded text would meet: INGEST_ETOOBIG
+ * beyond.
+ *
+ * Sample types must have distinct names: each becomes the `type` label of
+ * its profile, and two of one name would be stored as one series mixing
+ * both (docs/ARCHITECTURE.md, "Decisions where the issues were silent").
+ * At most MAX_SAMPLE_TYPES of them: each costs a profile before anything
+ * else is read.
+ *
  * Values are taken as they are (no rate): a zero value leaves the stack out
  * of that type's profile, a negative one or one above INGEST_MAX_VALUE is
  * an error.
@@ -89,12 +112,15 @@ static uint64_t map_id(const pb_profile *pb, size_t i) { return pb->mapping[i]->
 typedef struct {
     const pb_profile *pb;
     id_index locs, fns, maps;
-    char *loc_text;     /* per location: its frames, caller first, joined by ';' */
+    char *loc_text;     /* per location: its needed frames, caller first, joined by ';' */
     size_t *loc_off;    /* n_location + 1 offsets into loc_text */
-    uint32_t *loc_depth;
+    uint32_t *loc_need; /* per location: how many of its leaf-most frames a kept stack uses */
+    size_t max_text;    /* the most bytes of stack text (max_out): INGEST_ETOOBIG beyond */
     char *err;
     size_t errlen;
 } decoder;
+
+#define MAX_SAMPLE_TYPES 256
 
 static const char *str_at(const decoder *d, int64_t i)
 {
@@ -174,28 +200,50 @@ static void fallback_name(const decoder *d, const Perftools__Profiles__Location 
     }
 }
 
-/* Writes (buf non-NULL) or measures a location's frames; *depth gets their
- * number. */
-static ingest_status location_frames(decoder *d, size_t li, char *buf, size_t *len, uint32_t *depth)
+/* The frames of a location: its lines, or 1 when it has none. */
+static uint64_t loc_frames(const decoder *d, size_t li)
+{
+    size_t n = d->pb->location[li]->n_line;
+    return n ? n : 1;
+}
+
+/* Checks that every line of every location names a function of the
+ * profile whose name is in the string table. */
+static ingest_status check_locations(decoder *d)
+{
+    for (size_t li = 0; li < d->pb->n_location; li++) {
+        const Perftools__Profiles__Location *loc = d->pb->location[li];
+        for (size_t k = 0; k < loc->n_line; k++) {
+            const Perftools__Profiles__Line *ln = loc->line[k];
+            if (!ln->function_id) continue;
+            long fi = index_find(&d->fns, (uint64_t)ln->function_id);
+            if (fi < 0) {
+                snprintf(d->err, d->errlen, "location %" PRIu64 ": line %zu names function %" PRId64 ", which is not in the profile",
+                         loc->id, k, ln->function_id);
+                return INGEST_EINVAL;
+            }
+            if (!str_at(d, d->pb->function[fi]->name)) {
+                snprintf(d->err, d->errlen, "function %" PRIu64 ": name index %" PRId64 " is outside the string table (%zu strings)",
+                         d->pb->function[fi]->id, d->pb->function[fi]->name, d->pb->n_string_table);
+                return INGEST_EINVAL;
+            }
+        }
+    }
+    return INGEST_OK;
+}
+
+/* Writes (buf non-NULL) or measures the `need` leaf-most frames of a
+ * location (need <= its frames), caller first. */
+static ingest_status location_frames(decoder *d, size_t li, uint32_t need, char *buf, size_t *len)
 {
     const Perftools__Profiles__Location *loc = d->pb->location[li];
     size_t pos = 0;
     uint32_t n = 0;
     char fb[300];
-    for (size_t k = loc->n_line; k-- > 0;) {
+    for (size_t k = need < loc->n_line ? need : loc->n_line; k-- > 0;) {
         const Perftools__Profiles__Line *ln = loc->line[k];
-        long fi = ln->function_id ? index_find(&d->fns, (uint64_t)ln->function_id) : -1;
-        if (ln->function_id && fi < 0) {
-            snprintf(d->err, d->errlen, "location %" PRIu64 ": line %zu names function %" PRId64 ", which is not in the profile",
-                     loc->id, k, ln->function_id);
-            return INGEST_EINVAL;
-        }
+        long fi = ln->function_id ? index_find(&d->fns, (uint64_t)ln->function_id) : -1; /* found: check_locations */
         const char *name = fi >= 0 ? str_at(d, d->pb->function[fi]->name) : NULL;
-        if (fi >= 0 && !name) {
-            snprintf(d->err, d->errlen, "function %" PRIu64 ": name index %" PRId64 " is outside the string table (%zu strings)",
-                     d->pb->function[fi]->id, d->pb->function[fi]->name, d->pb->n_string_table);
-            return INGEST_EINVAL;
-        }
         if (!name || !*name) {
             fallback_name(d, loc, fb, sizeof fb);
             name = fb;
@@ -213,41 +261,88 @@ static ingest_status location_frames(decoder *d, size_t li, char *buf, size_t *l
         pos += location_put(d, loc, fi, ln->line, buf ? buf + pos : NULL);
         n++;
     }
-    if (!n) {
+    if (!n && need) {
         fallback_name(d, loc, fb, sizeof fb);
         pos = frame_put(buf, fb, strlen(fb));
-        n = 1;
     }
     *len = pos;
-    *depth = n;
     return INGEST_OK;
 }
 
-/* Renders every location's frames once. */
+static ingest_status too_much_text(decoder *d)
+{
+    snprintf(d->err, d->errlen, "pprof body: its stacks as text would take more than %zu bytes, the most a body "
+             "may have (--max-body)", d->max_text);
+    return INGEST_ETOOBIG;
+}
+
+/* Renders, once, the frames of each location that kept stacks use
+ * (loc_need, set by sample_check). */
 static ingest_status render_locations(decoder *d)
 {
     size_t n = d->pb->n_location, total = 0, len;
-    uint32_t depth;
     d->loc_off = malloc((n + 1) * sizeof *d->loc_off);
-    d->loc_depth = malloc((n ? n : 1) * sizeof *d->loc_depth);
-    if (!d->loc_off || !d->loc_depth) return INGEST_ENOMEM;
+    if (!d->loc_off) return INGEST_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        ingest_status s = location_frames(d, i, NULL, &len, &depth);
+        ingest_status s = location_frames(d, i, d->loc_need[i], NULL, &len);
         if (s) return s;
         d->loc_off[i] = total;
         total += len;
+        if (total > d->max_text) return too_much_text(d); /* the stacks would be longer still */
     }
     d->loc_off[n] = total;
     d->loc_text = malloc(total ? total : 1);
     if (!d->loc_text) return INGEST_ENOMEM;
-    for (size_t i = 0; i < n; i++) location_frames(d, i, d->loc_text + d->loc_off[i], &len, &d->loc_depth[i]);
+    for (size_t i = 0; i < n; i++) location_frames(d, i, d->loc_need[i], d->loc_text + d->loc_off[i], &len);
     return INGEST_OK;
 }
 
 static const char unknown_frame[] = "[unknown]";
 
-/* Checks a sample and answers the bytes of its stack text. */
-static ingest_status sample_measure(decoder *d, size_t si, size_t *bytes)
+/* Whether a sample has a value in some type (else it is in no profile). */
+static int sample_used(const Perftools__Profiles__Sample *s)
+{
+    for (size_t v = 0; v < s->n_value; v++)
+        if (s->value[v]) return 1;
+    return 0;
+}
+
+/* The part of a sample that its stack keeps, walking leaf first up to
+ * INGEST_MAX_DEPTH frames without rendering any: its *m leaf-most
+ * locations, the last (root-most) of which gives its *take leaf-most
+ * frames.  Answers 1 when frames were cut.  Locations were checked. */
+static int sample_keep(const decoder *d, const Perftools__Profiles__Sample *s, size_t *m, uint32_t *take)
+{
+    uint64_t left = INGEST_MAX_DEPTH;
+    size_t k = 0;
+    *take = 0;
+    for (; k < s->n_location_id && left; k++) {
+        uint64_t n = loc_frames(d, (size_t)index_find(&d->locs, s->location_id[k]));
+        *take = (uint32_t)(n < left ? n : left);
+        left -= *take;
+        if (n > *take) {
+            *m = k + 1;
+            return 1;
+        }
+    }
+    *m = k;
+    return k < s->n_location_id;
+}
+
+/* Where the `take` leaf-most frames of location li start in its text. */
+static size_t loc_suffix(const decoder *d, size_t li, uint32_t take)
+{
+    const char *t = d->loc_text + d->loc_off[li];
+    size_t i = d->loc_off[li + 1] - d->loc_off[li];
+    if (take >= d->loc_need[li]) return 0;
+    for (; i > 0; i--)
+        if (t[i - 1] == ';' && --take == 0) break;
+    return i;
+}
+
+/* Checks a sample's values and locations, and notes in loc_need the
+ * frames of each location that its kept stack uses. */
+static ingest_status sample_check(decoder *d, size_t si)
 {
     const Perftools__Profiles__Sample *s = d->pb->sample[si];
     if (s->n_value != d->pb->n_sample_type) {
@@ -262,49 +357,47 @@ static ingest_status sample_measure(decoder *d, size_t si, size_t *bytes)
             return INGEST_EINVAL;
         }
     }
-    size_t n = 0;
     for (size_t k = 0; k < s->n_location_id; k++) {
-        long li = index_find(&d->locs, s->location_id[k]);
-        if (li < 0) {
+        if (index_find(&d->locs, s->location_id[k]) < 0) {
             snprintf(d->err, d->errlen, "sample %zu: location %" PRIu64 " is not in the profile", si, s->location_id[k]);
             return INGEST_EINVAL;
         }
-        n += d->loc_off[li + 1] - d->loc_off[li] + 1;
     }
-    *bytes = n ? n - 1 : sizeof unknown_frame - 1;
+    if (!sample_used(s)) return INGEST_OK;
+    size_t m;
+    uint32_t take;
+    sample_keep(d, s, &m, &take);
+    for (size_t k = 0; k < m; k++) {
+        size_t li = (size_t)index_find(&d->locs, s->location_id[k]);
+        uint32_t need = k + 1 < m ? (uint32_t)loc_frames(d, li) : take;
+        if (need > d->loc_need[li]) d->loc_need[li] = need;
+    }
     return INGEST_OK;
 }
 
-/* Writes a sample's stack, root first, into buf; answers where the kept
- * frames start (deep stacks keep their INGEST_MAX_DEPTH leaf-most frames). */
-static size_t sample_write(decoder *d, size_t si, char *buf, size_t *len, int *truncated)
+/* Writes (buf non-NULL) or measures a used sample's kept stack, root
+ * first; *truncated says whether frames were cut. */
+static size_t sample_write(const decoder *d, size_t si, char *buf, int *truncated)
 {
     const Perftools__Profiles__Sample *s = d->pb->sample[si];
-    size_t pos = 0;
-    uint64_t depth = 0;
-    *truncated = 0;
-    if (!s->n_location_id) {
-        memcpy(buf, unknown_frame, sizeof unknown_frame - 1);
-        *len = sizeof unknown_frame - 1;
-        return 0;
+    size_t m, pos = 0;
+    uint32_t take;
+    *truncated = sample_keep(d, s, &m, &take);
+    if (!m) {
+        if (buf) memcpy(buf, unknown_frame, sizeof unknown_frame - 1);
+        return sizeof unknown_frame - 1;
     }
-    for (size_t k = s->n_location_id; k-- > 0;) {
-        long li = index_find(&d->locs, s->location_id[k]);
-        size_t n = d->loc_off[li + 1] - d->loc_off[li];
-        if (pos) buf[pos++] = ';';
-        memcpy(buf + pos, d->loc_text + d->loc_off[li], n);
+    for (size_t k = m; k-- > 0;) {
+        size_t li = (size_t)index_find(&d->locs, s->location_id[k]);
+        size_t from = k + 1 == m ? loc_suffix(d, li, take) : 0, n = d->loc_off[li + 1] - d->loc_off[li] - from;
+        if (pos) {
+            if (buf) buf[pos] = ';';
+            pos++;
+        }
+        if (buf) memcpy(buf + pos, d->loc_text + d->loc_off[li] + from, n);
         pos += n;
-        depth += d->loc_depth[li];
     }
-    *len = pos;
-    if (depth <= INGEST_MAX_DEPTH) return 0;
-    *truncated = 1;
-    uint64_t skip = depth - INGEST_MAX_DEPTH;
-    size_t i = 0;
-    for (; i < pos && skip; i++)
-        if (buf[i] == ';') skip--;
-    *len = pos - i;
-    return i;
+    return pos;
 }
 
 /* Labels of the base, with type = the sample type's name. */
@@ -403,13 +496,19 @@ static void set_samples(const decoder *d, size_t t, ingest_profile *p)
 static ingest_status build(decoder *d, const ingest_profile *base, int window_given, ingest_profile *out)
 {
     const pb_profile *pb = d->pb;
-    size_t nt = pb->n_sample_type, total = 0, bytes;
+    size_t nt = pb->n_sample_type, total = 0;
     ingest_status s;
     for (size_t t = 0; t < nt; t++)
         if ((s = profile_setup(d, base, window_given, t, &out[t]))) return s;
+    d->loc_need = calloc(pb->n_location ? pb->n_location : 1, sizeof *d->loc_need);
+    if (!d->loc_need) return INGEST_ENOMEM;
+    for (size_t i = 0; i < pb->n_sample; i++)
+        if ((s = sample_check(d, i))) return s;
+    if ((s = render_locations(d))) return s;
+    int trunc;
     for (size_t i = 0; i < pb->n_sample; i++) {
-        if ((s = sample_measure(d, i, &bytes))) return s;
-        total += bytes;
+        if (sample_used(pb->sample[i])) total += sample_write(d, i, NULL, &trunc);
+        if (total > d->max_text) return too_much_text(d);
     }
     for (size_t t = 0; t < nt; t++) {
         size_t n = 0;
@@ -424,9 +523,8 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     out[0].arena_cap = total ? total : 1;
     size_t pos = 0;
     for (size_t i = 0; i < pb->n_sample; i++) {
-        size_t len;
-        int trunc;
-        size_t start = sample_write(d, i, arena + pos, &len, &trunc);
+        if (!sample_used(pb->sample[i])) continue;
+        size_t len = sample_write(d, i, arena + pos, &trunc);
         for (size_t t = 0; t < nt; t++) {
             uint64_t v = (uint64_t)pb->sample[i]->value[t];
             if (!v) continue;
@@ -436,11 +534,11 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
                          (uint64_t)INGEST_MAX_VALUE);
                 return INGEST_EINVAL;
             }
-            p->stacks[p->n_stacks++] = (ingest_stack){ arena + pos + start, (uint32_t)len, v };
+            p->stacks[p->n_stacks++] = (ingest_stack){ arena + pos, (uint32_t)len, v };
             p->total += v;
             p->truncated_stacks += (uint64_t)trunc;
         }
-        pos += start + len;
+        pos += len;
     }
     out[0].arena_len = pos;
     for (size_t t = 0; t < nt; t++) {
@@ -451,7 +549,8 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     return INGEST_OK;
 }
 
-/* Checks the string indices of functions and mappings that decoding uses. */
+/* Checks the string indices of functions and mappings that decoding uses,
+ * that sample types have distinct names, and every location's lines. */
 static ingest_status check_tables(decoder *d)
 {
     const pb_profile *pb = d->pb;
@@ -465,18 +564,29 @@ static ingest_status check_tables(decoder *d)
         snprintf(d->err, d->errlen, "string_table[0] must be the empty string");
         return INGEST_EINVAL;
     }
-    return INGEST_OK;
+    for (size_t t = 1; t < pb->n_sample_type; t++) {
+        const char *name = str_at(d, pb->sample_type[t]->type);
+        for (size_t u = 0; name && u < t; u++) {
+            const char *other = str_at(d, pb->sample_type[u]->type);
+            if (other && strcmp(name, other) == 0) {
+                snprintf(d->err, d->errlen, "sample types %zu and %zu are both named '%.200s': each becomes the "
+                         "profile's type label, so their names must differ", u, t, name);
+                return INGEST_EINVAL;
+            }
+        }
+    }
+    return check_locations(d);
 }
 
-static ingest_status decode(const pb_profile *pb, const ingest_profile *base, int window_given, ingest_profile *out,
-                            char *err, size_t errlen)
+static ingest_status decode(const pb_profile *pb, size_t max_out, const ingest_profile *base, int window_given,
+                            ingest_profile *out, char *err, size_t errlen)
 {
-    decoder d = { .pb = pb, .err = err, .errlen = errlen };
+    decoder d = { .pb = pb, .max_text = max_out, .err = err, .errlen = errlen };
     ingest_status s = INGEST_ENOMEM;
     if (index_build(&d.locs, pb->n_location, loc_id, pb) || index_build(&d.fns, pb->n_function, fn_id, pb) ||
         index_build(&d.maps, pb->n_mapping, map_id, pb))
         goto done;
-    if ((s = check_tables(&d)) || (s = render_locations(&d))) goto done;
+    if ((s = check_tables(&d))) goto done;
     s = build(&d, base, window_given, out);
 done:
     if (s == INGEST_ENOMEM) snprintf(err, errlen, "out of memory decoding the pprof profile");
@@ -485,7 +595,7 @@ done:
     free(d.maps.s);
     free(d.loc_text);
     free(d.loc_off);
-    free(d.loc_depth);
+    free(d.loc_need);
     return s;
 }
 
@@ -526,11 +636,14 @@ ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, c
     if (nt == 0) {
         snprintf(err, errlen, "pprof body: the profile has no sample types (empty or not a profile)");
         s = INGEST_EINVAL;
+    } else if (nt > MAX_SAMPLE_TYPES) {
+        snprintf(err, errlen, "pprof body: %zu sample types, more than the %d a profile may have", nt, MAX_SAMPLE_TYPES);
+        s = INGEST_EINVAL;
     } else if (!(ps = calloc(nt, sizeof *ps))) {
         snprintf(err, errlen, "out of memory decoding the pprof profile");
         s = INGEST_ENOMEM;
     } else {
-        s = decode(pb, base, window_given, ps, err, errlen);
+        s = decode(pb, max_out, base, window_given, ps, err, errlen);
     }
     perftools__profiles__profile__free_unpacked(pb, NULL);
     if (s) {

@@ -10,6 +10,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../../ingest/ingest.h"
@@ -473,6 +475,178 @@ static void test_pprof_gzip_and_bomb(void **state)
     ingest_profile_free(&base);
 }
 
+/* Frames in a stack (';'-separated). */
+static size_t stack_depth(const ingest_stack *st)
+{
+    size_t d = 1;
+    for (uint32_t i = 0; i < st->len; i++) d += st->frames[i] == ';';
+    return d;
+}
+
+/* A location of 3,000 inlined lines of a 100-byte function under a leaf
+ * (issue 12: one location of 20,000 lines of a 4 KB function in 40 samples
+ * took 3.4 GB): stacks keep their 1,024 leaf-most frames, and the arena
+ * holds those and nothing more, the text of the cut frames never built. */
+static void build_deep(pb *p, char *longname, int *lines)
+{
+    memset(longname, 'F', 100);
+    longname[100] = '\0';
+    const char *const s[] = { "", "cpu", "nanoseconds", longname, "leaf" };
+    p->n = 0;
+    add_strings(p, s, 5);
+    add_type(p, 1, 2);
+    add_function(p, 1, 3);
+    add_function(p, 2, 4);
+    for (int i = 0; i < 3000; i++) lines[i] = 1;
+    add_location(p, 1, 0, 0x10, lines, 3000);
+    int leaf[] = { 2 };
+    add_location(p, 2, 0, 0x20, leaf, 1);
+    uint64_t deep[] = { 2, 1 }, only_long[] = { 1 }, only_leaf[] = { 2 };
+    int64_t one[] = { 1 }, zero[] = { 0 };
+    for (int i = 0; i < 5; i++) add_sample(p, deep, 2, one, 1);
+    add_sample(p, only_long, 1, one, 1);
+    add_sample(p, only_leaf, 1, one, 1);
+    add_sample(p, only_long, 1, zero, 1); /* in no profile: takes no room */
+}
+
+static void test_pprof_deep_stacks_cut_before_text(void **state)
+{
+    (void)state;
+    static pb p;
+    static char longname[101];
+    static int lines[3000];
+    build_deep(&p, longname, lines);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    if (ingest_pprof_parse(p.b, p.n, 16 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].n_stacks, 7);
+    assert_int_equal(out[0].truncated_stacks, 6);
+    size_t kept = 0;
+    for (size_t i = 0; i < 7; i++) {
+        const ingest_stack *st = &out[0].stacks[i];
+        kept += st->len;
+        assert_int_equal(stack_depth(st), i == 6 ? 1 : INGEST_MAX_DEPTH);
+        if (i < 5) assert_memory_equal(st->frames + st->len - 5, ";leaf", 5); /* the leaf stays */
+        else if (i == 5) assert_int_equal(st->len, INGEST_MAX_DEPTH * 101 - 1);
+        else assert_stack(&out[0], i, "leaf", 1);
+        if (i < 6) assert_memory_equal(st->frames, longname, 100);
+    }
+    /* memory follows what is kept: 7 stacks, not 7 x 3,000 frames */
+    assert_int_equal(out[0].arena_cap, kept);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
+/* Cut stacks still repeat: their text may not exceed max_out (--max-body),
+ * measured before it is built. */
+static void test_pprof_stack_text_bounded(void **state)
+{
+    (void)state;
+    static pb p;
+    static char longname[101];
+    static int lines[3000];
+    build_deep(&p, longname, lines);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    assert_int_equal(ingest_pprof_parse(p.b, p.n, 200000, &base, 1, &out, &n, err, sizeof err), INGEST_ETOOBIG);
+    assert_err_contains(err, "stacks as text would take more than 200000 bytes");
+    assert_err_contains(err, "--max-body");
+    assert_null(out);
+    /* just enough: 6 stacks of 103,423 bytes, "leaf" */
+    assert_int_equal(ingest_pprof_parse(p.b, p.n, 6 * (INGEST_MAX_DEPTH * 101 - 1) + 4, &base, 1, &out, &n, err,
+                                        sizeof err), INGEST_OK);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
+/* Two sample types of one name would be one series mixing both: refused,
+ * naming both indices (docs/ARCHITECTURE.md, decisions). */
+static void test_pprof_duplicate_sample_types(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "cpu", "nanoseconds", "count", "main", "samples" };
+    p.n = 0;
+    add_strings(&p, s, 6);
+    add_type(&p, 5, 3);
+    add_type(&p, 1, 2);
+    add_type(&p, 1, 3); /* cpu again, in another unit */
+    add_function(&p, 1, 4);
+    int f[] = { 1 };
+    add_location(&p, 1, 0, 0x10, f, 1);
+    uint64_t l[] = { 1 };
+    int64_t v[] = { 1, 10000000, 1 };
+    add_sample(&p, l, 1, v, 3);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    assert_int_equal(ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "sample types 1 and 2 are both named 'cpu'");
+    assert_null(out);
+    /* and at most 256 sample types */
+    p.n = 0;
+    pb_str(&p, P_STRING, "");
+    pb_str(&p, P_STRING, "count");
+    char name[16];
+    for (int t = 0; t < 257; t++) {
+        snprintf(name, sizeof name, "t%d", t);
+        pb_str(&p, P_STRING, name);
+        add_type(&p, t + 2, 1);
+    }
+    assert_int_equal(ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err), INGEST_EINVAL);
+    assert_err_contains(err, "257 sample types, more than the 256");
+    ingest_profile_free(&base);
+}
+
+/* A copy of s whose last byte is the last of a readable page: reading one
+ * byte past it faults, with or without ASan.  Free with guarded_free. */
+static char *guarded_copy(const char *s, size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    assert_true(n <= page);
+    char *m = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    assert_int_equal(mprotect(m + page, page, PROT_NONE), 0);
+    memcpy(m + page - n, s, n);
+    return m + page - n;
+}
+
+static void guarded_free(char *p, size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    munmap(p + n - page, 2 * page);
+}
+
+/* A body that ends right after a delimiter line (issue 12: a 1-byte heap
+ * over-read, multipart.c:99, found by fuzzing). */
+static void test_multipart_ends_after_delimiter(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "--X\n",
+        "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n--XyZ  \r\n",
+        "--X\r\n",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        size_t len = strlen(bodies[i]);
+        char *body = guarded_copy(bodies[i], len);
+        const char *f;
+        size_t n;
+        char err[256] = "";
+        const char *ct = i == 1 ? "multipart/form-data; boundary=XyZ" : "multipart/form-data; boundary=X";
+        assert_int_equal(ingest_multipart_field(ct, body, len, "profile", &f, &n, err, sizeof err), INGEST_EINVAL);
+        assert_err_contains(err, "truncated");
+        assert_null(f);
+        guarded_free(body, len);
+    }
+}
+
 static void test_multipart(void **state)
 {
     (void)state;
@@ -542,6 +716,41 @@ static void test_perf_script(void **state)
     assert_err_contains(err, "line 1: a frame line without a sample header");
 }
 
+/* NUL bytes and times past 63 bits of nanoseconds (issue 12, found by
+ * fuzzing: a NUL was copied into stacks or left an empty frame; a 10-digit
+ * time overflowed, perfscript.c:56 and :67). */
+static void test_perf_script_nul_and_long_times(void **state)
+{
+    (void)state;
+    static const struct { const char *text; size_t len; const char *frag; } bad[] = {
+        { "a\0b 1/1 1.5:\n\tf\n", 15, "line 1: a NUL byte" },
+        { "c 1/1 1.5:\n\t\0x\n", 15, "line 2: a NUL byte" },
+        { "c 1/1 1.5:\n\t1 f\0g (/x)\n\n", 24, "line 2: a NUL byte" },
+        { "c 1/1 9999999999.5:\n\tf\n", 0, "line 1: a time of more than 9223372035 seconds" },
+        { "c 1/1 99999999999999999999.5:\n\tf\n", 0, "line 1: a time of more than" },
+        { "ok 1/1 1.0:\n\tf\n\nc 1/1 9223372036.0:\n\tf\n", 0, "line 4: a time of more than" },
+    };
+    ingest_perf_sample *s;
+    size_t n;
+    char err[256];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = '\0';
+        size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+        if (ingest_perf_parse(bad[i].text, len, &s, &n, err, sizeof err) != INGEST_EINVAL)
+            fail_msg("case %zu: accepted, expected '%s'", i, bad[i].frag);
+        assert_err_contains(err, bad[i].frag);
+        assert_null(s);
+        assert_int_equal(n, 0);
+    }
+    /* the longest time that fits */
+    static const char last[] = "c 1/1 9223372035.999999999:\n\tmain\n";
+    assert_int_equal(ingest_perf_parse(last, sizeof last - 1, &s, &n, err, sizeof err), INGEST_OK);
+    assert_int_equal(n, 1);
+    assert_true(s[0].time_ns == INT64_C(9223372035999999999));
+    assert_string_equal(s[0].stack, "c;main");
+    ingest_perf_free(s, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,8 +762,13 @@ int main(void)
         cmocka_unit_test(test_pprof_empty),
         cmocka_unit_test(test_pprof_malformed),
         cmocka_unit_test(test_pprof_gzip_and_bomb),
+        cmocka_unit_test(test_pprof_deep_stacks_cut_before_text),
+        cmocka_unit_test(test_pprof_stack_text_bounded),
+        cmocka_unit_test(test_pprof_duplicate_sample_types),
         cmocka_unit_test(test_multipart),
+        cmocka_unit_test(test_multipart_ends_after_delimiter),
         cmocka_unit_test(test_perf_script),
+        cmocka_unit_test(test_perf_script_nul_and_long_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,53 @@
+/* fuzz_pprof.c — pprof profile.proto bodies, gzip'd or raw
+ * (ingest_pprof_parse), gunzipped to at most 1 MiB.  Every profile
+ * returned must hold stacks that ingest.h promises (non-empty frames
+ * without NUL, at most INGEST_MAX_DEPTH deep, inside the shared arena),
+ * and memory must follow what is kept: a 4 KB input that needs more than
+ * the allocation limit (libFuzzer's -malloc_limit_mb, ASan's
+ * max_allocation_size_mb in replay) is a crash. */
+#include "fuzz.h"
+
+#include "../../ingest/ingest.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    ingest_profile base, *out = NULL;
+    size_t n = 0;
+    char err[1024] = "";
+    ingest_profile_init(&base);
+    FUZZ_CHECK(ingest_label_add(&base, "service", "fuzz", err, sizeof err) == INGEST_OK);
+    base.from_ms = 1000;
+    base.until_ms = 2000;
+    ingest_status s = ingest_pprof_parse(data, size, (size_t)1 << 20, &base, 0, &out, &n, err, sizeof err);
+    FUZZ_CHECK(s != INGEST_ENOMEM);
+    if (s == INGEST_OK) {
+        FUZZ_CHECK(n > 0 && out != NULL);
+        const char *arena = out[0].arena;
+        for (size_t t = 0; t < n; t++) {
+            const ingest_profile *p = &out[t];
+            uint64_t total = 0;
+            FUZZ_CHECK(ingest_label_get(p, "type") && ingest_label_get(p, "service"));
+            for (size_t i = 0; i < p->n_stacks; i++) {
+                const ingest_stack *st = &p->stacks[i];
+                FUZZ_CHECK(st->len > 0 && st->count > 0);
+                FUZZ_CHECK(st->frames >= arena && st->frames + st->len <= arena + out[0].arena_len);
+                FUZZ_CHECK(!memchr(st->frames, '\0', st->len) && !memchr(st->frames, '\n', st->len));
+                FUZZ_CHECK(st->frames[0] != ';' && st->frames[st->len - 1] != ';');
+                size_t depth = 1;
+                for (uint32_t k = 0; k < st->len; k++) {
+                    if (st->frames[k] != ';') continue;
+                    FUZZ_CHECK(st->frames[k + 1] != ';');
+                    depth++;
+                }
+                FUZZ_CHECK(depth <= INGEST_MAX_DEPTH);
+                total += st->count;
+            }
+            FUZZ_CHECK(total == p->total);
+        }
+        ingest_pprof_free(out, n);
+    } else {
+        FUZZ_CHECK(out == NULL && n == 0 && err[0]);
+    }
+    ingest_profile_free(&base);
+    return 0;
+}
