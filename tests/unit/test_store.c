@@ -454,6 +454,18 @@ static void stream_done(void *ctx, store_status ss, uint32_t series, const char 
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Waits until n writes of c have been answered. */
+static void stream_wait(stream_ctx *c, int n)
+{
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        int done = c->done;
+        pthread_mutex_unlock(&c->mu);
+        if (done >= n) return;
+        usleep(1000);
+    }
+}
+
 static void test_commit_wait_groups_a_stream(void **state)
 {
     (void)state;
@@ -478,13 +490,7 @@ static void test_commit_wait_groups_a_stream(void **state)
         assert_int_equal(store_write_async(st, &prof[i], stream_done, &c), STORE_OK);
         usleep(2000);
     }
-    for (;;) {
-        pthread_mutex_lock(&c.mu);
-        int done = c.done;
-        pthread_mutex_unlock(&c.mu);
-        if (done == N) break;
-        usleep(1000);
-    }
+    stream_wait(&c, N);
     assert_int_equal(c.failed, 0);
     store_stats s;
     store_get_stats(st, &s);
@@ -542,13 +548,7 @@ static void test_write_all_or_none(void **state)
     stream_ctx c = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
     void *ctx[] = { &c, &c };
     assert_int_equal(store_write_async_all(st, group, 2, stream_done, ctx), STORE_OK);
-    while (1) {
-        pthread_mutex_lock(&c.mu);
-        int done = c.done;
-        pthread_mutex_unlock(&c.mu);
-        if (done == 2) break;
-        usleep(1000);
-    }
+    stream_wait(&c, 2);
     assert_int_equal(c.failed, 2); /* both answered as failed */
     store_reader *r;
     assert_int_equal(store_reader_begin(st, &r), STORE_OK);
@@ -566,13 +566,7 @@ static void test_write_all_or_none(void **state)
     const store_profile *fit[] = { &pc, &pd };
     c.done = c.failed = 0;
     assert_int_equal(store_write_async_all(st, fit, 2, stream_done, ctx), STORE_OK);
-    while (1) {
-        pthread_mutex_lock(&c.mu);
-        int done = c.done;
-        pthread_mutex_unlock(&c.mu);
-        if (done == 2) break;
-        usleep(1000);
-    }
+    stream_wait(&c, 2);
     assert_int_equal(c.failed, 0);
     dump_ctx d;
     dump_series(st, 1, &d);
