@@ -10,7 +10,20 @@
  *
  * Only partitions whose file is open are visited (every partition written
  * since the start is); marks left in a partition nobody has opened since a
- * restart wait until a read or write opens it, and cost only speed. */
+ * restart wait until a read or write opens it, and cost only speed.
+ *
+ * Each step also drops this process's mappings of every open partition's
+ * pages (env_release_maps; env.c says why that is safe).  Whatever reads
+ * through LMDB's map leaves the pages it touched mapped: compaction reads
+ * every raw block of a closed bucket, the writer's B-tree descents copy
+ * leaves before changing them, queries read blocks and dictionaries.  The
+ * page cache holds them anyway; mapped, they counted in the server's RSS as
+ * RssFile, which grew with the partition file (130 MiB after bench_fleet's
+ * 10 minutes, ~10 MiB a minute).  A step runs every 2 s, or after each
+ * batch while closed buckets wait: the pages mapped again in between are
+ * what the last seconds touched, a few MiB, and mapping them again costs
+ * minor faults (bench/README.md, bench_fleet). */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,15 +91,39 @@ store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int
 {
     *more = 0;
     if (!st->compact_scratch && !(st->compact_scratch = rollup_scratch_new())) return STORE_ENOMEM;
+    uint32_t budget0 = budget;
     part **v;
     ssize_t n = store_parts_copy(st, 1, 0, &v);
     if (n < 0) return STORE_ENOMEM;
     store_status ss = STORE_OK;
+    MDB_env **envs = malloc((n ? (size_t)n : 1) * sizeof *envs);
+    size_t n_envs = 0;
     for (ssize_t i = 0; i < n; i++) {
-        if (!ss && part_is_open(v[i])) ss = compact_part(st, v[i], now_ms, &budget, more);
-        part_unref(v[i]);
+        if (!part_is_open(v[i])) continue;
+        if (!ss) ss = compact_part(st, v[i], now_ms, &budget, more);
+        if (envs) envs[n_envs++] = part_env(v[i]);
     }
+    if (envs) env_release_maps(envs, n_envs);
+    free(envs);
+    for (ssize_t i = 0; i < n; i++) part_unref(v[i]);
     free(v);
+    /* The scratch's accumulator has 8 bytes a node of the partition (28
+     * MiB for bench_fleet's 3.5 M nodes), and a round of builds touches
+     * nearly all of it; kept, it stayed resident for good after the first
+     * bucket closed.  Buckets close every 10 minutes: free it once a round
+     * is done (allocating it again costs page faults, milliseconds a
+     * round), and trim what glibc keeps in its arenas' free lists.  Whether
+     * the accumulator itself goes back depends on malloc: mapped on its
+     * own it does; but once glibc's mmap threshold has risen above its size
+     * (it rises to every mapped block freed), it lives in the writer's
+     * arena, and freed at the arena's top it stays (that top is trimmed
+     * only past a threshold that rises too, and malloc_trim leaves it):
+     * rollup.c allocating it with idset_zalloc would make it certain. */
+    if (!*more && budget < budget0) {
+        rollup_scratch_free(st->compact_scratch);
+        st->compact_scratch = NULL;
+        malloc_trim(0);
+    }
     evict_writer_maps(st);
     return ss;
 }

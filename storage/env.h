@@ -26,6 +26,14 @@ store_status env_open(MDB_env **out, const char *path, uint64_t map_size, int fi
  * chose; *file_bytes receives the file's size (0 when unknown). */
 store_status env_open_readonly(MDB_env **out, const char *path, uint64_t *file_bytes, char *err, size_t errlen);
 
+/* Drops this process's page-table entries for the memory maps of the n
+ * environments, so that the pages of their files it has touched stop
+ * counting in its RSS (RssFile); the pages stay in the page cache, and the
+ * next touch maps them again from there (a minor fault).  Safe at any
+ * time, with readers running on other threads: see env.c.  Skips a map
+ * that is written through (MDB_WRITEMAP, never used here). */
+void env_release_maps(MDB_env *const *envs, size_t n);
+
 /* Removes an environment's file and its lock file. */
 void env_remove(const char *path);
 

@@ -1,55 +1,92 @@
-/* idset.c — see idset.h.  Linear probing over a power-of-two array; the
- * low bits of the hash pick the slot, the high 32 bits are the fragment. */
+/* idset.c — see idset.h.  Linear probing over an array of any size: the
+ * low 32 bits of the hash pick the home slot by multiply-shift (no modulo,
+ * no power of two), the top 8 bits are the fragment. */
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "idset.h"
 
+#define ZALLOC_MAPPED (1u << 20)
+
+void *idset_zalloc(size_t bytes)
+{
+    if (bytes < ZALLOC_MAPPED) return calloc(1, bytes);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void idset_zfree(void *p, size_t bytes)
+{
+    if (!p) return;
+    if (bytes < ZALLOC_MAPPED) free(p);
+    else munmap(p, bytes);
+}
+
+static inline uint32_t home(uint64_t h, uint32_t cap) { return (uint32_t)(((h & 0xffffffffu) * cap) >> 32); }
+static inline unsigned char frag(uint64_t h) { return (unsigned char)(h >> 56); }
+
+static inline uint32_t slot_id(const unsigned char *p)
+{
+    uint32_t id;
+    memcpy(&id, p, 4);
+    return id;
+}
+
 int idset_init(idset *s, uint32_t cap)
 {
-    uint32_t c = 16;
-    while (c < cap) c <<= 1;
-    s->slots = calloc(c, sizeof *s->slots);
-    s->cap = s->slots ? c : 0;
+    if (cap < 16) cap = 16;
+    s->slots = idset_zalloc((size_t)cap * IDSET_SLOT);
+    s->cap = s->slots ? cap : 0;
     s->len = 0;
     return s->slots ? 0 : -1;
 }
 
 void idset_free(idset *s)
 {
-    free(s->slots);
+    idset_zfree(s->slots, idset_bytes(s));
     s->slots = NULL;
     s->cap = s->len = 0;
 }
 
-size_t idset_bytes(const idset *s) { return (size_t)s->cap * sizeof *s->slots; }
+size_t idset_bytes(const idset *s) { return (size_t)s->cap * IDSET_SLOT; }
 
 uint32_t idset_find(const idset *s, uint64_t h, int (*eq)(const void *ctx, uint32_t id), const void *ctx)
 {
     if (!s->cap) return 0;
-    uint32_t mask = s->cap - 1, frag = (uint32_t)(h >> 32);
-    for (uint32_t i = (uint32_t)h & mask; s->slots[i].id; i = (i + 1) & mask)
-        if (s->slots[i].frag == frag && eq(ctx, s->slots[i].id)) return s->slots[i].id;
-    return 0;
+    unsigned char f = frag(h);
+    for (uint32_t i = home(h, s->cap);;) {
+        const unsigned char *p = s->slots + (size_t)i * IDSET_SLOT;
+        uint32_t id = slot_id(p);
+        if (!id) return 0;
+        if (p[4] == f && eq(ctx, id)) return id;
+        if (++i == s->cap) i = 0;
+    }
 }
 
-static void place(idset_slot *slots, uint32_t cap, uint64_t h, uint32_t id)
+static void place(unsigned char *slots, uint32_t cap, uint64_t h, uint32_t id)
 {
-    uint32_t mask = cap - 1, i = (uint32_t)h & mask;
-    while (slots[i].id) i = (i + 1) & mask;
-    slots[i].id = id;
-    slots[i].frag = (uint32_t)(h >> 32);
+    uint32_t i = home(h, cap);
+    while (slot_id(slots + (size_t)i * IDSET_SLOT))
+        if (++i == cap) i = 0;
+    unsigned char *p = slots + (size_t)i * IDSET_SLOT;
+    memcpy(p, &id, 4);
+    p[4] = frag(h);
 }
 
 int idset_put(idset *s, uint64_t h, uint32_t id, uint64_t (*hash_of)(const void *ctx, uint32_t id), const void *ctx)
 {
-    if ((uint64_t)(s->len + 1) * 4 > (uint64_t)s->cap * 3) {
-        uint64_t ncap = s->cap ? (uint64_t)s->cap * 2 : 16;
-        if (ncap > (UINT64_C(1) << 32)) return -1;
-        idset_slot *ns = calloc((size_t)ncap, sizeof *ns);
+    if (((uint64_t)s->len + 1) * 4 > (uint64_t)s->cap * 3) {
+        uint64_t ncap = s->cap < 16 ? 16 : (uint64_t)s->cap + s->cap / 2;
+        if (ncap > UINT32_MAX) ncap = UINT32_MAX;
+        if (((uint64_t)s->len + 1) * 4 > ncap * 3) return -1;
+        unsigned char *ns = idset_zalloc((size_t)ncap * IDSET_SLOT);
         if (!ns) return -1;
-        for (uint32_t i = 0; i < s->cap; i++)
-            if (s->slots[i].id) place(ns, (uint32_t)ncap, hash_of(ctx, s->slots[i].id), s->slots[i].id);
-        free(s->slots);
+        for (uint32_t i = 0; i < s->cap; i++) {
+            uint32_t old = slot_id(s->slots + (size_t)i * IDSET_SLOT);
+            if (old) place(ns, (uint32_t)ncap, hash_of(ctx, old), old);
+        }
+        idset_zfree(s->slots, idset_bytes(s));
         s->slots = ns;
         s->cap = (uint32_t)ncap;
     }

@@ -15,12 +15,17 @@
  * The writer thread keeps, for the partitions it writes (pdict_w), maps
  * from content to id: strings and stacks by their 128-bit hash (trusted,
  * hash.h), nodes by (parent, func).  Strings and nodes are idsets (ids and
- * hash fragments in the slots, the keys once in arrays by id: ~20 bytes an
- * entry, against 40-70 for maps holding whole keys at half load).  A table of every stack met, readable
+ * 8-bit hash fragments in 5-byte slots, 1/2 to 3/4 full) over the keys kept
+ * once by id in append-only chunked tables (table.h: 8 bytes a node, 16 a
+ * string, never copied as they grow): 15 to 18 bytes a node, against 19 to
+ * 37 with 8-byte slots and arrays grown by doubling, and 40-70 for maps
+ * holding whole keys at half load.  A table of every stack met, readable
  * from any thread, lets request threads find the leaf of a committed stack
- * before queueing (pdict_w_resolve).  It is exact, not a cache: with a
- * lossy cache two colliding stacks of one profile (a few in every 1,000
- * stacks with 2^18 slots) sent the whole profile back to the writer. */
+ * before queueing (pdict_w_resolve): 20-byte slots, 1/2 to 3/4 full.  It is
+ * exact, not a cache: with a lossy cache two colliding stacks of one
+ * profile (a few in every 1,000 stacks with 2^18 slots) sent the whole
+ * profile back to the writer.  pdict_w_memory counts what the maps have
+ * allocated. */
 #ifndef FLAMEDB_PDICT_H
 #define FLAMEDB_PDICT_H
 
