@@ -111,14 +111,9 @@ store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int
      * MiB for bench_fleet's 3.5 M nodes), and a round of builds touches
      * nearly all of it; kept, it stayed resident for good after the first
      * bucket closed.  Buckets close every 10 minutes: free it once a round
-     * is done (allocating it again costs page faults, milliseconds a
-     * round), and trim what glibc keeps in its arenas' free lists.  Whether
-     * the accumulator itself goes back depends on malloc: mapped on its
-     * own it does; but once glibc's mmap threshold has risen above its size
-     * (it rises to every mapped block freed), it lives in the writer's
-     * arena, and freed at the arena's top it stays (that top is trimmed
-     * only past a threshold that rises too, and malloc_trim leaves it):
-     * rollup.c allocating it with idset_zalloc would make it certain. */
+     * is done (rollup.c maps it from the system, so it goes back at once;
+     * allocating it again costs page faults, milliseconds a round), and
+     * trim what glibc keeps in its arenas' free lists. */
     if (!*more && budget < budget0) {
         rollup_scratch_free(st->compact_scratch);
         st->compact_scratch = NULL;
