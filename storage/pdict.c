@@ -290,10 +290,23 @@ store_status pdict_w_stack(pdict_w *w, const char *frames, uint32_t len, hash128
     return STORE_OK;
 }
 
-uint32_t pdict_w_resolve(const pdict_w *w, hash128 h)
+/* The table is megabytes and its slots are hit at random: each lookup is
+ * a cache miss (~150 ns, 11 % of the server's CPU under bench_fleet).  So
+ * the home slots of the next STACK_AHEAD hashes are prefetched while one
+ * is probed, and the misses overlap.  A leaf counts once committed; the
+ * count read before the probes can only be lower than one read after (a
+ * stack committed meanwhile goes to the writer, which finds it). */
+#define STACK_AHEAD 8
+
+void pdict_w_resolve(const pdict_w *w, const hash128 *h, size_t n, uint32_t *leaves)
 {
-    uint32_t leaf = stack_find(w, h);
-    return leaf < atomic_load_explicit(&w->committed_nodes, memory_order_acquire) ? leaf : 0;
+    uint32_t committed = atomic_load_explicit(&w->committed_nodes, memory_order_acquire);
+    for (size_t k = 0; k < n && k < STACK_AHEAD; k++) __builtin_prefetch(&w->stacks[stack_home(h[k], w->stacks_cap)]);
+    for (size_t k = 0; k < n; k++) {
+        if (k + STACK_AHEAD < n) __builtin_prefetch(&w->stacks[stack_home(h[k + STACK_AHEAD], w->stacks_cap)]);
+        uint32_t leaf = stack_find(w, h[k]);
+        leaves[k] = leaf < committed ? leaf : 0;
+    }
 }
 
 uint32_t pdict_w_committed_nodes(const pdict_w *w)

@@ -59,8 +59,8 @@ void pdict_w_publish(pdict_w *w);
  * pdict_w_resolve meanwhile (the caller's lock). */
 int pdict_w_stacks_full(const pdict_w *w, size_t more);
 store_status pdict_w_stacks_grow(pdict_w *w, size_t more);
-/* Any thread: the committed leaf of the stack with hash h, or 0. */
-uint32_t pdict_w_resolve(const pdict_w *w, hash128 h);
+/* Any thread: the committed leaf of each stack of hashes h[0..n), or 0. */
+void pdict_w_resolve(const pdict_w *w, const hash128 *h, size_t n, uint32_t *leaves);
 uint32_t pdict_w_committed_nodes(const pdict_w *w);
 uint32_t pdict_w_nodes(const pdict_w *w);
 uint32_t pdict_w_strings(const pdict_w *w);

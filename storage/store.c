@@ -213,8 +213,16 @@ uint64_t store_resolve(store *st, int64_t from_ms, const store_stack *stacks, si
     size_t i = lower_bound(st, start);
     part *p = i < st->n_parts && part_start(st->parts[i]) == start ? st->parts[i] : NULL;
     const pdict_w *w = p ? part_writer(p) : NULL;
-    for (size_t k = 0; k < n; k++)
-        leaves[k] = w ? pdict_w_resolve(w, hash_bytes128(stacks[k].frames, stacks[k].len)) : 0;
+    hash128 h[256];
+    for (size_t k = 0; k < n; k += 256) {
+        size_t m = n - k < 256 ? n - k : 256;
+        if (!w) {
+            memset(leaves + k, 0, m * sizeof *leaves);
+            continue;
+        }
+        for (size_t j = 0; j < m; j++) h[j] = hash_bytes128(stacks[k + j].frames, stacks[k + j].len);
+        pdict_w_resolve(w, h, m, leaves + k);
+    }
     uint64_t token = w ? part_token(p) : 0;
     pthread_rwlock_unlock(&st->parts_lock);
     return token;

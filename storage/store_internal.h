@@ -84,6 +84,7 @@ struct store {
     pthread_t writer;
     int64_t next_retention_ms, next_compact_ms;
     int64_t next_reader_check_ms; /* stale LMDB reader slots swept (writer thread) */
+    int64_t next_trim_ms;         /* malloc's free memory given back (writer thread) */
     struct rollup_scratch *compact_scratch;
     uint32_t retention_sid;              /* where the background pass resumes */
 

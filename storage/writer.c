@@ -452,6 +452,15 @@ static void background(store *st)
         sweep_readers(st);
         st->next_reader_check_ms = now + 60000;
     }
+    /* Memory freed by request threads stays in their malloc arenas, and a
+     * burst (requests queued while the machine was busy) leaves megabytes
+     * there for good: 13 of bench_fleet's 116 MiB after a 3 s stall.
+     * Giving free pages back every 30 s costs a walk of the free lists and
+     * the page faults of the next burst. */
+    if (now >= st->next_trim_ms) {
+        malloc_trim(0);
+        st->next_trim_ms = now + 30000;
+    }
     if (now >= st->next_compact_ms) {
         int more = 0;
         store_status ss = writer_compact_step(st, now, 64, &more);

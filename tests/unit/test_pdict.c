@@ -162,6 +162,14 @@ static size_t room(const pdict_w *w)
     return lo;
 }
 
+/* One stack's committed leaf, or 0. */
+static uint32_t resolve1(const pdict_w *w, hash128 h)
+{
+    uint32_t leaf;
+    pdict_w_resolve(w, &h, 1, &leaf);
+    return leaf;
+}
+
 /* Stacks whose hashes share their home slot (the last one, so probing
  * wraps) or differ only in the high half stay apart; every stack resolves
  * to its leaf after each growth of the table, only once committed; growth
@@ -192,11 +200,11 @@ static void test_stack_table_growth_and_resolve(void **state)
             assert_true(usable * 2 <= (size_t)i * 3 + 3);
             assert_true(usable * 2 + 3 >= (size_t)i * 3);
             growths++;
-            for (uint32_t j = 0; j < i; j++) assert_int_equal(pdict_w_resolve(w, h[j]), j < committed ? leaf[j] : 0);
+            for (uint32_t j = 0; j < i; j++) assert_int_equal(resolve1(w, h[j]), j < committed ? leaf[j] : 0);
         }
         assert_int_equal(pdict_w_stack(w, text[i], (uint32_t)strlen(text[i]), h[i], &leaf[i]), STORE_OK);
         assert_int_not_equal(leaf[i], 0);
-        assert_int_equal(pdict_w_resolve(w, h[i]), 0); /* not committed yet */
+        assert_int_equal(resolve1(w, h[i]), 0); /* not committed yet */
         if (i % 20000 == 19999) {
             commit(w, txn);
             committed = i + 1;
@@ -205,14 +213,20 @@ static void test_stack_table_growth_and_resolve(void **state)
     }
     assert_true(growths >= 4);
     commit(w, txn);
-    for (uint32_t i = 0; i < N; i++) assert_int_equal(pdict_w_resolve(w, h[i]), leaf[i]);
+    for (uint32_t i = 0; i < N; i++) assert_int_equal(resolve1(w, h[i]), leaf[i]);
     hash128 absent = { h[0].lo, h[0].hi + 2 };
-    assert_int_equal(pdict_w_resolve(w, absent), 0);
+    assert_int_equal(resolve1(w, absent), 0);
     /* Growth for many stacks at once, as the store asks before a profile. */
     assert_true(pdict_w_stacks_full(w, 3 * N));
     assert_int_equal(pdict_w_stacks_grow(w, 3 * N), STORE_OK);
     assert_false(pdict_w_stacks_full(w, 3 * N));
-    for (uint32_t i = 0; i < N; i++) assert_int_equal(pdict_w_resolve(w, h[i]), leaf[i]);
+    for (uint32_t i = 0; i < N; i++) assert_int_equal(resolve1(w, h[i]), leaf[i]);
+    /* All at once, as store_resolve asks (lookups ahead prefetched). */
+    uint32_t *many = malloc(N * sizeof *many);
+    assert_non_null(many);
+    pdict_w_resolve(w, h, N, many);
+    assert_memory_equal(many, leaf, N * sizeof *many);
+    free(many);
     pdict_w_free(w);
 }
 
