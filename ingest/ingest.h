@@ -166,6 +166,31 @@ ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, c
                                  int window_given, ingest_profile **out, size_t *n_out, char *err, size_t errlen);
 void ingest_pprof_free(ingest_profile *profiles, size_t n);
 
+/* ---- OpenTelemetry profiles (otlp.c) ------------------------------------ */
+
+#define INGEST_OTLP_MAX_PROFILES 4096
+
+/* What an OTLP request holds for the store: finished profiles, each with
+ * its own arena (free with ingest_otlp_free), and the profiles left out
+ * because they hold no sample with a value (OTLP's partial success). */
+typedef struct {
+    ingest_profile *profiles;
+    size_t n;
+    size_t rejected;
+    char rejected_why[160]; /* the first one left out, and why */
+} ingest_otlp;
+
+/* Decodes an ExportProfilesServiceRequest (binary protobuf, or its JSON
+ * mapping when json) into profiles: labels from base and the resources'
+ * attributes, type and unit from each profile's sample type (a sampled
+ * count becomes its period's type, e.g. cpu in nanoseconds), window from
+ * its time and duration unless window_given.  Everything or nothing: on
+ * error *out is empty and err names the profile and field.  The stacks'
+ * text is at most max_out bytes in all. */
+ingest_status ingest_otlp_parse(const void *body, size_t len, int json, size_t max_out, const ingest_profile *base,
+                                int window_given, ingest_otlp *out, char *err, size_t errlen);
+void ingest_otlp_free(ingest_otlp *o);
+
 /* Returns 1 when a Content-Type is multipart/form-data. */
 int ingest_multipart_is(const char *content_type);
 

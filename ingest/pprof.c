@@ -599,6 +599,17 @@ done:
     return s;
 }
 
+ingest_status ingest_pprof_decode(const struct Perftools__Profiles__Profile *pb, size_t max_out,
+                                  const ingest_profile *base, int window_given, ingest_profile *out, char *err,
+                                  size_t errlen)
+{
+    if (pb->n_sample_type == 0 || pb->n_sample_type > MAX_SAMPLE_TYPES) {
+        snprintf(err, errlen, "%zu sample types (1 to %d)", pb->n_sample_type, MAX_SAMPLE_TYPES);
+        return INGEST_EINVAL;
+    }
+    return decode(pb, max_out, base, window_given, out, err, errlen);
+}
+
 void ingest_pprof_free(ingest_profile *profiles, size_t n)
 {
     for (size_t i = 0; i < n; i++) ingest_profile_free(&profiles[i]);

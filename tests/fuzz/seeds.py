@@ -165,6 +165,66 @@ pprofs = [two_types, heap, lines, period, missing, deep, dup] + bad
 pprofs += [gzip.compress(two_types, mtime=0), gzip.compress(heap, mtime=0), two_types[:-7], b"hello, world"]
 write("pprof", pprofs)
 
+# ---- OTLP profiles: the first byte is the mode (fuzz_otlp.c: 1 JSON) -------
+def otlp_request(strings, functions, locations, stacks, resources):
+    """functions: [name index]; locations: [(mapping, address, [function
+    indices])]; stacks: [[location indices, leaf first]]; resources:
+    [([(key, value)], [(type, unit, period_type or None, period, time,
+    [(stack, [values], [timestamps])])])].  Index 0 of each table is its
+    sentinel, added here."""
+    def kv(k, v):
+        return f_bytes(1, k.encode()) + f_bytes(2, f_bytes(1, v.encode()))
+    d = b"".join(f_bytes(5, x.encode()) for x in [""] + strings)
+    d += f_bytes(1, b"") + f_bytes(1, f_int(1, 4096) + f_int(2, 1 << 20) + f_int(4, 1))
+    d += f_bytes(3, b"") + b"".join(f_bytes(3, f_int(1, n)) for n in functions)
+    d += f_bytes(2, b"")
+    for m, a, fs in locations:
+        d += f_bytes(2, f_int(1, m) + f_int(2, a) + b"".join(f_bytes(3, f_int(1, f) + f_int(2, 7)) for f in fs))
+    d += f_bytes(7, b"") + b"".join(f_bytes(7, f_bytes(1, packed(st))) for st in stacks)
+    out = b""
+    for attrs, profs in resources:
+        ps = b""
+        for ty, un, pt, period, t, samples in profs:
+            p = f_bytes(1, f_int(1, ty) + f_int(2, un))
+            for st, vals, ts in samples:
+                p += f_bytes(2, f_int(1, st) + (f_bytes(4, packed(vals)) if vals else b"")
+                             + (f_bytes(5, b"".join(struct.pack("<Q", x) for x in ts)) if ts else b""))
+            p += varint(3 << 3 | 1) + struct.pack("<Q", t) + f_int(4, 10 ** 10)
+            if pt:
+                p += f_bytes(5, f_int(1, pt[0]) + f_int(2, pt[1])) + f_int(6, period)
+            ps += f_bytes(2, p)
+        out += f_bytes(1, f_bytes(1, b"".join(f_bytes(1, kv(k, v)) for k, v in attrs)) + f_bytes(2, ps))
+    return out + f_bytes(2, d)
+
+
+otlp_strings = ["main", "foo", "bar", "cpu", "nanoseconds", "samples", "count", "libc.so.6", "alloc_space", "bytes"]
+otlp_bins = [
+    otlp_request(otlp_strings, [1, 2, 3], [(0, 0, [1]), (0, 0, [2]), (0, 0, [3, 2]), (1, 8192, [])],
+                 [[3, 2, 1], [4, 1]],
+                 [([("service.name", "api"), ("host.name", "n1")],
+                   [(6, 7, (4, 5), 10000000, 1700000000 * 10 ** 9, [(1, [3], []), (2, [], [1, 2])])]),
+                  ([("process.executable.name", "nginx")], [(9, 10, None, 0, 0, [(1, [4096], []), (2, [0], [])])])]),
+    otlp_request(["a"], [1], [(0, 0, [1])], [[1] * 1100], [([], [(1, 1, None, 0, 0, [(1, [1], [])])])]),
+    otlp_request(["a"], [1], [(0, 0, [5])], [[1]], [([], [(1, 1, None, 0, 0, [(1, [1], [])])])]),
+    otlp_request(["a"], [1], [(0, 0, [1])], [[0]], [([], [(1, 1, None, 0, 0, [(9, [1], [])])])]),
+]
+otlp_json = [
+    '{"resourceProfiles": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "api"}}]},'
+    ' "scopeProfiles": [{"profiles": [{"sampleType": {"typeStrindex": 1, "unitStrindex": 2},'
+    ' "periodType": {"typeStrindex": 3, "unitStrindex": 4}, "period": "10000000", "timeUnixNano": "1700000000000000000",'
+    ' "samples": [{"stackIndex": 1, "values": ["3"]}, {"stackIndex": 1, "timestampsUnixNano": ["1", "2"]}]}]}]}],'
+    ' "dictionary": {"stringTable": ["", "samples", "count", "cpu", "nanoseconds", "main", "f.c"],'
+    ' "functionTable": [{}, {"nameStrindex": 5, "filenameStrindex": 6}],'
+    ' "locationTable": [{}, {"lines": [{"functionIndex": 1, "line": "3"}]}],'
+    ' "stackTable": [{}, {"locationIndices": [1]}],'
+    ' "linkTable": [{}, {"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "0102030405060708"}]}}',
+    '{"resource_profiles": [], "dictionary": {"string_table": ["x"]}}',
+    '{"resourceProfiles": [{"scopeProfiles": [{"profiles": [{"sampleType": {}, "samples": [{"values": [1, "-2"]}]}]}]}]}',
+    '{"dictionary": {"mappingTable": [{}, {"memoryLimit": "18446744073709551615", "filenameStrindex": 1}]}}',
+    '{"a": [1, 2, {"b": null}], "dictionary": {"attributeTable": [{"value": {"bytesValue": "aGVsbG8="}}]}}',
+]
+write("otlp", [bytes([0]) + b for b in otlp_bins] + [bytes([1]) + j.encode() for j in otlp_json])
+
 # ---- multipart: the first line is the Content-Type ------------------------
 mp_body = (b"--XyZ\r\n"
            b"Content-Disposition: form-data; name=\"sample_type_config\"; filename=\"c.json\"\r\n"
