@@ -1,22 +1,28 @@
-// app.js — flamedb's viewer: query bar, timeline, flamegraph, top table,
-// groups, diff, stability and exports over the public HTTP API only.
+// app.js — flamedb's viewer: query bar, timeline, flamegraph, groups, diff,
+// stability and exports over the public HTTP API only; the function table
+// is table.js, transforms, the inverted tree and the sandwich views.js, the
+// label browser labels.js, the shortcuts keys.js (docs/viewer.md).
 //
 // All state lives in the URL, with the API's own parameter names (query,
 // from, until, group_by, left, right, left_from, ...), plus a few of the
-// viewer's own (view, search, layout, focus, tab). Every change pushes a
-// history entry; popstate re-reads the URL, and data is fetched again only
-// when a data parameter changed.
+// viewer's own (view, search, layout, focus, tab, groups, transforms,
+// invert, sandwich, fn, tq, tsort). Every change pushes a history entry
+// (typing in a box replaces it); popstate re-reads the URL, and data is
+// fetched again only when a data parameter changed.
 import { FlameGraph, wilson } from './flame.js';
+import { initViews } from './views.js';
+import { initTable } from './table.js';
+import { initLabels } from './labels.js';
+import { initKeys } from './keys.js';
 
 const $ = (s) => document.querySelector(s);
 const DATA_KEYS = ['query', 'from', 'until', 'group_by', 'max_nodes', 'view', 'left', 'right',
   'left_from', 'left_until', 'right_from', 'right_until'];
-const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups'];
+const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups', 'transforms', 'invert', 'sandwich', 'fn', 'tq', 'tsort'];
 
 let state = {};
 let loadedKey = null;
 let current = null;        // the answer behind the main graph
-let topRows = [], topSort = { key: null, desc: true };   // null: the API's order
 let exactSearch = false;
 let groupAnswers = null, groupStab = null, groupsShown = null;
 const miniGraphs = [];
@@ -194,7 +200,8 @@ function showTooltip(n, e, g) {
       <tr><td>total</td><td class="num">${fmtValue(n.total, m.unit)}</td><td class="num">${pct(ts)}</td><td class="ci">${tci ? '95% ' + ci(tci) : ci(tci)}</td></tr>
       <tr><td>self</td><td class="num">${fmtValue(n.self, m.unit)}</td><td class="num">${pct(ss)}</td><td class="ci">${sci ? '95% ' + ci(sci) : ci(sci)}</td></tr>
       </table>
-      <div class="muted">${pct(ps, 1)} of parent · shares of ${fmtValue(T, m.unit)} ${N === null || N === undefined ? '(samples unknown: no intervals)' : 'from ' + fmtSamples(N)}</div>`;
+      <div class="muted">${pct(ps, 1)} of parent · shares of ${fmtValue(T, m.unit)} ${N === null || N === undefined ? '(samples unknown: no intervals)' : 'from ' + fmtSamples(N)}</div>${m.inverted ? `
+      <div class="muted">inverted: ${n.depth === 1 ? 'its total is the time spent in this function itself (its self time)' : 'its total is the time of the leaf below spent through this caller'}</div>` : ''}`;
   }
   tooltip.innerHTML = html;
   tooltip.hidden = false;
@@ -291,44 +298,17 @@ function drawTimeline(ans) {
   });
 })();
 
-// ---------- top table ----------
-function renderTop(ans) {
-  topRows = ans ? ans.functions.map((f) => ({ ...f })) : topRows;
-  const tb = $('#top tbody');
-  const { key, desc } = topSort;
-  const rows = key === null ? topRows : [...topRows].sort((a, b) => {
-    const x = a[key], y = b[key];
-    const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
-    return (desc ? -c : c) || a.name.localeCompare(b.name);
-  });
-  const unit = current ? current.unit : 'samples';
-  tb.innerHTML = rows.map((f) => `<tr data-name="${esc(f.name)}" class="${exactSearch && state.search === f.name ? 'sel' : ''}">
-    <td class="fn" title="${esc(f.name)}">${esc(f.name)}</td>
-    <td class="num" data-v="${f.self}">${fmtValue(f.self, unit)}</td>
-    <td class="num share" data-v="${f.self_share}" title="95% interval ${ci(f.self_ci95)}">${pct(f.self_share)}<small>${ci(f.self_ci95)}</small></td>
-    <td class="num" data-v="${f.total}">${fmtValue(f.total, unit)}</td>
-    <td class="num share" data-v="${f.total_share}" title="95% interval ${ci(f.total_ci95)}"><span class="bar" style="width:${(f.total_share * 100).toFixed(1)}%"></span>${pct(f.total_share)}<small>${ci(f.total_ci95)}</small></td>
-  </tr>`).join('');
-  for (const th of document.querySelectorAll('#top th')) {
-    th.classList.toggle('sorted', th.dataset.key === key);
-    th.dataset.dir = th.dataset.key === key ? (desc ? 'desc' : 'asc') : '';
-  }
-}
-$('#top thead').addEventListener('click', (e) => {
-  const th = e.target.closest('th');
-  if (!th) return;
-  const key = th.dataset.key;
-  topSort = { key, desc: topSort.key === key ? !topSort.desc : key !== 'name' };
-  renderTop();
-});
-$('#top tbody').addEventListener('click', (e) => {
-  const tr = e.target.closest('tr');
-  if (!tr) return;
-  const name = tr.dataset.name;
-  if (exactSearch && state.search === name) { exactSearch = false; commit({ search: undefined }); return; }
+// ---------- views, table, labels, keys (views.js, table.js, labels.js, keys.js) ----------
+const views = initViews({ graph, commit, getState: () => state, fmtValue, pct, esc, showTooltip });
+// A row of the table selects its function (fn) and highlights it in the graph.
+function selectFunction(name) {
+  if (exactSearch && state.search === name) { exactSearch = false; commit({ search: undefined, fn: undefined }); return; }
   exactSearch = true;
-  commit({ search: name });
-});
+  commit({ search: name, fn: name });
+}
+const table = initTable({ commit, getState: () => state, fmtValue, pct, ci, esc, select: selectFunction, views });
+const labels = initLabels({ api, commit, getState: () => state, selectorOfLabels, esc });
+initKeys({ views, labels, getState: () => state, commit });
 
 // ---------- groups ----------
 function renderGroups(stab, answers) {
@@ -631,6 +611,7 @@ addEventListener('keydown', (e) => {
   if (e.key === '/' && !inField) { e.preventDefault(); $('#search').focus(); $('#search').select(); return; }
   if (e.key === 'Escape') {
     if (!ac.hidden) { hideAc(); return; }
+    if (views.escape()) return;
     if (inField) document.activeElement.blur();
     graph.zoomOut();
   }
@@ -652,6 +633,7 @@ addEventListener('resize', () => {
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   graph.computeColours(); graph.draw();
   for (const m of miniGraphs) { m.computeColours(); m.draw(); }
+  views.redraw();
 });
 
 // ---------- render ----------
@@ -676,9 +658,9 @@ let lastStability = null;
 function applyUI() {
   graph.icicle = state.layout === 'icicle';
   for (const m of miniGraphs) { m.icicle = graph.icicle; m.draw(); }
-  if (state.search && !exactSearch && topRows.some((f) => f.name === state.search) && !$('#search').matches(':focus')) {
-    // a link with search=NAME of a listed function highlights that function only
-  }
+  // a link with fn=NAME and search=NAME highlights that function only
+  if (state.fn && state.search === state.fn) exactSearch = true;
+  views.apply();
   graph.searchText = state.search || '';
   graph.exact = exactSearch;
   graph.applySearch();
@@ -693,7 +675,7 @@ function applyUI() {
   if (groupStab && groupsShown !== (state.groups || '')) renderGroups(groupStab, groupAnswers);
   renderCrumbs();
   renderSearchResult();
-  renderTop();
+  table.render();
 }
 
 async function render() {
@@ -725,7 +707,7 @@ function setMainData(tree, meta, empty) {
   const el = $('#flame');
   el.classList.toggle('empty', !!empty);
   el.dataset.empty = empty || '';
-  graph.setData(tree, meta);
+  views.setMain(tree, meta);
 }
 
 // An empty range whose selector has profiles elsewhere (the API's `latest`:
@@ -756,7 +738,7 @@ async function loadFlame(mine) {
   const [q, tlAns, top, stab, gstab, gq] = await Promise.all([
     api('/api/v1/query', { ...base, max_nodes: maxNodes }),
     api('/api/v1/timeline', base),
-    api('/api/v1/top', { ...base, limit: 200 }),
+    api('/api/v1/top', { ...base, limit: 0 }),
     api('/api/v1/stability', { ...base, step: stepStab }),
     state.group_by ? api('/api/v1/stability', { ...base, group_by: state.group_by }) : null,
     state.group_by ? api('/api/v1/query', { ...base, group_by: state.group_by, max_nodes: 1000 }) : null,
@@ -777,7 +759,7 @@ async function loadFlame(mine) {
   else $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
   drawTimeline(tlAns);
-  renderTop(top);
+  table.setData(top);
   lastStability = stab;
   renderStability(stab);
   groupAnswers = gq;
@@ -807,7 +789,7 @@ async function loadDiff(mine) {
   lg.innerHTML = `<span class="sw grew"></span> share grew <span class="sw shrank"></span> share shrank <span class="muted">· intensity by the size of the change · width: left share + right share · left ${fmtValue(d.left_total, d.left_unit)}, right ${fmtValue(d.right_total, d.right_unit)}</span>`;
   $('#summary').innerHTML = `diff · <b>${esc(d.left_type)}</b> vs <b>${esc(d.right_type)}</b> · Manhattan ${num(c.manhattan)} · JSD ${num(c.jsd)}`;
   drawTimeline(tlAns);
-  topRows = [];
+  table.setData(null);
   renderCompare(c);
   renderGroups(null, null);
   lastStability = null;
@@ -819,6 +801,8 @@ window.__flamedb = {
   get state() { return { ...state }; },
   get graph() { return graph; },
   get current() { return current; },
+  get views() { return views; },
+  get table() { return table; },
   loads: () => loads,
   // the frame drawn at page point (x, y): {name, self, total, depth} or null
   frameAt(x, y) {

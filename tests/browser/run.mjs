@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { startServer, ingest, getJSON, launchChromium } from './lib.mjs';
+import { registerViewTests } from './views.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -49,6 +50,8 @@ async function loadFixtures(url) {
   await ingest(url, { service: 'heap', type: 'alloc_space', unit: 'bytes', ...w(T + 200) }, 'main;alloc 4096\nmain;grow 1024\n');
   await ingest(url, { service: 'inuse', type: 'inuse_space', unit: 'bytes', ...w(T + 200) }, 'main;cache 3072\n');
   await ingest(url, { service: 'inuse', type: 'inuse_space', unit: 'bytes', ...w(T + 210) }, 'main;cache 5120\n');
+  // recursion, direct (fib;fib) and through another function (fib;work;fib)
+  await ingest(url, { service: 'rec', ...w(T + 30) }, 'main;fib;fib;fib;leaf 10\nmain;fib;work;fib 5\nmain;fib 3\nmain;fib;work;fib;fib;leaf 2\n');
   await ingest(url, { service: 'archive', ...w(OLD_T - 600) }, archive1);
   await ingest(url, { service: 'archive', ...w(OLD_T) }, archive2);
   const mix = resolve(repo, '../shared/data/system-mix.folded');
@@ -60,11 +63,19 @@ async function loadFixtures(url) {
 const SHOP = 'shop{}';
 const flameURL = (url, extra = {}) => `${url}/?${new URLSearchParams({ query: SHOP, from: FROM, until: UNTIL, ...extra })}`;
 
+// Every page a test opens is watched: an uncaught exception or a console
+// error (a failed request such as a favicon 404 is one) fails the test,
+// unless the test expects it (allowConsole).
+let opened = [];
 async function open(ctx, url) {
   const page = await ctx.newPage();
-  const errors = [];
+  const errors = [], consoleErrors = [];
   page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`${m.text()} (${m.location().url || 'page'})`); });
+  page.on('response', (r) => { if (r.status() >= 400) consoleErrors.push(`HTTP ${r.status()} ${r.url()}`); });
   page.errors = errors;
+  page.consoleErrors = consoleErrors;
+  opened.push(page);
   await page.goto(url);
   await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 15000 });
   return page;
@@ -98,7 +109,7 @@ const shot = (page, name) => page.screenshot({ path: join(artifacts, name + '.pn
 
 // ---------- tests ----------
 const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
+const test = (name, fn, opts = {}) => tests.push({ name, fn, ...opts });
 
 test('flamegraph draws (non-blank canvas) and names the type', async (ctx, url) => {
   const page = await open(ctx, flameURL(url));
@@ -283,7 +294,7 @@ test('URL round trip restores the view in a new page', async (ctx, url) => {
 test('top table sorts and matches the API; clicking a row highlights the function', async (ctx, url) => {
   const page = await open(ctx, flameURL(url));
   await ready(page);
-  const top = await getJSON(url, '/api/v1/top', { query: SHOP, from: FROM, until: UNTIL, limit: 200 });
+  const top = await getJSON(url, '/api/v1/top', { query: SHOP, from: FROM, until: UNTIL, limit: 0 });
   const names = await page.$$eval('#top tbody tr', (r) => r.map((x) => x.dataset.name));
   assert.deepEqual(names, top.functions.map((f) => f.name), 'default order is the API order (self desc)');
   await page.click('#top th[data-key="total"]');
@@ -356,7 +367,7 @@ test('API errors are shown in the page', async (ctx, url) => {
   const body = await r.json();
   assert.equal(r.status, 400);
   assert.ok((await page.textContent('#error')).includes(body.error));
-});
+}, { allowConsole: /status of 400|HTTP 400 .*\/api\/v1\// });
 
 test('exports: folded, speedscope and JSON links answer; pprof offered only if the server has it', async (ctx, url) => {
   const page = await open(ctx, flameURL(url));
@@ -482,6 +493,8 @@ test('dark colour scheme at 1280x800', async (ctx, url, browser) => {
   } finally { await dctx.close(); }
 });
 
+registerViewTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP });
+
 // ---------- main ----------
 try {
   server = await startServer(bin);
@@ -504,13 +517,18 @@ for (const t of tests) {
   if (only && !t.name.includes(only)) continue;
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light', acceptDownloads: true });
   const t0 = Date.now();
+  opened = [];
   try {
     await t.fn(ctx, server.url, browser);
+    for (const p of opened) {
+      const bad = [...p.errors, ...p.consoleErrors].filter((m) => !(t.allowConsole && t.allowConsole.test(m)));
+      assert.ok(!bad.length, `errors in the console of ${p.url()}: ${bad.join(' | ')}`);
+    }
     passed++;
     console.log(`ok   ${t.name} (${Date.now() - t0} ms)`);
   } catch (e) {
     failed++;
-    console.log(`FAIL ${t.name}\n     ${String(e.stack || e).split('\n').slice(0, 4).join('\n     ')}`);
+    console.log(`FAIL ${t.name}\n     ${String(e.stack || e).split("\n").slice(0, process.env.BROWSER_LINES ? 40 : 4).join('\n     ')}`);
     try { const p = ctx.pages()[ctx.pages().length - 1]; if (p) await shot(p, 'FAIL-' + t.name.slice(0, 40).replace(/\W+/g, '_')); } catch {}
   } finally {
     await ctx.close();
