@@ -11,6 +11,11 @@
  *        BENCH_FLEET_GZIP      deflate level of the bodies, 0 = plain text
  *                              (default 6: flamedb-agent's, agent/push.c)
  *        BENCH_FLEET_THREADS   client threads (default 8)
+ *        BENCH_FLEET_BAD       percent of pushes that are malformed (default 0;
+ *                              issue 12's soak: 5): each must be answered 400
+ *                              and nothing else may be lost
+ *        BENCH_FLEET_REPORT    seconds between progress lines (default: every
+ *                              interval up to 120 s, else a tenth of the run)
  *
  * The real server binary runs on a fresh temporary data directory
  * (`serve --listen 127.0.0.1:0 --data DIR --retention 0`; the port comes from
@@ -107,6 +112,9 @@ typedef struct {
     uint32_t n_services;
     gen_pool *pools;         /* one a service */
     gen_zipf zipf;           /* read-only once made: shared by the threads */
+    unsigned bad_pct;        /* BENCH_FLEET_BAD */
+    unsigned char *bad_body; /* a malformed push: its second line has no count */
+    size_t bad_len;
 } fleet_data;
 
 /* What one thread needs to make bodies: Zipf scratch, the folded text, a
@@ -346,6 +354,7 @@ typedef struct {
     double phase;              /* seconds after t0 of the first push */
     uint32_t pushes;           /* started */
     int busy, steady;          /* a request in flight; it is past the warm-up */
+    int bad;                   /* the push in flight is malformed */
     gen_rng rng;               /* draws the agent's profiles */
     unsigned char *body;       /* the body in flight */
     size_t body_cap;
@@ -378,6 +387,7 @@ typedef struct {
     lat_list lat[2];           /* ms, [0] warm-up, [1] steady */
     size_t reported[2];        /* lat entries already in a progress line */
     uint64_t ok[2], errors[2], samples_acked[2], bytes[2], raw_bytes[2], late;
+    uint64_t bad_sent[2], bad_refused[2]; /* malformed pushes, and those answered 400 */
     double make_cpu[2];        /* CPU seconds making bodies */
     uint64_t reconnects;       /* requests that opened a new connection after the agent's first */
 } worker;
@@ -405,13 +415,17 @@ static void agent_start(worker *w, agent *a)
              "http://agent-%u:%d/api/v1/ingest?service=svc%u&instance=agent-%u&type=cpu&from=%lld&until=%lld&rate=%d",
              a->id, f->port, a->service, a->id, (long long)from, (long long)(from + (int64_t)f->interval), RATE_HZ);
     double c0 = w->maker.cpu;
-    size_t raw, len = make_body(&w->maker, f->fd, a->service, &a->rng, &a->body, &a->body_cap, &raw);
+    /* every BENCH_FLEET_BAD-th percent of pushes is malformed, by push
+     * number: the agents' profiles are drawn as without them */
+    a->bad = f->fd->bad_pct && (a->id * 7919u + a->pushes) % 100 < f->fd->bad_pct;
+    size_t raw = 0, len = a->bad ? f->fd->bad_len : make_body(&w->maker, f->fd, a->service, &a->rng, &a->body,
+                                                               &a->body_cap, &raw);
     a->rep.len = 0;
     a->rep.buf[0] = '\0';
     a->steady = a->pushes > 0;
     w->make_cpu[a->steady] += w->maker.cpu - c0;
     curl_easy_setopt(a->h, CURLOPT_URL, url);
-    curl_easy_setopt(a->h, CURLOPT_POSTFIELDS, a->body);
+    curl_easy_setopt(a->h, CURLOPT_POSTFIELDS, a->bad ? f->fd->bad_body : a->body);
     curl_easy_setopt(a->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(a->h, CURLOPT_PRIVATE, a);
     w->bytes[a->steady] += len;
@@ -434,6 +448,16 @@ static void agent_done(worker *w, agent *a, CURLcode rc)
     int st = a->steady;
     pthread_mutex_lock(&w->lock);
     if (connects > 0 && a->pushes > 1) w->reconnects++;
+    if (a->bad) {
+        w->bad_sent[st]++;
+        int refused = rc == CURLE_OK && code == 400;
+        w->bad_refused[st] += (uint64_t)refused;
+        pthread_mutex_unlock(&w->lock);
+        if (!refused && atomic_fetch_add(&w->f->errors_printed, 1) < 10)
+            fprintf(stderr, "bench_fleet: agent %u push %u, malformed: %s, HTTP %ld (not 400): %s\n", a->id,
+                    a->pushes - 1, curl_easy_strerror(rc), code, a->rep.buf);
+        return;
+    }
     if (rc == CURLE_OK && code == 200) {
         const char *m = strstr(a->rep.buf, "\"samples\":");
         w->ok[st]++;
@@ -641,7 +665,7 @@ int main(int argc, char **argv)
     if (argc < 2) {
         /* bench/run.sh runs every bench_* without arguments */
         fprintf(stderr, "usage: %s /abs/path/to/flamedb [seconds]  (env BENCH_FLEET_AGENTS, _SERVICES, _INTERVAL, "
-                        "_SECONDS, _SHAPE, _GZIP, _THREADS)\n", argv[0]);
+                        "_SECONDS, _SHAPE, _GZIP, _THREADS, _BAD, _REPORT)\n", argv[0]);
         printf("RESULT fleet: skipped, no flamedb binary given (run: bench_fleet /abs/path/to/flamedb [seconds])\n");
         return 0;
     }
@@ -685,6 +709,27 @@ int main(int argc, char **argv)
     for (uint32_t k = 0; k < f->n_services; k++)
         gen_pool_make(&fd->pools[k], SEED + 7919 * (uint64_t)k, def->shape, def->n_funcs, POOL, def->dmin, def->dmax);
     gen_zipf_make(&fd->zipf, POOL, ZIPF_S);
+    fd->bad_pct = (unsigned)env_num("BENCH_FLEET_BAD", 0);
+    if (fd->bad_pct > 100) fd->bad_pct = 100;
+    if (fd->bad_pct) {
+        static const char text[] = "main;work 12\nmain;idle x\n";
+        fd->bad_body = gen_xcalloc(1, 256);
+        if (gzip) {
+            z_stream z;
+            memset(&z, 0, sizeof z);
+            if (deflateInit2(&z, gzip, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return 1;
+            z.next_in = (Bytef *)text;
+            z.avail_in = sizeof text - 1;
+            z.next_out = fd->bad_body;
+            z.avail_out = 256;
+            if (deflate(&z, Z_FINISH) != Z_STREAM_END) return 1;
+            fd->bad_len = z.total_out;
+            deflateEnd(&z);
+        } else {
+            memcpy(fd->bad_body, text, sizeof text - 1);
+            fd->bad_len = sizeof text - 1;
+        }
+    }
     f->fd = fd;
     double raw_body, sent_body, make_s, floor_s = parse_floor(fd, &raw_body, &sent_body, &make_s);
     double req_per_s = f->n_agents / f->interval;
@@ -729,6 +774,7 @@ int main(int argc, char **argv)
     /* the main thread watches: RSS every second, CPU at the end of the
      * warm-up, a progress line every report_every seconds */
     double report_every = f->duration <= 120 ? f->interval : f->interval * (double)(int)(f->duration / f->interval / 10);
+    if (getenv("BENCH_FLEET_REPORT")) report_every = env_num("BENCH_FLEET_REPORT", report_every);
     server_cpu c_warm = c_start, c_prev = c_start;
     machine_cpu busy_warm = machine_busy();
     double self_warm = self_start, t_warm = f->t0 + f->interval, t_prev = f->t0, next_report = f->t0 + report_every;
@@ -789,7 +835,7 @@ int main(int argc, char **argv)
 
     /* totals */
     uint64_t ok[2] = { 0 }, errors[2] = { 0 }, acked[2] = { 0 }, bytes[2] = { 0 }, raw_bytes[2] = { 0 }, late = 0,
-             reconnects = 0;
+             reconnects = 0, bad_sent = 0, bad_refused = 0;
     double make_cpu = 0;
     for (uint32_t t = 0; t < f->n_threads; t++) {
         worker *w = &f->workers[t];
@@ -799,6 +845,8 @@ int main(int argc, char **argv)
             acked[k] += w->samples_acked[k];
             bytes[k] += w->bytes[k];
             raw_bytes[k] += w->raw_bytes[k];
+            bad_sent += w->bad_sent[k];
+            bad_refused += w->bad_refused[k];
         }
         make_cpu += w->make_cpu[1];
         late += w->late;
@@ -856,6 +904,10 @@ int main(int argc, char **argv)
     else
         printf("  loss check: /api/v1/series failed (see stderr)\n");
 
+    if (fd->bad_pct)
+        printf("  malformed pushes (BENCH_FLEET_BAD=%u %%): %llu sent, %llu answered 400, %llu otherwise\n", fd->bad_pct,
+               (unsigned long long)bad_sent, (unsigned long long)bad_refused,
+               (unsigned long long)(bad_sent - bad_refused));
     int clean, log_lines;
     uint64_t db = server_stop(&srv, &clean, &log_lines);
     printf("  LMDB files %.1f MB; server log %d lines; stopped %s; total time %.1f s\n", db / 1e6, log_lines,
@@ -874,10 +926,11 @@ int main(int argc, char **argv)
     curl_slist_free_all(f->headers);
     for (uint32_t k = 0; k < f->n_services; k++) gen_pool_free(&fd->pools[k]);
     free(fd->pools);
+    free(fd->bad_body);
     gen_zipf_free(&fd->zipf);
     free(fd);
     pthread_barrier_destroy(&f->ready);
-    int bad = !q_ok || lost != 0 || err_all != 0 || !clean || ok_all == 0;
+    int bad = !q_ok || lost != 0 || err_all != 0 || !clean || ok_all == 0 || bad_refused != bad_sent;
     free(f);
     curl_global_cleanup();
     return bad ? 1 : 0;
