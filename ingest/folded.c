@@ -9,9 +9,12 @@
  *      an empty result is a blank line and is skipped;
  *   2. folded only: split the count off at the last space, parse it as
  *      decimal digits within [1, INGEST_MAX_VALUE], trim the frames part;
- *   3. walk the ';' separators to count frames and catch empty or too long
- *      ones, then check the whole span once for NUL bytes and for UTF-8
- *      (valid per frame exactly when valid as a whole, since ';' is ASCII);
+ *   3. one pass of 8 bytes a step (frames_fast) counts the ';' separators
+ *      and looks for empty frames, NUL bytes and the location separator,
+ *      then UTF-8 is checked when a byte is not ASCII (valid per frame
+ *      exactly when valid as a whole, since ';' is ASCII); anything amiss,
+ *      located frames, or a span longer than a frame may be, takes the
+ *      closer walk that names the frame at fault;
  *   4. keep the INGEST_MAX_DEPTH leaf-most frames of deeper stacks.
  *
  * The slow work of naming which frame is bad happens only on error.  Any
@@ -139,10 +142,47 @@ static ingest_status check_located(const char *s, const char *fe, size_t line, s
     return INGEST_OK;
 }
 
+/* The high bit of each byte of w that equals c (exact per byte: no borrow
+ * runs between bytes). */
+static inline uint64_t bytes_eq(uint64_t w, unsigned char c)
+{
+    const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f);
+    uint64_t v = w ^ (UINT64_C(0x0101010101010101) * c);
+    return ~(((v & low7) + low7) | v | low7);
+}
+
+/* The common case in one pass of 8 bytes a step: a stack whose frames are
+ * all well formed (no empty frame, no NUL, no location separator, valid
+ * UTF-8), short enough that no frame can be too long.  Answers 1 and the
+ * depth, or 0 when the frames need check_frames' closer look (any error
+ * is named there).  A pass of memchr per frame cost 5.6 % of the server's
+ * CPU under bench_fleet: 20 calls a line for frames of 12 bytes. */
+static int frames_fast(const char *f, size_t n, size_t *depth)
+{
+    if (n == 0 || n > INGEST_MAX_FRAME || f[0] == ';' || f[n - 1] == ';') return 0;
+    uint64_t bad = 0, any = 0, carry = 0;
+    size_t semis = 0;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = UINT64_C(0x6161616161616161); /* the tail padded with 'a' */
+        memcpy(&w, f + i, n - i < 8 ? n - i : 8);
+        uint64_t sc = bytes_eq(w, ';');
+        bad |= sc & ((sc << 8) | carry); /* ";;": this byte and the one before */
+        carry = sc >> 56;
+        semis += (size_t)__builtin_popcountll(sc);
+        bad |= bytes_eq(w, 0) | bytes_eq(w, (unsigned char)FRAME_SEP);
+        any |= w;
+    }
+    if (bad) return 0;
+    if ((any & UINT64_C(0x8080808080808080)) && !ingest_utf8_valid(f, n)) return 0;
+    *depth = semis + 1;
+    return 1;
+}
+
 /* Validates the frames of one stack and answers their number in *depth. */
 static ingest_status check_frames(const char *f, size_t n, size_t line, int located, size_t *depth,
                                   char *err, size_t errlen)
 {
+    if (!located && frames_fast(f, n, depth)) return INGEST_OK;
     const char *s = f, *end = f + n, *nul;
     size_t k = 1;
 

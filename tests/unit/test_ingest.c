@@ -229,6 +229,81 @@ static void test_folded_malformed(void **state)
     }
 }
 
+/* The 8-bytes-a-step check (folded.c: frames_fast) against every position
+ * a defect can take in and across its words: ";;", a NUL, the location
+ * separator and a bad UTF-8 byte at each offset of a 40-byte stack are
+ * each found and named as the frame-by-frame walk names them; good stacks
+ * of every length keep their depth, also past INGEST_MAX_DEPTH in a span
+ * shorter than a frame may be (cut to the leaf-most frames). */
+static void test_frames_every_offset(void **state)
+{
+    (void)state;
+    char err[256];
+    for (size_t len = 1; len <= 40; len++) {
+        char b[64];
+        size_t frames = 1;
+        for (size_t i = 0; i < len; i++) {
+            b[i] = i % 3 == 2 && i + 1 < len ? ';' : 'a';
+            frames += b[i] == ';';
+        }
+        memcpy(b + len, " 2", 3);
+        ingest_profile p;
+        ingest_profile_init(&p);
+        assert_int_equal(ingest_parse_stacks(&p, INGEST_FORMAT_FOLDED, b, len + 2, err, sizeof err), INGEST_OK);
+        assert_int_equal(p.stacks[0].len, len);
+        assert_int_equal(p.stacks[0].count, 2);
+        ingest_profile_free(&p);
+        (void)frames;
+    }
+    static const struct { char c; const char *frag; } defects[] = {
+        { ';', "empty frame" }, { '\0', "contains a NUL byte" }, { '\x1f', "U+001F" }, { '\xff', "not valid UTF-8" },
+    };
+    for (size_t d = 0; d < ARRAY_LEN(defects); d++) {
+        for (size_t at = 1; at < 39; at++) {
+            char b[64];
+            for (size_t i = 0; i < 40; i++) b[i] = i % 4 == 3 && i < 39 ? ';' : 'x';
+            if (defects[d].c == ';') { b[at] = ';'; b[at - 1] = ';'; }
+            else b[at] = defects[d].c;
+            memcpy(b + 40, " 1", 2);
+            ingest_profile p;
+            ingest_profile_init(&p);
+            err[0] = '\0';
+            if (ingest_parse_stacks(&p, INGEST_FORMAT_FOLDED, b, 42, err, sizeof err) != INGEST_EINVAL)
+                fail_msg("defect %zu at %zu accepted", d, at);
+            assert_err_contains(err, defects[d].frag);
+            /* the frame named is the one holding the defect (for ";;", the
+             * first empty frame) */
+            size_t k = 1;
+            if (defects[d].c == ';') {
+                for (size_t i = 0, start = 0; i < 40; i++) {
+                    if (b[i] != ';') continue;
+                    if (i == start) break;
+                    k++;
+                    start = i + 1;
+                }
+            } else {
+                for (size_t i = 0; i < at; i++) k += b[i] == ';';
+            }
+            char want[64];
+            snprintf(want, sizeof want, "frame %zu", k);
+            assert_err_contains(err, want);
+            ingest_profile_free(&p);
+        }
+    }
+    /* 1,200 one-letter frames: 2,399 bytes, deeper than kept */
+    char deep[2500];
+    size_t n = 0;
+    for (int i = 0; i < 1200; i++) { if (i) deep[n++] = ';'; deep[n++] = i % 2 ? 'b' : 'a'; }
+    memcpy(deep + n, " 5", 2);
+    ingest_profile p;
+    ingest_profile_init(&p);
+    assert_int_equal(ingest_parse_stacks(&p, INGEST_FORMAT_FOLDED, deep, n + 2, err, sizeof err), INGEST_OK);
+    assert_int_equal(p.truncated_stacks, 1);
+    assert_int_equal(p.stacks[0].len, 2 * INGEST_MAX_DEPTH - 1);
+    assert_ptr_equal(p.stacks[0].frames, deep + n - (2 * INGEST_MAX_DEPTH - 1));
+    ingest_profile_free(&p);
+}
+
 /* ---- depth ------------------------------------------------------------ */
 
 /* Builds "f0;f1;...;f<n-1> 3" into a new buffer. */
@@ -1381,6 +1456,7 @@ int main(void)
         cmocka_unit_test(test_folded_appends_and_grows),
         cmocka_unit_test(test_frame_length_limit),
         cmocka_unit_test(test_folded_malformed),
+        cmocka_unit_test(test_frames_every_offset),
         cmocka_unit_test(test_depth_truncation),
         cmocka_unit_test(test_lines_format),
         cmocka_unit_test(test_error_rolls_back),
