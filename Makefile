@@ -13,7 +13,9 @@ BUILD   ?= build
 BIN     ?= bin
 PREFIX  ?= /usr/local
 SAN     ?=
-PKGS    := lmdb libmicrohttpd jansson libzstd zlib libdeflate libprotobuf-c libcurl libxxhash re2
+# nettle: SHA-256 of --auth tokens (server/auth.c); GnuTLS's own crypto
+# library, which libmicrohttpd's TLS already loads into the server.
+PKGS    := lmdb libmicrohttpd jansson libzstd zlib libdeflate libprotobuf-c libcurl libxxhash re2 nettle
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -110,6 +112,11 @@ $(BUILD)/gen/web_assets.c: $(BUILD)/gen/embed $(WEB)
 $(BUILD)/gen/web_assets.o: $(BUILD)/gen/web_assets.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The token table of --auth (server/auth.c) is tested on its own.
+$(BUILD)/tests/test_auth: tests/unit/test_auth.c $(BUILD)/server/auth.o tests/unit/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/server/auth.o $(LDFLAGS) $(PKG_LIBS) -lcmocka
+
 $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ) tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS) -lcmocka
@@ -143,6 +150,7 @@ doctest: $(BIN)/flamedb
 browser: $(BIN)/flamedb $(NODE_STAMP)
 	@if [ -f tests/browser/run.mjs ]; then node tests/browser/run.mjs $(abspath $(BIN)/flamedb); \
 	 else echo "browser: no browser tests yet"; fi
+	@node tests/browser/auth.mjs $(abspath $(BIN)/flamedb)
 
 # Agent tests: its unit tests, then tests/agent/run.sh (the agent against
 # the real server: sampling accuracy, unwinding, symbols, spool, signals,
@@ -190,9 +198,13 @@ fuzz: deps
 
 fuzz-bins: $(FUZZ_ALL:%=$(BUILD)/fuzz/%)
 
-$(BUILD)/fuzz/%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB_OBJ)
+# The harnesses link the library, and server/auth.c for the --auth inputs
+# (the Authorization header, the token file).
+FUZZ_OBJ := $(LIB_OBJ) $(BUILD)/server/auth.o
+
+$(BUILD)/fuzz/%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -o $@ $< $(FUZZ_OBJ) $(LDFLAGS) $(PKG_LIBS)
 
 fuzz-replay:
 	@$(MAKE) --no-print-directory BUILD=build-san BIN=build-san/bin SAN="$(FUZZ_SAN)" fuzz-replay-bins
@@ -200,9 +212,9 @@ fuzz-replay:
 
 fuzz-replay-bins: $(FUZZ_ALL:%=$(BUILD)/fuzz-replay/%)
 
-$(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(LIB_OBJ)
+$(BUILD)/fuzz-replay/%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< tests/fuzz/replay.c $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< tests/fuzz/replay.c $(FUZZ_OBJ) $(LDFLAGS) $(PKG_LIBS)
 
 clean: fuzz-clean
 fuzz-clean:

@@ -5,7 +5,11 @@ set -euo pipefail
 pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
       liblz4-dev libzstd-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
       libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libdeflate-dev pkg-config curl
-      gcc g++ clang libclang-rt-dev libre2-dev libiberty-dev make jq prometheus valgrind chromium golang-go python3)
+      gcc g++ clang libclang-rt-dev libre2-dev libiberty-dev make jq prometheus valgrind chromium golang-go python3
+      nettle-dev openssl)
+# nettle-dev: SHA-256 of the --auth tokens (nettle is GnuTLS's crypto, already
+# in the server through libmicrohttpd's TLS); openssl: the certificate the TLS
+# tests make (tests/integration/test_tls.sh).
 # clang and its runtimes (libFuzzer, ASan: only recommended by clang, and
 # recommends are not installed) build the fuzz harnesses of `make fuzz`.
 # Node.js and npm (for the browser tests' playwright-core) may come from

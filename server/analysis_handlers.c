@@ -416,7 +416,8 @@ enum MHD_Result srv_handle_delete(srv_request *rq)
     query_selector sel;
     if (srv_selector(rq, "query", NULL, &sel)) return MHD_YES;
     const char *all = srv_param(rq, "all");
-    if (sel.n_matchers == 0 && !(all && !strcmp(all, "true"))) {
+    /* under --auth the selector has the tenant's matcher besides the client's */
+    if (sel.n_matchers == rq->scoped && !(all && !strcmp(all, "true"))) {
         query_selector_free(&sel);
         return srv_reply_error(rq, 400, "parameter 'query': {} would delete every series; add all=true to mean it");
     }

@@ -10,8 +10,8 @@
  * * Nothing by default.  Without --cors-origin no answer carries an
  *   Access-Control-* header, so browsers keep other pages from reading
  *   anything, as before the flag existed.
- * * Listed origins only; "*" is refused.  flamedb has no authentication of
- *   its own and takes writes (ingest, series deletion): a wildcard would let
+ * * Listed origins only; "*" is refused.  Without --auth flamedb trusts
+ *   every client and takes writes (ingest, series deletion): a wildcard would let
  *   any page a user happens to open read profiles and write through that
  *   user's browser, with its network position and credentials.
  * * Exact matching.  Origins are kept in the form browsers send them (RFC
@@ -37,7 +37,7 @@
 
 /* Request headers a preflight may be granted; anything else requested is
  * left out of the answer and the browser refuses the request. */
-static const char *const safe_headers[] = { "Content-Type", "Content-Encoding", "Authorization" };
+static const char *const safe_headers[] = { "Content-Type", "Content-Encoding", "Authorization", "X-Scope-OrgID" };
 
 static int host_char(unsigned char ch)
 {

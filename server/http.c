@@ -15,7 +15,9 @@
  * Before anything else a request is checked against the limits of its head
  * (414 for a target over SRV_MAX_URI or SRV_MAX_PARAMS, 431 for header
  * fields over SRV_MAX_HEADER_BYTES, all JSON) and, when it comes from a
- * browser, against its Origin and Host (cors.c: 403).  Connections are
+ * browser, against its Origin and Host (cors.c: 403); then, under --auth,
+ * its token against the scope its route needs for its method (the routing
+ * table below; access.c: 401, 403).  Connections are
  * limited and slow ones closed by conns.c; libmicrohttpd's messages go
  * through log.c, which keeps them from flooding the log. */
 #include <arpa/inet.h>
@@ -29,51 +31,95 @@
 
 #include "srv.h"
 
+/* The routing table: every endpoint, its methods, and the scope a token
+ * needs (--auth) for GET and HEAD, and for the other methods.  A route
+ * whose scope is 0 for a method it allows is refused at start
+ * (routes_checked), and tests/integration/test_auth.sh reads this table
+ * to try every endpoint without a token: an endpoint cannot be added
+ * without saying who may use it.  A path with "{name}" matches any one
+ * non-empty part there (handed to the handler as route_arg); "/" stands for
+ * every path outside /api/: the viewer's files. */
 typedef struct {
     const char *path;
     srv_route route;
     const char *methods;   /* allowed methods, as the Allow header lists them */
+    unsigned get_scope;    /* GET, HEAD: SRV_SCOPE_* */
+    unsigned other_scope;  /* POST, DELETE: SRV_SCOPE_*; 0 when the route has none */
 } route_entry;
 
 static const route_entry routes[] = {
-    { "/api/v1/ingest", ROUTE_INGEST, "POST" },
-    { "/ingest", ROUTE_PYROSCOPE, "POST" },
-    { "/api/v1/query", ROUTE_QUERY, "GET" },
-    { "/api/v1/labels", ROUTE_LABELS, "GET" },
-    { "/api/v1/series", ROUTE_SERIES, "GET, DELETE" },
-    { "/api/v1/top", ROUTE_TOP, "GET" },
-    { "/api/v1/stability", ROUTE_STABILITY, "GET" },
-    { "/api/v1/compare", ROUTE_COMPARE, "GET" },
-    { "/api/v1/diff", ROUTE_DIFF, "GET" },
-    { "/api/v1/timeline", ROUTE_TIMELINE, "GET" },
-    { "/api/v1/variance", ROUTE_VARIANCE, "GET" },
-    { "/api/v1/hotspots/metrics", ROUTE_HOTSPOTS, "GET" },
-    { "/healthz", ROUTE_HEALTHZ, "GET" },
-    { "/metrics", ROUTE_METRICS, "GET" },
+    { "/api/v1/ingest", ROUTE_INGEST, "POST", 0, SRV_SCOPE_WRITE },
+    { "/ingest", ROUTE_PYROSCOPE, "POST", 0, SRV_SCOPE_WRITE },
+    { "/api/v1/query", ROUTE_QUERY, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/labels", ROUTE_LABELS, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/label/{name}/values", ROUTE_LABEL_VALUES, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/series", ROUTE_SERIES, "GET, DELETE", SRV_SCOPE_READ, SRV_SCOPE_ADMIN },
+    { "/api/v1/top", ROUTE_TOP, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/stability", ROUTE_STABILITY, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/compare", ROUTE_COMPARE, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/diff", ROUTE_DIFF, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/timeline", ROUTE_TIMELINE, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/variance", ROUTE_VARIANCE, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/hotspots/metrics", ROUTE_HOTSPOTS, "GET", SRV_SCOPE_READ, 0 },
+    { "/healthz", ROUTE_HEALTHZ, "GET", SRV_SCOPE_OPEN, 0 },
+    { "/metrics", ROUTE_METRICS, "GET", SRV_SCOPE_METRICS, 0 },
+    { "/", ROUTE_WEB, "GET", SRV_SCOPE_OPEN, 0 },
 };
+#define N_ROUTES (sizeof routes / sizeof routes[0])
 
-static const char *route_of(const char *url, srv_route *route, const char **arg)
+/* Whether url matches a path with one "{name}" part; *arg: that part and
+ * what follows (e.g. "NAME/values"). */
+static int path_match(const char *path, const char *url, const char **arg)
+{
+    const char *open = strchr(path, '{'), *close = open ? strchr(open, '}') : NULL;
+    if (!close) return strcmp(path, url) == 0;
+    size_t pl = (size_t)(open - path), sl = strlen(close + 1), n = strlen(url);
+    if (n <= pl + sl || strncmp(url, path, pl) || strcmp(url + n - sl, close + 1)) return 0;
+    *arg = url + pl;
+    return 1;
+}
+
+static const route_entry *route_of(const char *url, srv_route *route, const char **arg)
 {
     *arg = NULL;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path) == 0) {
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        if (routes[i].route != ROUTE_WEB && path_match(routes[i].path, url, arg)) {
             *route = routes[i].route;
-            return routes[i].methods;
+            return &routes[i];
         }
     }
-    static const char prefix[] = "/api/v1/label/", suffix[] = "/values";
-    size_t n = strlen(url), pl = sizeof prefix - 1, sl = sizeof suffix - 1;
-    if (n > pl + sl && strncmp(url, prefix, pl) == 0 && strcmp(url + n - sl, suffix) == 0) {
-        *route = ROUTE_LABEL_VALUES;
-        *arg = url + pl;
-        return "GET";
-    }
+    *arg = NULL;
     if (strncmp(url, "/api/", 5) == 0) {
         *route = ROUTE_UNKNOWN;
         return NULL;
     }
     *route = ROUTE_WEB;
-    return "GET";
+    return &routes[N_ROUTES - 1];
+}
+
+static int is_read_method(const char *method)
+{
+    return !strcmp(method, "GET") || !strcmp(method, "HEAD");
+}
+
+/* Every route has a scope for each method it allows (checked at start). */
+static int routes_checked(char *err, size_t errlen)
+{
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        const route_entry *e = &routes[i];
+        int reads = 0, others = 0;
+        for (const char *m = e->methods; *m; m += strspn(m, ", ")) {
+            size_t n = strcspn(m, ", ");
+            if ((n == 3 && !strncmp(m, "GET", 3)) || (n == 4 && !strncmp(m, "HEAD", 4))) reads = 1;
+            else others = 1;
+            m += n;
+        }
+        if ((reads && !e->get_scope) || (others && !e->other_scope)) {
+            snprintf(err, errlen, "internal: route %s has no scope for its methods %s", e->path, e->methods);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* allowed is a list like "GET, DELETE"; HEAD goes wherever GET does. */
@@ -180,7 +226,8 @@ static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, 
     *con_cls = rq;
     srv_conns_busy(srv, conn);
     atomic_fetch_add(&srv->in_flight, 1);
-    const char *allowed = route_of(url, &rq->route, &rq->route_arg);
+    const route_entry *re = route_of(url, &rq->route, &rq->route_arg);
+    const char *allowed = re ? re->methods : NULL;
     rq->allowed = allowed;
     /* First the target cut by uri_received: refused whatever else. */
     if (rq->uri_len > SRV_MAX_URI)
@@ -212,6 +259,8 @@ static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, 
                         method, url, allowed);
         return MHD_YES;
     }
+    /* --auth: 401/403 before the body is read (access.c) */
+    if (srv_access_check(rq, is_read_method(method) ? re->get_scope : re->other_scope)) return MHD_YES;
     nul_walk w = { NULL };
     MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, find_nul, &w);
     if (w.bad)
@@ -325,11 +374,36 @@ int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err
         snprintf(err, errlen, "--listen '%s': expected ADDR:PORT, e.g. 127.0.0.1:4040 or [::1]:4040", listen_addr);
         return -1;
     }
+    if (routes_checked(err, errlen)) return -1;
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
     int rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
     if (rc) {
         snprintf(err, errlen, "--listen '%s': %s", listen_addr, gai_strerror(rc));
         return -1;
+    }
+    /* Without --auth anyone who reaches the port may read, write and
+     * delete everything: loopback only, unless --insecure-no-auth says
+     * that is meant (issue 12). */
+    addr_kind kind = kind_of(ai->ai_addr);
+    if (kind != ADDR_LOOPBACK && !srv->auth_path && !srv->insecure_no_auth) {
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "--listen %s: refusing to listen %s without authentication: anyone who can reach "
+                 "it could read and write every profile and delete series. Give --auth FILE (tokens: see "
+                 "flamedb serve --help), listen on loopback (127.0.0.1:PORT), or add --insecure-no-auth if "
+                 "that is really meant", listen_addr, kind == ADDR_EVERY ? "on every interface" : "on an address "
+                 "that is not loopback");
+        return -2;
+    }
+    if ((srv->tls_cert != NULL) != (srv->tls_key != NULL)) {
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "--tls-cert and --tls-key go together: give both for HTTPS");
+        return -2;
+    }
+    if (srv->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "--tls-cert: this libmicrohttpd was built without TLS (GnuTLS); HTTPS is not "
+                 "available: put a TLS proxy in front, or install a libmicrohttpd with TLS");
+        return -2;
     }
     if (srv_conns_start(srv)) {
         freeaddrinfo(ai);
@@ -342,6 +416,7 @@ int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC |
                      MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    if (srv->tls_cert) flags |= MHD_USE_TLS;
     /* Limits (issue 12): at most --max-connections (kept below the
      * process's open-file limit by main.c, so accept() never fails for want
      * of descriptors); conns.c's deadline and eviction for connections
@@ -364,31 +439,44 @@ int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err
                                    MHD_OPTION_URI_LOG_CALLBACK, uri_received, srv,
                                    MHD_OPTION_NOTIFY_CONNECTION, srv_conns_notify, srv,
                                    MHD_OPTION_NOTIFY_COMPLETED, request_completed, srv,
+                                   /* HTTPS: the PEM texts read by main.c (--tls-cert, --tls-key) */
+                                   srv->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, srv->tls_cert,
+                                   MHD_OPTION_HTTPS_MEM_KEY, srv->tls_key,
                                    MHD_OPTION_END);
-    addr_kind kind = kind_of(ai->ai_addr);
     char shown[INET6_ADDRSTRLEN] = "?";
     getnameinfo(ai->ai_addr, ai->ai_addrlen, shown, sizeof shown, NULL, 0, NI_NUMERICHOST);
     int v6 = ai->ai_family == AF_INET6;
     freeaddrinfo(ai);
     if (!srv->daemon) {
         srv_conns_stop(srv);
-        snprintf(err, errlen, "cannot listen on %s (address in use, or not permitted?)", listen_addr);
+        if (srv->tls_cert)
+            snprintf(err, errlen, "cannot listen on %s: address in use or not permitted, or --tls-cert and "
+                     "--tls-key are not a PEM certificate and its private key (see libmicrohttpd's message above)",
+                     listen_addr);
+        else
+            snprintf(err, errlen, "cannot listen on %s (address in use, or not permitted?)", listen_addr);
         return -1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     unsigned bound = info ? info->port : 0;
-    srv_log("listening on http://%s%s%s:%u", v6 ? "[" : "", shown, v6 ? "]" : "", bound);
+    srv_log("listening on %s://%s%s%s:%u", srv->tls_cert ? "https" : "http", v6 ? "[" : "", shown, v6 ? "]" : "",
+            bound);
     srv_log("at most %u connections%s; one without a complete request for %u s is closed, and the oldest such when "
             "near the limit", srv->max_connections, srv->max_per_ip ? " (fewer from one address)" : "",
             srv->conn_timeout_s);
-    /* No authentication yet (issue 12): say so when others can connect. */
-    if (kind == ADDR_EVERY)
+    /* Say who may do what (issue 12). */
+    if (srv->auth_path)
+        srv_log("authentication: %zu tokens from %s (reloaded on SIGHUP); /healthz%s and the viewer's files "
+                "need none", srv_access_tokens(srv), srv->auth_path, srv->metrics_auth ? "" : ", /metrics");
+    else if (kind == ADDR_EVERY)
         srv_log("listening on every interface with no authentication: anyone who can reach port %u can read "
-                "and write every profile (and delete series); listen on 127.0.0.1:%u unless that is meant",
-                bound, bound);
+                "and write every profile (and delete series) (--insecure-no-auth)", bound);
     else if (kind == ADDR_OTHER)
         srv_log("listening on %s, not loopback, with no authentication: anyone who can reach %s port %u can "
-                "read and write every profile (and delete series)", shown, shown, bound);
+                "read and write every profile (and delete series) (--insecure-no-auth)", shown, shown, bound);
+    else
+        srv_log("authentication off (no --auth): loopback only; every local user and process may read, write "
+                "and delete profiles");
     return 0;
 }
 

@@ -16,7 +16,13 @@
  * Pushes go to POST /api/v1/ingest with service, --labels, from, until and
  * rate (when --rate is given) as parameters, gzip'd, over one keep-alive
  * libcurl handle.  Any HTTP error stops the import with the server's JSON
- * error and a non-zero exit. */
+ * error and a non-zero exit.
+ *
+ * A server with --auth takes the token of --token or --token-file (the
+ * first line of the file; better than a flag, which other users see in
+ * ps) as `Authorization: Bearer`, and --tenant as X-Scope-OrgID.  An
+ * https:// server's certificate is verified by libcurl against the system's
+ * authorities, or against --ca FILE (a self-made authority or certificate). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -45,6 +51,12 @@ static const char usage_import[] =
     "                      answered as CPU time (count x 1e9/HZ ns); default none\n"
     "  --window SECONDS    perf samples are grouped into windows of this many seconds,\n"
     "                      one profile each; a folded file's window (default 10)\n"
+    "  --token TOKEN       the token for a server with --auth (sent as Authorization:\n"
+    "                      Bearer); --token-file FILE reads it from FILE's first line\n"
+    "                      instead, out of sight of ps\n"
+    "  --tenant NAME       the tenant (X-Scope-OrgID), for a token of several tenants\n"
+    "  --ca FILE           verify an https:// server's certificate with this PEM\n"
+    "                      certificate or authority (default: the system's)\n"
     "  --help              this text\n"
     "\n"
     "perf script times are seconds since boot: windows are anchored so that the last\n"
@@ -56,6 +68,8 @@ static const char usage_import[] =
 
 typedef struct {
     const char *server, *service, *labels;
+    const char *token, *token_file, *tenant, *ca;
+    char *auth_header, *tenant_header;  /* "Authorization: Bearer ...", "X-Scope-OrgID: ..." */
     double rate;
     int64_t window_ms;
     CURL *curl;
@@ -149,6 +163,8 @@ static int push(importer *im, const char *what, const char *body, size_t len, in
     }
     struct curl_slist *h = curl_slist_append(NULL, "Content-Encoding: gzip");
     h = curl_slist_append(h, "Content-Type: text/plain");
+    if (im->auth_header) h = curl_slist_append(h, im->auth_header);
+    if (im->tenant_header) h = curl_slist_append(h, im->tenant_header);
     curl_easy_setopt(im->curl, CURLOPT_URL, url.b);
     curl_easy_setopt(im->curl, CURLOPT_POST, 1L);
     curl_easy_setopt(im->curl, CURLOPT_POSTFIELDS, gz);
@@ -165,7 +181,9 @@ static int push(importer *im, const char *what, const char *body, size_t len, in
     rc = 0;
     if (cc != CURLE_OK) {
         if (im->progress) fputc('\n', stderr);
-        fprintf(stderr, "flamedb import: %s: cannot reach %s: %s\n", what, im->server, curl_easy_strerror(cc));
+        fprintf(stderr, "flamedb import: %s: cannot reach %s: %s%s\n", what, im->server, curl_easy_strerror(cc),
+                cc == CURLE_PEER_FAILED_VERIFICATION ? " (its certificate is not signed by an authority this "
+                                                       "machine trusts: give it with --ca FILE)" : "");
         rc = -1;
     } else if (code != 200) {
         if (im->progress) fputc('\n', stderr);
@@ -338,6 +356,36 @@ static int import_file(importer *im, const char *name)
     return rc;
 }
 
+/* The token of --token or --token-file (its first line, blanks around it
+ * cut) as a header line; answers -1 after saying why. */
+static int read_token(importer *im)
+{
+    char buf[1100];
+    const char *t = im->token;
+    if (im->token_file) {
+        FILE *f = fopen(im->token_file, "r");
+        if (!f) {
+            fprintf(stderr, "flamedb import: --token-file %s: %s\n", im->token_file, strerror(errno));
+            return -1;
+        }
+        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+        fclose(f);
+        t = buf;
+    }
+    while (*t == ' ' || *t == '\t') t++;
+    size_t n = strcspn(t, "\r\n");
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f) n = 0;
+    if (!n || n > 1000) {
+        fprintf(stderr, "flamedb import: %s%s: expected a token of 1 to 1000 printable characters\n",
+                im->token_file ? "--token-file " : "--token", im->token_file ? im->token_file : "");
+        return -1;
+    }
+    if (asprintf(&im->auth_header, "Authorization: Bearer %.*s", (int)n, t) < 0) im->auth_header = NULL;
+    return im->auth_header ? 0 : -1;
+}
+
 int srv_import_main(int argc, char **argv)
 {
     importer im = { .window_ms = 10000, .progress = isatty(2) };
@@ -353,7 +401,8 @@ int srv_import_main(int argc, char **argv)
             break;
         }
         if (strcmp(a, "--server") && strcmp(a, "--service") && strcmp(a, "--labels") && strcmp(a, "--rate") &&
-            strcmp(a, "--window")) {
+            strcmp(a, "--window") && strcmp(a, "--token") && strcmp(a, "--token-file") && strcmp(a, "--tenant") &&
+            strcmp(a, "--ca")) {
             fprintf(stderr, "flamedb import: unknown flag '%s'\n%s", a, usage_import);
             return 2;
         }
@@ -364,6 +413,10 @@ int srv_import_main(int argc, char **argv)
         i++;
         char *end;
         if (!strcmp(a, "--server")) im.server = v;
+        else if (!strcmp(a, "--token")) im.token = v;
+        else if (!strcmp(a, "--token-file")) im.token_file = v;
+        else if (!strcmp(a, "--tenant")) im.tenant = v;
+        else if (!strcmp(a, "--ca")) im.ca = v;
         else if (!strcmp(a, "--service")) im.service = v;
         else if (!strcmp(a, "--labels")) im.labels = v;
         else if (!strcmp(a, "--rate")) {
@@ -389,6 +442,26 @@ int srv_import_main(int argc, char **argv)
         fprintf(stderr, "flamedb import: no FILE given\n%s", usage_import);
         return 2;
     }
+    if (im.token && im.token_file) {
+        fprintf(stderr, "flamedb import: --token and --token-file exclude each other\n");
+        return 2;
+    }
+    if ((im.token || im.token_file) && read_token(&im)) return 2;
+    if (im.tenant) {
+        if (!*im.tenant || strspn(im.tenant, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+                               strlen(im.tenant)) {
+            fprintf(stderr, "flamedb import: --tenant '%s': expected letters, digits, '_', '.' or '-'\n", im.tenant);
+            free(im.auth_header);
+            return 2;
+        }
+        if (asprintf(&im.tenant_header, "X-Scope-OrgID: %s", im.tenant) < 0) im.tenant_header = NULL;
+    }
+    if (im.ca && access(im.ca, R_OK)) {
+        fprintf(stderr, "flamedb import: --ca %s: %s\n", im.ca, strerror(errno));
+        free(im.auth_header);
+        free(im.tenant_header);
+        return 2;
+    }
     if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(im.curl = curl_easy_init())) {
         fprintf(stderr, "flamedb import: cannot initialise libcurl\n");
         return 1;
@@ -396,10 +469,13 @@ int srv_import_main(int argc, char **argv)
     curl_easy_setopt(im.curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(im.curl, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(im.curl, CURLOPT_TIMEOUT, 300L);
+    if (im.ca) curl_easy_setopt(im.curl, CURLOPT_CAINFO, im.ca);
     int rc = 0;
     for (int i = first_file; i < argc && !rc; i++)
         if (import_file(&im, argv[i])) rc = 1;
     curl_easy_cleanup(im.curl);
     curl_global_cleanup();
+    free(im.auth_header);
+    free(im.tenant_header);
     return rc;
 }

@@ -70,7 +70,7 @@ static int read_unit(srv_request *rq, ingest_profile *p, const char *param)
  * resume it, so the two never cross. */
 /* The store form of one pprof profile. */
 typedef struct profile_prep {
-    store_label labels[INGEST_MAX_LABELS];
+    store_label labels[INGEST_MAX_LABELS + 1]; /* the client's, and the tenant's (--auth) */
     store_stack *stacks;
     uint32_t *leaves;
     store_prep *prep;
@@ -181,12 +181,16 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
  * writer thread only interns what is new) and, when every stack is known,
  * the block itself (store_prepare: the writer then only frames and puts
  * it). */
-static int prep_fill(store *st, ingest_profile *p, profile_prep *pr)
+/* The labels: the client's (sorted by name, without the tenant label:
+ * refused_label), and under --auth the request's tenant's
+ * (srv_tenant_labels: none for the default tenant, whose series are those
+ * written without --auth). */
+static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr)
 {
-    for (int i = 0; i < p->n_labels; i++) {
-        pr->labels[i].name = p->labels[i].name;
-        pr->labels[i].value = p->labels[i].value;
-    }
+    store *st = rq->srv->st;
+    store_label client[INGEST_MAX_LABELS];
+    for (int i = 0; i < p->n_labels; i++) client[i] = (store_label){ .name = p->labels[i].name, .value = p->labels[i].value };
+    int n = srv_tenant_labels(rq, client, p->n_labels, pr->labels);
     pr->stacks = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *pr->stacks);
     pr->leaves = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *pr->leaves);
     if (!pr->stacks || !pr->leaves) return -1;
@@ -197,7 +201,7 @@ static int prep_fill(store *st, ingest_profile *p, profile_prep *pr)
     }
     uint64_t token = store_resolve(st, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
     pr->sp = (store_profile){
-        .labels = pr->labels, .n_labels = p->n_labels, .from_ms = p->from_ms, .until_ms = p->until_ms,
+        .labels = pr->labels, .n_labels = n, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
         .part_token = token,
         .samples_kind = p->samples_how != INGEST_SAMPLES_KNOWN ? STORE_SAMPLES_UNKNOWN
@@ -282,7 +286,7 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
     job->preps = calloc(job->n_pp, sizeof *job->preps);
     if (!job->preps) return job_finish(job, 500, "out of memory");
     for (size_t i = 0; i < job->n_pp; i++)
-        if (prep_fill(rq->srv->st, &job->pp[i], &job->preps[i])) return job_finish(job, 500, "out of memory");
+        if (prep_fill(rq, &job->pp[i], &job->preps[i])) return job_finish(job, 500, "out of memory");
     /* every sample type of the file, or none: one transaction */
     const store_profile **all = malloc(job->n_pp * sizeof *all);
     void **ctx = malloc(job->n_pp * sizeof *ctx);
@@ -327,7 +331,7 @@ static void job_parse(void *arg)
     if (!s) s = ingest_profile_finish(p, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
     if (too_old(job, p, err, sizeof err)) return job_finish(job, 400, err);
-    if (prep_fill(rq->srv->st, p, &job->one)) return job_finish(job, 500, "out of memory");
+    if (prep_fill(rq, p, &job->one)) return job_finish(job, 500, "out of memory");
     store_status ss = store_write_async(rq->srv->st, &job->one.sp, job_committed, job);
     if (ss) job_finish(job, srv_status_of_store(ss), ss == STORE_ECLOSED ? "not stored: the server is shutting down"
                                                                           : "not stored: invalid profile");
@@ -347,10 +351,33 @@ static uint64_t free_bytes(srv_ctx *srv)
     return b;
 }
 
+/* The tenant label is the server's (--auth): a client may not set it, with
+ * or without --auth (or data pushed before --auth would land in a tenant). */
+static int refused_label(srv_request *rq, const ingest_profile *p)
+{
+    if (!ingest_label_get(p, SRV_TENANT_LABEL)) return 0;
+    srv_reply_error(rq, 400, "label '%s' is reserved: the server sets it from the token's tenant (--auth)",
+                    SRV_TENANT_LABEL);
+    return 1;
+}
+
 /* On the MHD thread, once the parameters are read: check the free space
  * and the encoding, suspend, queue the parsing. */
 static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
 {
+    if (refused_label(rq, &job->p)) return MHD_YES;
+    /* each tenant's pushes held to --ingest-rate (ratelimit.c) */
+    int wait_s;
+    if (srv_ratelimit_take(rq->srv->ingest_rate, rq->tenant, rq->body_len, store_mono_ms(), &wait_s)) {
+        uint64_t rate, burst;
+        srv_ratelimit_limits(rq->srv->ingest_rate, &rate, &burst);
+        rq->retry_after = wait_s;
+        return srv_reply_error(rq, MHD_HTTP_TOO_MANY_REQUESTS,
+                               "not stored: %s%s%s more bytes than --ingest-rate allows (%llu a second, "
+                               "bursts of %llu: --ingest-burst); retry in %d s",
+                               rq->scoped ? "tenant '" : "this server's clients push", rq->scoped ? rq->tenant : "",
+                               rq->scoped ? "' pushes" : "", (unsigned long long)rate, (unsigned long long)burst, wait_s);
+    }
     /* A bounded queue between HTTP and the writer: pushes past
      * --max-ingest-queue bytes in flight (bodies, and their gunzipped text)
      * are refused at once rather than held in memory. */

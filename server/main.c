@@ -4,9 +4,10 @@
  *
  * serve opens the store, starts the HTTP server and waits for SIGINT or
  * SIGTERM; then it stops accepting, lets requests in flight finish, closes
- * the store (the writer commits what is queued) and exits 0.  The signals
- * are blocked in every thread and taken with sigwait on the main thread, so
- * no handler runs in the middle of a request. */
+ * the store (the writer commits what is queued) and exits 0.  SIGHUP
+ * reloads the --auth file (access.c).  The signals are blocked in every
+ * thread and taken with sigwait on the main thread, so no handler runs in
+ * the middle of a request. */
 #include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -44,8 +45,26 @@ static const char usage_serve[] =
     "\n"
     "  --listen ADDR:PORT     where to listen (default 127.0.0.1:4040; [::1]:4040 for IPv6;\n"
     "                         port 0 picks a free port, printed at start); :PORT,\n"
-    "                         0.0.0.0:PORT or [::]:PORT is every interface, and as there\n"
-    "                         is no authentication yet the server warns of it at start\n"
+    "                         0.0.0.0:PORT or [::]:PORT is every interface.  An address\n"
+    "                         that is not loopback needs --auth (or --insecure-no-auth)\n"
+    "  --auth FILE            require tokens: one a line, '<tenant> <scopes> sha256:<hex>'\n"
+    "                         (tenant: a name, a|b, or * with X-Scope-OrgID choosing;\n"
+    "                         scopes: read, write, admin apart by ','; the hex is the\n"
+    "                         token's SHA-256: printf %s \"$TOKEN\" | sha256sum); '#'\n"
+    "                         starts a comment; reloaded on SIGHUP.  Clients send\n"
+    "                         Authorization: Bearer TOKEN, or basic auth with the token\n"
+    "                         as the password.  Every series belongs to the token's\n"
+    "                         tenant (docs/api.md, \"Authentication and tenants\")\n"
+    "  --metrics-auth         /metrics needs a token with the admin scope (default: open,\n"
+    "                         like /healthz)\n"
+    "  --insecure-no-auth     allow listening beyond loopback without --auth\n"
+    "  --tls-cert FILE        serve HTTPS with this PEM certificate (chain) ...\n"
+    "  --tls-key FILE         ... and its PEM private key\n"
+    "  --ingest-rate BYTES    each tenant's pushes (every push, without --auth) are held to\n"
+    "                         this many body bytes a second; more get 429 with Retry-After;\n"
+    "                         suffixes k, m, g; 0 = none (default 0)\n"
+    "  --ingest-burst BYTES   what a tenant may push at once above the rate (default: ten\n"
+    "                         seconds of --ingest-rate)\n"
     "  --data DIR             data directory, created if missing (default ./data)\n"
     "  --retention DURATION   delete profiles whose window started longer ago than this,\n"
     "                         e.g. 30d, 12h, 90m; 0 keeps everything (default 30d)\n"
@@ -116,6 +135,9 @@ typedef struct {
     unsigned max_connections;   /* 0: as many as the open-file limit allows, at most 4096 */
     unsigned max_per_ip;
     unsigned conn_timeout_s;
+    const char *auth, *tls_cert, *tls_key;
+    int metrics_auth, insecure_no_auth;
+    size_t ingest_rate, ingest_burst;
 } serve_flags;
 
 #define DEFAULT_MAX_CONNECTIONS 4096
@@ -150,6 +172,9 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->max_connections = 0;
     f->max_per_ip = 0;
     f->conn_timeout_s = 60;
+    f->auth = f->tls_cert = f->tls_key = NULL;
+    f->metrics_auth = f->insecure_no_auth = 0;
+    f->ingest_rate = f->ingest_burst = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char err[256];
@@ -157,11 +182,16 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             fputs(usage_serve, stdout);
             return 1;
         }
+        if (!strcmp(a, "--metrics-auth") || !strcmp(a, "--insecure-no-auth")) { /* flags without a value */
+            *(!strcmp(a, "--metrics-auth") ? &f->metrics_auth : &f->insecure_no_auth) = 1;
+            continue;
+        }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
                                              "--cors-origin", "--commit-wait",
                                              "--min-free-space", "--max-ingest-queue", "--max-groups", "--query-timeout",
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
-                                             "--allowed-host", NULL };
+                                             "--allowed-host", "--auth", "--tls-cert", "--tls-key",
+                                             "--ingest-rate", "--ingest-burst", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -175,6 +205,19 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         i++;
         if (!strcmp(a, "--listen")) {
             f->listen = v;
+        } else if (!strcmp(a, "--auth")) {
+            f->auth = v;
+        } else if (!strcmp(a, "--ingest-rate") || !strcmp(a, "--ingest-burst")) {
+            size_t *to = !strcmp(a, "--ingest-rate") ? &f->ingest_rate : &f->ingest_burst;
+            if (strcmp(v, "0") && parse_bytes(v, to)) {
+                fprintf(stderr, "flamedb serve: %s '%s': expected bytes like 1m or 512k, or 0\n", a, v);
+                return -1;
+            }
+            if (!strcmp(v, "0")) *to = 0;
+        } else if (!strcmp(a, "--tls-cert")) {
+            f->tls_cert = v;
+        } else if (!strcmp(a, "--tls-key")) {
+            f->tls_key = v;
         } else if (!strcmp(a, "--data")) {
             f->data = v;
         } else if (!strcmp(a, "--retention")) {
@@ -344,16 +387,118 @@ static void add_own_names(srv_cors *c, const char *listen)
     }
 }
 
+/* A PEM file of --tls-cert or --tls-key, whole and NUL-terminated
+ * (libmicrohttpd takes the text); NULL after printing why. */
+static char *read_pem(const char *flag, const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        srv_log("%s %s: cannot read it: %s", flag, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1u << 20, n;
+    char *buf = malloc(cap + 1);
+    n = buf ? fread(buf, 1, cap + 1, fp) : 0;
+    int bad = !buf || ferror(fp);
+    int saved = errno;
+    fclose(fp);
+    if (bad || n > cap) {
+        srv_log("%s %s: cannot read it: %s", flag, path, !buf ? "out of memory" : n > cap ? "over 1 MiB" : strerror(saved));
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (!strstr(buf, "-----BEGIN ") || strlen(buf) != n) {
+        srv_log("%s %s: not a PEM file (expected a '-----BEGIN ...' block)", flag, path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* serve, once its flags, tokens and certificate are read: the store, the
+ * server, the signals; answers the exit status. */
+static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
+{
+    char err[1024];
+    add_own_names(&srv->cors, f->listen);
+    for (size_t i = 0; i < f->cors.n; i++) srv_log("CORS: allowing browser requests from %s", f->cors.origin[i]);
+    store_options opt = { .dir = f->data, .retention_ms = f->retention_ms, .partition_ms = f->partition_ms,
+                          .commit_wait_ms = f->commit_wait_ms };
+    store_status ss = store_open(&srv->st, &opt, err, sizeof err);
+    if (ss) {
+        srv_log("cannot open the store: %s", err);
+        return ss == STORE_EINVAL ? 2 : 1;
+    }
+    store_stats stats;
+    store_get_stats(srv->st, &stats);
+    if (stats.migrated_profiles)
+        srv_log("migrated %llu profiles from the flamedb-4 format; the old file is in %s/flamedb-4-backup",
+                (unsigned long long)stats.migrated_profiles, f->data);
+    srv_log("data in %s: %llu series, %llu partitions of %lld h, %llu bytes; retention %lld s", f->data,
+            (unsigned long long)stats.series, (unsigned long long)stats.partitions,
+            (long long)(store_partition_ms(srv->st) / 3600000), (unsigned long long)stats.db_bytes,
+            (long long)(f->retention_ms / 1000));
+    srv->max_connections = plan_connections(f, stats.partitions, store_partition_ms(srv->st));
+    if (!srv->max_connections) {
+        store_close(srv->st);
+        return 2;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (srv_workpool_start(&srv->pool, cores > 0 ? (unsigned)cores : 1)) {
+        srv_log("cannot start the parsing threads");
+        store_close(srv->st);
+        return 1;
+    }
+    int rc = srv_start(srv, f->listen, f->threads, err, sizeof err);
+    if (rc) {
+        srv_log("%s", err);
+        srv_workpool_stop(srv->pool);
+        store_close(srv->st);
+        return rc == -2 ? 2 : 1;
+    }
+    int sig = 0;
+    for (;;) {
+        sigwait(sigs, &sig);
+        if (sig != SIGHUP) break;
+        if (!f->auth)
+            srv_log("SIGHUP: nothing to reload (no --auth)");
+        else if (srv_access_load(srv, err, sizeof err))
+            srv_log("SIGHUP: --auth %s; keeping the %zu tokens loaded before", err, srv_access_tokens(srv));
+        else
+            srv_log("SIGHUP: reloaded %s: %zu tokens", f->auth, srv_access_tokens(srv));
+    }
+    srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    srv_stop(srv);
+    srv_workpool_stop(srv->pool);
+    store_close(srv->st);
+    srv_log("stopped");
+    return 0;
+}
+
 static int serve(int argc, char **argv)
 {
     serve_flags f;
     int rc = parse_serve_flags(argc, argv, &f);
     if (rc) return rc > 0 ? 0 : 2;
+    if (f.metrics_auth && !f.auth) {
+        fprintf(stderr, "flamedb serve: --metrics-auth needs --auth FILE (the tokens)\n");
+        return 2;
+    }
+    if ((f.tls_cert != NULL) != (f.tls_key != NULL)) {
+        fprintf(stderr, "flamedb serve: --tls-cert and --tls-key go together: give both for HTTPS\n");
+        return 2;
+    }
+    if (f.ingest_burst && !f.ingest_rate) {
+        fprintf(stderr, "flamedb serve: --ingest-burst needs --ingest-rate\n");
+        return 2;
+    }
 
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
     /* past a file-size limit (ulimit -f) a write fails with EFBIG, answered
@@ -364,50 +509,32 @@ static int serve(int argc, char **argv)
     srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms, .data_dir = f.data,
                     .min_free_bytes = f.min_free, .max_ingest_held = f.max_queue,
                     .max_groups = f.max_groups, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
-                    .conn_timeout_s = f.conn_timeout_s };
-    add_own_names(&srv.cors, f.listen);
-    for (size_t i = 0; i < f.cors.n; i++) srv_log("CORS: allowing browser requests from %s", f.cors.origin[i]);
-    store_options opt = { .dir = f.data, .retention_ms = f.retention_ms, .partition_ms = f.partition_ms,
-                          .commit_wait_ms = f.commit_wait_ms };
-    store_status ss = store_open(&srv.st, &opt, err, sizeof err);
-    if (ss) {
-        srv_log("cannot open the store: %s", err);
-        return ss == STORE_EINVAL ? 2 : 1;
+                    .conn_timeout_s = f.conn_timeout_s, .auth_path = f.auth, .metrics_auth = f.metrics_auth,
+                    .insecure_no_auth = f.insecure_no_auth };
+    pthread_rwlock_init(&srv.auth_lock, NULL);
+    char *pem_cert = NULL, *pem_key = NULL;
+    if (f.tls_cert && (!(pem_cert = read_pem("--tls-cert", f.tls_cert)) ||
+                       !(pem_key = read_pem("--tls-key", f.tls_key)))) {
+        rc = 2;
+    } else if (f.auth && srv_access_load(&srv, err, sizeof err)) {
+        /* a token file that does not parse is fatal at start (on SIGHUP
+         * the tokens in use stay) */
+        srv_log("--auth %s", err);
+        rc = 2;
+    } else if (f.ingest_rate && !(srv.ingest_rate = srv_ratelimit_new(f.ingest_rate, f.ingest_burst))) {
+        srv_log("out of memory");
+        rc = 1;
+    } else {
+        srv.tls_cert = pem_cert;
+        srv.tls_key = pem_key;
+        rc = run(&srv, &f, &sigs);
     }
-    store_stats stats;
-    store_get_stats(srv.st, &stats);
-    if (stats.migrated_profiles)
-        srv_log("migrated %llu profiles from the flamedb-4 format; the old file is in %s/flamedb-4-backup",
-                (unsigned long long)stats.migrated_profiles, f.data);
-    srv_log("data in %s: %llu series, %llu partitions of %lld h, %llu bytes; retention %lld s", f.data,
-            (unsigned long long)stats.series, (unsigned long long)stats.partitions,
-            (long long)(store_partition_ms(srv.st) / 3600000), (unsigned long long)stats.db_bytes,
-            (long long)(f.retention_ms / 1000));
-    srv.max_connections = plan_connections(&f, stats.partitions, store_partition_ms(srv.st));
-    if (!srv.max_connections) {
-        store_close(srv.st);
-        return 2;
-    }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (srv_workpool_start(&srv.pool, cores > 0 ? (unsigned)cores : 1)) {
-        srv_log("cannot start the parsing threads");
-        store_close(srv.st);
-        return 1;
-    }
-    if (srv_start(&srv, f.listen, f.threads, err, sizeof err)) {
-        srv_log("%s", err);
-        srv_workpool_stop(srv.pool);
-        store_close(srv.st);
-        return 1;
-    }
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    srv_stop(&srv);
-    srv_workpool_stop(srv.pool);
-    store_close(srv.st);
-    srv_log("stopped");
-    return 0;
+    srv_ratelimit_free(srv.ingest_rate);
+    srv_access_free(&srv);
+    pthread_rwlock_destroy(&srv.auth_lock);
+    free(pem_cert);
+    free(pem_key);
+    return rc;
 }
 
 /* flamedb migrate DIR: opens the store (which migrates) and closes it. */

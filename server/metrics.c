@@ -117,6 +117,9 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
             "Bytes of pushes in flight (bodies and their gunzipped text) not yet answered; "
             "past serve --max-ingest-queue pushes get 503.",
             (unsigned long long)atomic_load(&srv->ingest_held));
+    put_one(&t, "flamedb_ingest_rate_limited_total", "counter",
+            "Pushes answered 429: their tenant pushed more than serve --ingest-rate allows.",
+            (unsigned long long)srv_ratelimit_limited(srv->ingest_rate));
     put_one(&t, "flamedb_commit_waits_total", "counter",
             "Batches the writer held for requests on their way before committing (serve --commit-wait).",
             (unsigned long long)s.gather_waits);

@@ -73,6 +73,11 @@ int srv_selector(srv_request *rq, const char *name, const char *def, query_selec
         srv_reply_error(rq, 400, "parameter '%s': %s", name, err);
         return -1;
     }
+    /* the one place a request's selector is made: scoped to its tenant */
+    if (srv_tenant_scope(rq, name, sel)) {
+        query_selector_free(sel);
+        return -1;
+    }
     return 0;
 }
 
@@ -151,5 +156,11 @@ int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *pre
         srv_reply_error(rq, 400, "parameter '%s': %s", name, err);
         return -1;
     }
+    for (size_t i = 0; rq->scoped && i < by->n_keys; i++)
+        if (!strcmp(by->keys[i], SRV_TENANT_LABEL)) {
+            query_group_by_free(by);
+            srv_reply_error(rq, 400, "parameter '%s': the label %s is reserved", name, SRV_TENANT_LABEL);
+            return -1;
+        }
     return 0;
 }

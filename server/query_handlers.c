@@ -237,6 +237,27 @@ out:
 
 typedef enum { LIST_LABELS, LIST_VALUES, LIST_SERIES } list_kind;
 
+/* Under --auth the tenant label is the server's, not the client's: left
+ * out of label names and of each series' labels (its value is the
+ * request's own tenant anyway: the selector was scoped to it). */
+static void hide_tenant(json_t *answer, list_kind kind)
+{
+    if (kind == LIST_LABELS) {
+        json_t *a = json_object_get(answer, "labels");
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            const char *name = json_string_value(json_object_get(json_array_get(a, i), "name"));
+            if (name && !strcmp(name, SRV_TENANT_LABEL)) {
+                json_array_remove(a, i);
+                break;
+            }
+        }
+    } else if (kind == LIST_SERIES) {
+        json_t *a = json_object_get(answer, "series");
+        for (size_t i = 0; i < json_array_size(a); i++)
+            json_object_del(json_object_get(json_array_get(a, i), "labels"), SRV_TENANT_LABEL);
+    }
+}
+
 static enum MHD_Result list(srv_request *rq, list_kind kind)
 {
     query_selector sel;
@@ -257,6 +278,7 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
         else answer = query_series_json(r, ids, n, from, until, &too_big);
         query_extent ext;
         if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
+        if (answer && rq->scoped) hide_tenant(answer, kind);
     }
     free(ids);
     store_reader_end(r);
@@ -278,6 +300,9 @@ enum MHD_Result srv_handle_label_values(srv_request *rq)
     if (n == 0 || n >= sizeof buf) return srv_reply_error(rq, 400, "label name in the path must be 1 to 128 bytes");
     memcpy(buf, name, n);
     buf[n] = '\0';
+    if (rq->scoped && !strcmp(buf, SRV_TENANT_LABEL))
+        return srv_reply_error(rq, 400, "the label %s is reserved: the server sets it from the token's tenant",
+                               SRV_TENANT_LABEL);
     rq->route_arg = buf;
     return list(rq, LIST_VALUES);
 }

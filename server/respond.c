@@ -24,6 +24,11 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allowed ? rq->allowed : "GET");
     }
+    /* 401: how to authenticate (--auth).  Bearer only: a Basic challenge
+     * would make browsers show their own login box instead of the
+     * viewer's token field. */
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"flamedb\"");
     if (rq->retry_after > 0) {
         char ra[16];
         snprintf(ra, sizeof ra, "%d", rq->retry_after);

@@ -9,6 +9,7 @@
 #define FLAMEDB_SRV_H
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -18,10 +19,22 @@
 
 #include "../query/query.h"
 #include "../storage/store.h"
+#include "auth.h"
 
 #define SRV_DEFAULT_RANGE_MS (3600 * 1000)
 
-/* Routes, for dispatch and for metrics. */
+/* Routes, for dispatch and for metrics.  Each has the scope a token needs
+ * for it in http.c's routing table (the SRV_SCOPE_* of auth.h, or one of
+ * these). */
+#define SRV_SCOPE_OPEN 0x100u     /* no token: the viewer's files, /healthz */
+#define SRV_SCOPE_METRICS 0x200u  /* /metrics: open, or admin with --metrics-auth */
+
+/* The label that holds a series' tenant under --auth: added by the server
+ * to every series written for a tenant other than "default", forced as an
+ * equality matcher on every selector read for one (srv_selector), hidden
+ * from listings, refused from clients. */
+#define SRV_TENANT_LABEL "__tenant__"
+
 typedef enum {
     ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
     ROUTE_SERIES, ROUTE_TOP, ROUTE_STABILITY, ROUTE_COMPARE, ROUTE_DIFF, ROUTE_TIMELINE,
@@ -68,6 +81,7 @@ typedef struct {
 typedef struct srv_conns srv_conns;
 
 typedef struct srv_workpool srv_workpool;
+typedef struct srv_ratelimit srv_ratelimit;
 typedef void (*srv_work_fn)(void *arg);
 
 typedef struct {
@@ -93,6 +107,13 @@ typedef struct {
     unsigned max_per_ip;          /* --max-connections-per-ip; 0: no limit */
     unsigned conn_timeout_s;      /* --connection-timeout */
     srv_conns *conns;
+    const char *auth_path;        /* --auth FILE; NULL: no authentication */
+    srv_auth *auth;               /* its tokens, swapped whole on SIGHUP under auth_lock (access.c) */
+    pthread_rwlock_t auth_lock;
+    int metrics_auth;             /* --metrics-auth: /metrics takes an admin token */
+    int insecure_no_auth;         /* --insecure-no-auth: any address without --auth */
+    const char *tls_cert, *tls_key; /* PEM text of --tls-cert and --tls-key; NULL: plain HTTP */
+    srv_ratelimit *ingest_rate;   /* --ingest-rate: each tenant's push bytes a second; NULL: none */
 } srv_ctx;
 
 /* The memory the merged trees of one grouped answer may take (query, top
@@ -123,11 +144,14 @@ typedef struct {
     int64_t deadline_ms;   /* CLOCK_MONOTONIC: --query-timeout of a read (srv_reader_begin); 0 none */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
     const char *allowed;   /* the route's methods, for the Allow header */
+    int scoped;            /* acts for tenant (--auth): reads and writes are scoped to it */
+    char tenant[SRV_TENANT_MAX + 1];
     void *job;             /* a handler's state across a suspension */
     void (*job_free)(void *job);
 } srv_request;
 
-/* http.c */
+/* http.c: answers 0, or -1 (could not listen) or -2 (refused: an address
+ * beyond loopback without --auth, a TLS flag alone) with a message. */
 int srv_start(srv_ctx *srv, const char *listen_addr, unsigned threads, char *err, size_t errlen);
 void srv_stop(srv_ctx *srv);
 
@@ -184,6 +208,39 @@ void srv_conns_idle(srv_ctx *srv, struct MHD_Connection *conn);
 typedef struct { uint64_t open, evicted, timed_out; } srv_conns_stats;
 void srv_conns_get_stats(srv_ctx *srv, srv_conns_stats *out);
 
+/* access.c: tokens (--auth) and tenants. */
+/* (Re)loads srv->auth_path into a new table and puts it in place; on error
+ * the table in use stays and err names the line. */
+int srv_access_load(srv_ctx *srv, char *err, size_t errlen);
+size_t srv_access_tokens(srv_ctx *srv);
+void srv_access_free(srv_ctx *srv);
+/* Checks the request's token for scope (SRV_SCOPE_*): answers 0 to go on
+ * (rq->scoped and rq->tenant set under --auth), or replies 401, 403 or 400
+ * itself and answers -1. */
+int srv_access_check(srv_request *rq, unsigned scope);
+/* The tenant label's value for the request: NULL when its series carry
+ * none (no --auth, or the default tenant). */
+const char *srv_tenant_value(const srv_request *rq);
+/* The labels a push of rq stores: in (n labels sorted by name, from the
+ * client, without SRV_TENANT_LABEL) with the request's tenant label at its
+ * place, into out (room for n + 1); answers their number.  Every ingest
+ * path builds its series' labels here, so that none forgets the tenant. */
+int srv_tenant_labels(const srv_request *rq, const store_label *in, int n, store_label *out);
+/* Scopes a parsed selector to the request's tenant: refuses (400, naming
+ * param) a matcher on the tenant label and adds the tenant's; a no-op
+ * without --auth.  Answers 0, or replies itself and answers -1. */
+int srv_tenant_scope(srv_request *rq, const char *param, query_selector *sel);
+
+/* ratelimit.c: --ingest-rate and --ingest-burst, a token bucket of body
+ * bytes per tenant.  burst 0: ten seconds of rate. */
+srv_ratelimit *srv_ratelimit_new(uint64_t rate, uint64_t burst);
+void srv_ratelimit_free(srv_ratelimit *rl);
+/* Takes a push of bytes from tenant's bucket: 0, or -1 with the seconds
+ * to wait (429 Retry-After); always 0 for a NULL rl. */
+int srv_ratelimit_take(srv_ratelimit *rl, const char *tenant, uint64_t bytes, int64_t now_ms, int *retry_after_s);
+uint64_t srv_ratelimit_limited(const srv_ratelimit *rl);
+void srv_ratelimit_limits(const srv_ratelimit *rl, uint64_t *rate, uint64_t *burst);
+
 /* params.c */
 const char *srv_param(srv_request *rq, const char *name);
 /* Parses from/until (defaults: until=now, from=until-default_span_ms);
@@ -193,13 +250,16 @@ int srv_time_range(srv_request *rq, const char *from_name, const char *until_nam
 /* Parses an unsigned integer parameter with a default and a maximum. */
 int srv_param_uint(srv_request *rq, const char *name, uint64_t def, uint64_t max, uint64_t *out);
 int64_t srv_now_ms(void);
-/* A selector parameter (def when absent; NULL def: required). */
+/* A selector parameter (def when absent; NULL def: required), scoped to
+ * the request's tenant under --auth (srv_tenant_scope): every read and
+ * deletion takes its selector from here. */
 int srv_selector(srv_request *rq, const char *name, const char *def, query_selector *sel);
 /* A number parameter in [min, max]. */
 int srv_param_double(srv_request *rq, const char *name, double def, double min, double max, double *out);
 /* A positive duration parameter ("60" is seconds; "1m", "1h", ...). */
 int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_t *out_ms);
-/* An optional group_by parameter; *present says whether it was given. */
+/* An optional group_by parameter; *present says whether it was given.
+ * The tenant label is refused under --auth. */
 int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *present);
 /* Begins a read snapshot with the request's deadline (--query-timeout);
  * answers 0, or replies 503 itself and answers -1. */

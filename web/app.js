@@ -14,6 +14,7 @@ import { initViews } from './views.js';
 import { initTable } from './table.js';
 import { initLabels } from './labels.js';
 import { initKeys } from './keys.js';
+import { authFetch } from './auth.js';
 
 const $ = (s) => document.querySelector(s);
 const DATA_KEYS = ['query', 'from', 'until', 'group_by', 'max_nodes', 'view', 'left', 'right',
@@ -59,7 +60,7 @@ const dataKey = (s) => JSON.stringify(DATA_KEYS.map((k) => s[k] ?? null));
 async function api(path, params = {}) {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') p.set(k, v);
-  const r = await fetch(path + '?' + p.toString());
+  const r = await authFetch(path + '?' + p.toString());
   let body;
   try { body = await r.json(); } catch { throw new Error(`${path}: HTTP ${r.status} (not JSON)`); }
   if (!r.ok) throw new Error(body && body.error ? body.error : `${path}: HTTP ${r.status}`);
@@ -600,7 +601,7 @@ $('#exp-png').onclick = (e) => {
 };
 async function probePprof() {
   try {
-    const r = await fetch('/api/v1/query?format=pprof&from=now-5m&max_nodes=1');
+    const r = await authFetch('/api/v1/query?format=pprof&from=now-5m&max_nodes=1');
     $('#exp-pprof').hidden = r.status !== 200;
   } catch { $('#exp-pprof').hidden = true; }
 }
