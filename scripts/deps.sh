@@ -6,7 +6,10 @@ pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
       liblz4-dev libzstd-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
       libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libdeflate-dev pkg-config curl
       gcc g++ clang libclang-rt-dev libre2-dev libiberty-dev make jq prometheus valgrind chromium golang-go python3
-      nettle-dev openssl)
+      nettle-dev openssl protobuf-compiler python3-protobuf)
+# protobuf-compiler, python3-protobuf: the OTLP contract test speaks OTLP as
+# OpenTelemetry's exporters do, with Python classes protoc makes at test time
+# from proto/otlp_profiles.proto (tests/integration/test_otlp.sh).
 # nettle-dev: SHA-256 of the --auth tokens (nettle is GnuTLS's crypto, already
 # in the server through libmicrohttpd's TLS); openssl: the certificate the TLS
 # tests make (tests/integration/test_tls.sh).

@@ -50,6 +50,7 @@ typedef struct {
 static const route_entry routes[] = {
     { "/api/v1/ingest", ROUTE_INGEST, "POST", 0, SRV_SCOPE_WRITE },
     { "/ingest", ROUTE_PYROSCOPE, "POST", 0, SRV_SCOPE_WRITE },
+    { "/v1development/profiles", ROUTE_OTLP, "POST", 0, SRV_SCOPE_WRITE },
     { "/api/v1/query", ROUTE_QUERY, "GET", SRV_SCOPE_READ, 0 },
     { "/api/v1/labels", ROUTE_LABELS, "GET", SRV_SCOPE_READ, 0 },
     { "/api/v1/label/{name}/values", ROUTE_LABEL_VALUES, "GET", SRV_SCOPE_READ, 0 },
@@ -137,6 +138,7 @@ static enum MHD_Result dispatch(srv_request *rq)
     switch (rq->route) {
     case ROUTE_INGEST: return srv_handle_ingest(rq);
     case ROUTE_PYROSCOPE: return srv_handle_pyroscope(rq);
+    case ROUTE_OTLP: return srv_handle_otlp(rq);
     case ROUTE_QUERY: return srv_handle_query(rq);
     case ROUTE_LABELS: return srv_handle_labels(rq);
     case ROUTE_LABEL_VALUES: return srv_handle_label_values(rq);

@@ -13,7 +13,17 @@
  * Pyroscope's SDKs send; `prev_profile` is ignored, `sample_type_config`
  * says which types are gauges).  Each sample type becomes one profile; all are decoded and
  * validated before the first is queued, then all are queued at once (they
- * normally share one group commit, each in its own nested transaction). */
+ * normally share one group commit, each in its own nested transaction).
+ *
+ * POST /v1development/profiles: OpenTelemetry profiles (OTLP/HTTP), an
+ * ExportProfilesServiceRequest in binary protobuf (application/x-protobuf
+ * or application/protobuf) or its JSON mapping (application/json),
+ * Content-Encoding gzip or none.  Every profile of every resource becomes
+ * one stored profile (ingest/otlp.c), all stored or none like a pprof
+ * file's sample types; profiles without a value, or older than the
+ * retention, are left out and counted in the answer's partial_success, an
+ * ExportProfilesServiceResponse in the request's encoding.  Query
+ * parameters are labels of every profile, as on /api/v1/ingest. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +34,7 @@
 
 #include "../ingest/ingest.h"
 #include "../query/query.h"
+#include "otlp_profiles.pb-c.h"
 #include "srv.h"
 
 #define DEFAULT_WINDOW_MS 10000
@@ -85,6 +96,9 @@ typedef struct {
     char *plain;                              /* the gunzipped body */
     struct profile_prep one;                    /* the store form of p (not pprof) */
     int pprof, window_given;                  /* format=pprof; from/until given */
+    int otlp;                                 /* OTLP: 1 binary protobuf, 2 its JSON mapping */
+    size_t otlp_rejected;                     /* OTLP profiles left out (partial success) */
+    char otlp_why[256];                       /* the first one's reason */
     const char *content_type;                 /* the request's, for multipart */
     ingest_profile *pp;                       /* pprof: one profile per sample type */
     size_t n_pp;
@@ -259,6 +273,8 @@ static int apply_type_config(const char *text, size_t len, ingest_profile *pp, s
     return rc;
 }
 
+static void store_all(ingest_job *job);
+
 static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
 {
     srv_request *rq = job->rq;
@@ -283,6 +299,14 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
         return job_finish(job, 400, err);
     for (size_t i = 0; i < job->n_pp; i++)
         if (too_old(job, &job->pp[i], err, sizeof err)) return job_finish(job, 400, err);
+    store_all(job);
+}
+
+/* Queues every profile of job->pp for the store, all or none (one nested
+ * transaction each, in one critical section: a failure drops them all). */
+static void store_all(ingest_job *job)
+{
+    srv_request *rq = job->rq;
     job->preps = calloc(job->n_pp, sizeof *job->preps);
     if (!job->preps) return job_finish(job, 500, "out of memory");
     for (size_t i = 0; i < job->n_pp; i++)
@@ -309,6 +333,33 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
                       job->n_pp);
 }
 
+/* An OTLP request into profiles (all or nothing for what is malformed);
+ * those already past the retention are left out like those without a
+ * value (partial success), the others stored all or none. */
+static void job_parse_otlp(ingest_job *job, const char *body, size_t len)
+{
+    char err[1024];
+    ingest_otlp o;
+    ingest_status s = ingest_otlp_parse(body, len, job->otlp == 2, job->rq->srv->max_body, &job->p,
+                                        job->window_given, &o, err, sizeof err);
+    if (s) return job_finish(job, ingest_status_http(s), err);
+    job->otlp_rejected = o.rejected;
+    snprintf(job->otlp_why, sizeof job->otlp_why, "%s", o.rejected_why);
+    size_t kept = 0;
+    for (size_t i = 0; i < o.n; i++) {
+        if (too_old(job, &o.profiles[i], err, sizeof err)) {
+            if (!job->otlp_rejected++) snprintf(job->otlp_why, sizeof job->otlp_why, "%.200s", err);
+            ingest_profile_free(&o.profiles[i]);
+            continue;
+        }
+        o.profiles[kept++] = o.profiles[i];
+    }
+    job->pp = o.profiles; /* freed with ingest_pprof_free: each profile owns its arena */
+    job->n_pp = kept;
+    if (!kept) return job_finish(job, 0, NULL);
+    store_all(job);
+}
+
 /* On a pool thread: decode, parse and validate the body, then queue the
  * profile for the group commit. */
 static void job_parse(void *arg)
@@ -327,6 +378,7 @@ static void job_parse(void *arg)
         atomic_fetch_add(&rq->srv->ingest_held, len);
     }
     if (job->pprof) return job_parse_pprof(job, body, len);
+    if (job->otlp) return job_parse_otlp(job, body, len);
     ingest_status s = ingest_parse_stacks(p, job->fmt, body, len, err, sizeof err);
     if (!s) s = ingest_profile_finish(p, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
@@ -452,6 +504,46 @@ static int reply_pprof(srv_request *rq, ingest_job *job, enum MHD_Result *res)
     return 1;
 }
 
+/* What an OTLP request stored: an ExportProfilesServiceResponse in the
+ * request's encoding, with partial_success when profiles were left out. */
+static int reply_otlp(srv_request *rq, ingest_job *job, enum MHD_Result *res)
+{
+    uint64_t samples = 0;
+    for (size_t i = 0; i < job->n_pp; i++) samples += known_samples(&job->pp[i]);
+    atomic_fetch_add(&rq->srv->metrics.ingested_samples, samples);
+    atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
+    atomic_fetch_add(&rq->srv->metrics.ingested_profiles, job->n_pp);
+    char why[320];
+    snprintf(why, sizeof why, "%zu profile%s not stored, the first: %s", job->otlp_rejected,
+             job->otlp_rejected == 1 ? "" : "s", job->otlp_why);
+    if (job->otlp == 2) {
+        json_t *o = json_object();
+        if (job->otlp_rejected) {
+            char n[24];
+            snprintf(n, sizeof n, "%zu", job->otlp_rejected); /* int64 as a string, as protojson writes it */
+            json_object_set_new(o, "partialSuccess", json_pack("{s:s,s:s}", "rejectedProfiles", n, "errorMessage", why));
+        }
+        *res = srv_reply_json(rq, 200, o);
+        return 1;
+    }
+    Flamedb__Otlp__ExportProfilesServiceResponse r = FLAMEDB__OTLP__EXPORT_PROFILES_SERVICE_RESPONSE__INIT;
+    Flamedb__Otlp__ExportProfilesPartialSuccess ps = FLAMEDB__OTLP__EXPORT_PROFILES_PARTIAL_SUCCESS__INIT;
+    if (job->otlp_rejected) {
+        ps.rejected_profiles = (int64_t)job->otlp_rejected;
+        ps.error_message = why;
+        r.partial_success = &ps;
+    }
+    size_t n = flamedb__otlp__export_profiles_service_response__get_packed_size(&r);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        *res = srv_reply_error(rq, 500, "out of memory");
+        return 1;
+    }
+    flamedb__otlp__export_profiles_service_response__pack(&r, buf);
+    *res = srv_reply_bytes(rq, 200, "application/x-protobuf", buf, n, 1);
+    return 1;
+}
+
 /* A resumed ingest answers: its error, or what was stored. */
 static int resumed(srv_request *rq, enum MHD_Result *res)
 {
@@ -470,6 +562,7 @@ static int resumed(srv_request *rq, enum MHD_Result *res)
     }
     ingest_profile *p = &job->p;
     if (job->pprof) return reply_pprof(rq, job, res);
+    if (job->otlp) return reply_otlp(rq, job, res);
     atomic_fetch_add(&rq->srv->metrics.ingested_samples, known_samples(p));
     atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
     atomic_fetch_add(&rq->srv->metrics.ingested_profiles, 1);
@@ -538,6 +631,30 @@ enum MHD_Result srv_handle_ingest(srv_request *rq)
     if ((v = srv_param(rq, "locations")) && strcmp(v, "0") && strcmp(v, "1"))
         return srv_reply_error(rq, 400, "parameter 'locations': '%s' (1: frames carry their location, 0: names only)", v);
     p->located_frames = v && !strcmp(v, "1");
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, add_label_param, &w);
+    if (w.failed) return srv_reply_error(rq, 400, "%s", w.err);
+    return submit_job(rq, job);
+}
+
+enum MHD_Result srv_handle_otlp(srv_request *rq)
+{
+    enum MHD_Result res;
+    if (resumed(rq, &res)) return res;
+    ingest_job *job = job_new(rq);
+    if (!job) return srv_reply_error(rq, 500, "out of memory");
+    const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    size_t n = ct ? strcspn(ct, "; ") : 0;
+    if (ct && ((n == 22 && !strncasecmp(ct, "application/x-protobuf", n)) ||
+               (n == 20 && !strncasecmp(ct, "application/protobuf", n))))
+        job->otlp = 1;
+    else if (ct && n == 16 && !strncasecmp(ct, "application/json", n))
+        job->otlp = 2;
+    else
+        return srv_reply_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                               "Content-Type '%s': an OTLP request is application/x-protobuf (or "
+                               "application/protobuf) or application/json", ct ? ct : "");
+    label_walk w = { .p = &job->p };
+    if (read_window(rq, &job->p)) return MHD_YES;
     MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, add_label_param, &w);
     if (w.failed) return srv_reply_error(rq, 400, "%s", w.err);
     return submit_job(rq, job);

@@ -36,7 +36,7 @@
 #define SRV_TENANT_LABEL "__tenant__"
 
 typedef enum {
-    ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
+    ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_OTLP, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
     ROUTE_SERIES, ROUTE_TOP, ROUTE_STABILITY, ROUTE_COMPARE, ROUTE_DIFF, ROUTE_TIMELINE,
     ROUTE_VARIANCE, ROUTE_HOTSPOTS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
 } srv_route;
@@ -274,6 +274,7 @@ int srv_groups_split(srv_request *rq, const char *param, store_reader *r, const 
 /* Handlers. */
 enum MHD_Result srv_handle_ingest(srv_request *rq);
 enum MHD_Result srv_handle_pyroscope(srv_request *rq);
+enum MHD_Result srv_handle_otlp(srv_request *rq);
 enum MHD_Result srv_handle_query(srv_request *rq);
 enum MHD_Result srv_handle_labels(srv_request *rq);
 enum MHD_Result srv_handle_label_values(srv_request *rq);

@@ -62,6 +62,7 @@ areq() {
     local args=()
     [ -n "$token" ] && args+=(-H "Authorization: Bearer $token")
     [ -n "${ORG:-}" ] && args+=(-H "X-Scope-OrgID: $ORG")
+    [ -n "${CT:-}" ] && args+=(-H "Content-Type: $CT")
     if [ "$method" = GET ] || [ "$method" = DELETE ]; then
         args+=(-G)
         for kv in "$@"; do args+=(--data-urlencode "$kv"); done
@@ -109,12 +110,21 @@ assert_401() {
     assert_eq "$1: WWW-Authenticate" 'Bearer realm="flamedb"' "$(header WWW-Authenticate)"
 }
 
+# One OTLP profile of one sample, in OTLP/JSON, for the OTLP route.
+OTLP_MIN='{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"sampleType":{"typeStrindex":1,"unitStrindex":2},
+"samples":[{"stackIndex":1,"values":[1]}]}]}]}],"dictionary":{"stringTable":["","samples","count","a"],
+"functionTable":[{},{"nameStrindex":3}],"locationTable":[{},{"lines":[{"functionIndex":1}]}],
+"stackTable":[{},{"locationIndices":[1]}]}}'
+
 test_auth_every_endpoint() {
     start_auth_server
-    local table path methods gs os route m scope sname url good bad n=0 pushed=0
+    local table path methods gs os route m scope sname url good bad n=0 pushed=0 push_body
     table=$(route_table)
     while IFS='|' read -r path methods gs os route; do
         url=${path//\{name\}/service}
+        # what each push route takes: folded text, or OTLP
+        push_body=$'a;b 1\n' CT=
+        [ "$path" = /v1development/profiles ] && push_body=$OTLP_MIN CT=application/json
         for m in ${methods//,/}; do
             [ "$m" = GET ] && scope=$gs || scope=$os
             # pushes that a token with the scope may make: a service, a name
@@ -139,7 +149,7 @@ test_auth_every_endpoint() {
                 ORG=a BODY_IN=$'a;b 1\n' areq "$m" "$bad" "$url"
                 assert_error "$m $url, token without the scope" 403 "needs the '$sname' scope"
             fi
-            ORG=a BODY_IN=$'a;b 1\n' areq "$m" "$good" "$url" query=nothing
+            ORG=a BODY_IN=$push_body areq "$m" "$good" "$url" query=nothing
             if [ "$STATUS" = 401 ] || [ "$STATUS" = 403 ]; then
                 fail "$m $url with a token of scope $scope: HTTP $STATUS $BODY"
             fi
@@ -162,7 +172,8 @@ test_auth_every_endpoint() {
     # what was refused stored nothing, and every push taken went to the
     # token's tenant (an ingest path that forgot the tenant would store in
     # the default one): tenant a holds exactly the pushes answered 200
-    assert_ge "write routes that took a push" 2 "$pushed"
+    CT=
+    assert_ge "write routes that took a push" 3 "$pushed"
     ORG=a areq GET "$TOK_ANY" /api/v1/series from=now-1d
     assert_json "tenant a: the pushes of the token with the write scope" '[.series[].profiles]|add' "$pushed"
     areq GET "$TOK_DEF" /api/v1/series from=now-1d
