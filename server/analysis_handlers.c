@@ -66,11 +66,7 @@ static int side_read(srv_request *rq, const char *qname, const char *def, const 
 
 static int side_resolve(srv_request *rq, store_reader *r, side *s)
 {
-    char err[256];
-    if (query_resolve(r, &s->sel, s->from, s->until, &s->set, err, sizeof err)) {
-        srv_reply_error(rq, 500, "%s", err);
-        return -1;
-    }
+    if (srv_resolve(rq, r, &s->sel, s->from, s->until, &s->set)) return -1;
     s->have_set = 1;
     return 0;
 }

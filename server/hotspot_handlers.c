@@ -117,8 +117,8 @@ enum MHD_Result srv_handle_hotspots(srv_request *rq)
     text t = { 0 };
     puts_(&t, "# HELP flamedb_hotspot_self_share Share of the group's samples whose leaf frame is the function, "
               "over the last range.\n# TYPE flamedb_hotspot_self_share gauge\n");
-    if (query_resolve(r, &sel, from, until, &set, err, sizeof err)) {
-        res = srv_reply_error(rq, 500, "%s", err);
+    if (srv_resolve(rq, r, &sel, from, until, &set)) {
+        res = MHD_YES;
         goto out;
     }
     if (srv_groups_split(rq, "group_by", r, &set, &by, from, until, 0, &g, &ng)) {

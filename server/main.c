@@ -83,6 +83,8 @@ static const char usage_serve[] =
     "                         the check off (default 64m)\n"
     "  --query-timeout DURATION  a query's work ends by then with 503 (nothing partial is\n"
     "                         answered); 0 = none (default 30s)\n"
+    "  --max-series N         the most series one query may merge; more is a 400 naming the\n"
+    "                         limit (default 100000)\n"
     "  --max-groups N         the most groups one group_by answer splits into; with query\n"
     "                         and top also no more than 1 GiB of merged trees (default 10000)\n"
     "  --max-ingest-queue BYTES  pushes in flight (bodies being parsed or stored, and their\n"
@@ -127,7 +129,7 @@ static int parse_bytes(const char *s, size_t *out)
 typedef struct {
     const char *listen, *data;
     int64_t retention_ms, partition_ms;
-    size_t max_body, min_free, max_queue, max_groups;
+    size_t max_body, min_free, max_queue, max_groups, max_series;
     int64_t query_timeout_ms;
     unsigned threads;
     int commit_wait_ms;
@@ -164,6 +166,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->min_free = 64u << 20;
     f->max_queue = 512u << 20;
     f->max_groups = 10000;
+    f->max_series = 100000;
     f->query_timeout_ms = 30000;
     f->threads = 32;
     f->commit_wait_ms = 50;
@@ -188,7 +191,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
                                              "--cors-origin", "--commit-wait",
-                                             "--min-free-space", "--max-ingest-queue", "--max-groups", "--query-timeout",
+                                             "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--query-timeout",
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
                                              "--allowed-host", "--auth", "--tls-cert", "--tls-key",
                                              "--ingest-rate", "--ingest-burst", NULL };
@@ -274,6 +277,14 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --query-timeout '%s': expected a duration like 30s, or 0 for none\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--max-series")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 0 || n > 100000000) {
+                fprintf(stderr, "flamedb serve: --max-series '%s': expected 0 (no limit) to 100000000\n", v);
+                return -1;
+            }
+            f->max_series = (size_t)n;
         } else if (!strcmp(a, "--max-groups")) {
             char *end;
             long n = strtol(v, &end, 10);
@@ -508,7 +519,7 @@ static int serve(int argc, char **argv)
     char err[1024];
     srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms, .data_dir = f.data,
                     .min_free_bytes = f.min_free, .max_ingest_held = f.max_queue,
-                    .max_groups = f.max_groups, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
+                    .max_groups = f.max_groups, .max_series = f.max_series, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
                     .conn_timeout_s = f.conn_timeout_s, .auth_path = f.auth, .metrics_auth = f.metrics_auth,
                     .insecure_no_auth = f.insecure_no_auth };
     pthread_rwlock_init(&srv.auth_lock, NULL);

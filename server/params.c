@@ -120,6 +120,27 @@ int srv_reader_begin(srv_request *rq, store_reader **r)
     return 0;
 }
 
+int srv_resolve(srv_request *rq, store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                query_series_set *set)
+{
+    char err[256];
+    if (query_resolve(r, sel, from_ms, until_ms, set, err, sizeof err)) {
+        srv_reply_error(rq, 500, "%s", err);
+        return -1;
+    }
+    size_t max = rq->srv->max_series;
+    if (max && set->n_series > max) {
+        size_t n = set->n_series;
+        query_series_set_free(set);
+        memset(set, 0, sizeof *set);
+        srv_reply_error(rq, 400, "the selector matches %zu series with profiles in the range, more than the %zu one "
+                        "query may merge (--max-series); narrow it with a label (service=, instance=) or "
+                        "shorten the range", n, max);
+        return -1;
+    }
+    return 0;
+}
+
 int srv_groups_split(srv_request *rq, const char *param, store_reader *r, const query_series_set *set,
                      const query_group_by *by, int64_t from_ms, int64_t until_ms, int keeps_trees,
                      query_group **groups, size_t *n)

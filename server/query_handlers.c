@@ -192,8 +192,8 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     }
     /* pprof always keeps lines: go tool pprof -list and -lines need them */
     store_reader_lines(r, lines || pprof);
-    if (query_resolve(r, &sel, from, until, &set, err, sizeof err)) {
-        res = srv_reply_error(rq, 500, "%s", err);
+    if (srv_resolve(rq, r, &sel, from, until, &set)) {
+        res = MHD_YES;
         goto out;
     }
     /* JSON answers of an empty range say where the selector's profiles are */

@@ -95,6 +95,7 @@ typedef struct {
     _Atomic int64_t free_checked_ms;   /* when free_bytes was last read (at most once a second) */
     _Atomic uint64_t free_bytes;
     size_t max_groups;         /* --max-groups: the most groups one group_by answer splits into; 0 = none */
+    size_t max_series;         /* --max-series: the most series one query may merge; 0 = none */
     int64_t query_timeout_ms;  /* --query-timeout: a read's work ends by then (503); 0 = none */
     uint64_t max_ingest_held;  /* --max-ingest-queue: bytes of pushes in flight before 503; 0 = no limit */
     _Atomic uint64_t ingest_held;      /* bodies (and gunzipped text) of pushes not yet answered */
@@ -264,6 +265,10 @@ int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *pre
 /* Begins a read snapshot with the request's deadline (--query-timeout);
  * answers 0, or replies 503 itself and answers -1. */
 int srv_reader_begin(srv_request *rq, store_reader **r);
+/* query_resolve bounded by --max-series: answers 0, or replies itself
+ * (400 naming the limit, 500) and answers -1; set is empty then. */
+int srv_resolve(srv_request *rq, store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                query_series_set *set);
 /* query_groups_split bounded by query_groups_limit (keeps_trees: the answer
  * keeps a merged tree a group); answers 0, or replies 400 (too many groups,
  * naming the limit) or 500 itself and answers -1. */

@@ -208,3 +208,27 @@ test_limits_flags() {
     assert_eq "64 files: too few for the defaults: exit code" 2 "$rc"
     assert_contains "64 files: says so" "$(cat "$IT_TMP/err")" "too few are left for connections"
 }
+
+# --max-series (issue 12, point 6): a query over more series than the limit
+# is refused before any merge, naming the count and the flag; a narrower
+# selector answers; every merging endpoint goes through the same check.
+test_limits_max_series() {
+    start_server --max-series 2
+    local t i
+    t=$(($(now) - 60))
+    for i in 1 2 3; do put "service=wide&instance=i$i&from=$t&until=$((t + 10))" $'main;work 5\n'; done
+    get /api/v1/query 'query={service="wide"}' from=now-1h
+    assert_error "3 series, limit 2" 400 "matches 3 series" "--max-series"
+    get /api/v1/top 'query={service="wide"}' from=now-1h
+    assert_error "top too" 400 "--max-series"
+    get /api/v1/compare 'left={service="wide"}' 'right={service="wide",instance="i1"}' from=now-1h
+    assert_error "compare too" 400 "--max-series"
+    get /api/v1/hotspots/metrics 'query={service="wide"}' range=1h
+    assert_error "hotspots too" 400 "--max-series"
+    get /api/v1/query 'query={service="wide",instance=~"i[12]"}' from=now-1h
+    assert_status "2 series: answered" 200
+    assert_json "their total" .total 10
+    restart_server --max-series 0
+    get /api/v1/query 'query={service="wide"}' from=now-1h
+    assert_json "no limit: all three" .total 15
+}
