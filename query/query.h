@@ -208,10 +208,29 @@ char *query_tree_folded(store_reader *r, const query_tree *t, size_t *len);
 
 /* ---- analyses (top.c, diff.c, timeline.c, ...) ---------------------- */
 
+/* Functions ranked by self (or total) value, then the other, then name:
+ * at most limit rows (0 = all) of n_functions.  Shares are of the tree's
+ * grand total; their 95% Wilson intervals from the samples behind it
+ * (has_ci 0 when the number of samples is not known).  Names are the
+ * reader's: valid while it is.  -1 when out of memory. */
+typedef struct {
+    const char *name;
+    uint64_t self, total;
+    double self_share, total_share;
+    double self_ci[2], total_ci[2];
+} query_top_row;
+
+typedef struct {
+    query_top_row *rows;
+    size_t n, n_functions;
+    int has_ci;
+} query_top_result;
+
+int query_top(store_reader *r, const query_tree *t, size_t limit, int by_total, query_top_result *out);
+void query_top_free(query_top_result *top);
 /* {"total", "samples", "functions": [{"name", "self", "total", "self_share",
- * "total_share", "self_ci95", "total_ci95"}]} ranked by self (or total),
- * at most limit (0 = all). */
-json_t *query_top_json(store_reader *r, const query_tree *t, size_t limit, int by_total);
+ * "total_share", "self_ci95", "total_ci95"}]}: the rows in t's unit. */
+json_t *query_top_json(const query_tree *t, const query_top_result *top);
 
 /* The union of two trees: {"name", "left_self", "left_total", "right_self",
  * "right_total", "children"}, children by left+right total descending. */

@@ -5,7 +5,11 @@
  * samples, not the value: 395 samples of 10 ms are n = 395, not 3.95e9 ns.
  * When some profile did not say its samples, intervals are null.  The
  * share is of the value, so with samples of unequal weight (allocation
- * bytes) the interval is an approximation. */
+ * bytes) the interval is an approximation.
+ *
+ * query_top ranks and answers data (rows: names, values, shares and their
+ * intervals); query_top_json is its JSON encoding (/api/v1/top), and the
+ * Prometheus text of /api/v1/hotspots/metrics reads the rows directly. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,43 +29,73 @@ static int rank_cmp(const void *a, const void *b, void *arg)
     return strcmp(store_string(c->r, c->f->fn[x], NULL), store_string(c->r, c->f->fn[y], NULL));
 }
 
-/* null when the number of samples is not known. */
-static json_t *interval(double p, const query_tree *t)
+int query_top(store_reader *r, const query_tree *t, size_t limit, int by_total, query_top_result *out)
 {
-    if (t->samples_unknown || !t->samples) return json_null();
-    uint64_t n = t->samples;
-    double lo, hi;
-    query_wilson(p, n, 1.96, &lo, &hi);
-    return json_pack("[f,f]", lo, hi);
-}
-
-json_t *query_top_json(store_reader *r, const query_tree *t, size_t limit, int by_total)
-{
+    memset(out, 0, sizeof *out);
     query_functions f;
-    if (query_functions_build(r, t, &f)) return NULL;
+    if (query_functions_build(r, t, &f)) return -1;
     size_t *order = malloc((f.n ? f.n : 1) * sizeof *order);
-    json_t *arr = json_array();
-    if (!order || !arr) goto fail;
+    size_t n = limit && limit < f.n ? limit : f.n;
+    out->rows = calloc(n ? n : 1, sizeof *out->rows);
+    if (!order || !out->rows) {
+        free(order);
+        free(out->rows);
+        out->rows = NULL;
+        query_functions_free(&f);
+        return -1;
+    }
     for (size_t i = 0; i < f.n; i++) order[i] = i;
     rank_ctx rc = { &f, r, by_total };
     qsort_r(order, f.n, sizeof *order, rank_cmp, &rc);
     double total = (double)t->grand_total;
-    for (size_t k = 0; k < f.n && (!limit || k < limit); k++) {
+    out->has_ci = !t->samples_unknown && t->samples;
+    for (size_t k = 0; k < n; k++) {
         size_t i = order[k];
-        double ps = total > 0 ? (double)f.self[i] / total : 0, pt = total > 0 ? (double)f.total[i] / total : 0;
-        json_t *e = json_pack("{s:s,s:o,s:o,s:f,s:f,s:o,s:o}", "name", store_string(r, f.fn[i], NULL),
-                              "self", query_value_json(t, f.self[i]), "total", query_value_json(t, f.total[i]), "self_share", ps,
-                              "total_share", pt, "self_ci95", interval(ps, t),
-                              "total_ci95", interval(pt, t));
-        if (!e || json_array_append_new(arr, e)) goto fail;
+        query_top_row *row = &out->rows[k];
+        row->name = store_string(r, f.fn[i], NULL);
+        row->self = f.self[i];
+        row->total = f.total[i];
+        row->self_share = total > 0 ? (double)f.self[i] / total : 0;
+        row->total_share = total > 0 ? (double)f.total[i] / total : 0;
+        if (out->has_ci) {
+            query_wilson(row->self_share, t->samples, 1.96, &row->self_ci[0], &row->self_ci[1]);
+            query_wilson(row->total_share, t->samples, 1.96, &row->total_ci[0], &row->total_ci[1]);
+        }
     }
+    out->n = n;
+    out->n_functions = f.n;
     free(order);
     query_functions_free(&f);
+    return 0;
+}
+
+void query_top_free(query_top_result *top)
+{
+    free(top->rows);
+    memset(top, 0, sizeof *top);
+}
+
+/* [lo, hi], or null when the number of samples is not known. */
+static json_t *interval_json(const query_top_result *top, const double ci[2])
+{
+    return top->has_ci ? json_pack("[f,f]", ci[0], ci[1]) : json_null();
+}
+
+json_t *query_top_json(const query_tree *t, const query_top_result *top)
+{
+    json_t *arr = json_array();
+    if (!arr) return NULL;
+    for (size_t k = 0; k < top->n; k++) {
+        const query_top_row *row = &top->rows[k];
+        json_t *e = json_pack("{s:s,s:o,s:o,s:f,s:f,s:o,s:o}", "name", row->name, "self", query_value_json(t, row->self),
+                              "total", query_value_json(t, row->total), "self_share", row->self_share, "total_share",
+                              row->total_share, "self_ci95", interval_json(top, row->self_ci), "total_ci95",
+                              interval_json(top, row->total_ci));
+        if (!e || json_array_append_new(arr, e)) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
     return json_pack("{s:o,s:o,s:o}", "total", query_value_json(t, t->grand_total), "samples",
                      query_samples_json(t->samples, t->samples_unknown), "functions", arr);
-fail:
-    free(order);
-    json_decref(arr);
-    query_functions_free(&f);
-    return NULL;
 }

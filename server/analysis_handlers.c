@@ -149,6 +149,16 @@ static void free_merged(merged_group *m, size_t n)
 
 /* ---- /api/v1/top ------------------------------------------------------ */
 
+/* A tree's ranked functions, JSON-encoded; NULL when out of memory. */
+static json_t *top_json(store_reader *r, const query_tree *t, size_t limit, int by_total)
+{
+    query_top_result top;
+    if (query_top(r, t, limit, by_total, &top)) return NULL;
+    json_t *o = query_top_json(t, &top);
+    query_top_free(&top);
+    return o;
+}
+
 enum MHD_Result srv_handle_top(srv_request *rq)
 {
     uint64_t limit;
@@ -170,7 +180,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     if (!r) goto out;
     if (!grouped) {
         if (side_merge(rq, r, &s)) goto out;
-        json_t *o = with_head(query_top_json(r, &s.tree, (size_t)limit, by_total), r, &s, s.tree.unit);
+        json_t *o = with_head(top_json(r, &s.tree, (size_t)limit, by_total), r, &s, s.tree.unit);
         res = srv_reply_json(rq, 200, o);
         goto out;
     }
@@ -182,7 +192,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     if (m) {
         json_t *groups = json_array();
         for (size_t i = 0; groups && i < ng; i++) {
-            json_t *e = query_top_json(r, &m[i].tree, (size_t)limit, by_total);
+            json_t *e = top_json(r, &m[i].tree, (size_t)limit, by_total);
             if (!e) continue;
             json_object_set_new(e, "labels", query_group_labels_json(&by, &g[m[i].i]));
             json_object_set_new(e, "unit", json_string(m[i].tree.unit));

@@ -3,7 +3,7 @@
  *
  * Over the last `range` (from = now − range, until = now) the series that
  * match `query` are split by `group_by` (default service), each group is
- * merged, and its top k functions by self value (query_top_json's ranking)
+ * merged, and its top k functions by self value (query_top's ranking)
  * with a self value above 0 become one gauge each:
  *
  *   flamedb_hotspot_self_share{service="api",function="main.work"} 0.42
@@ -63,12 +63,11 @@ static void put_name(text *t, const char *n)
 static int put_group(text *t, store_reader *r, const query_group_by *by, const query_group *g, const query_tree *tree,
                      size_t k)
 {
-    json_t *top = query_top_json(r, tree, k, 0);
-    if (!top) return -1;
-    json_t *fns = json_object_get(top, "functions"), *f;
-    size_t i;
-    json_array_foreach(fns, i, f) {
-        if (json_integer_value(json_object_get(f, "self")) <= 0) continue; /* not a hotspot */
+    query_top_result top;
+    if (query_top(r, tree, k, 0, &top)) return -1;
+    for (size_t i = 0; i < top.n; i++) {
+        const query_top_row *f = &top.rows[i];
+        if (!f->self) continue; /* not a hotspot */
         puts_(t, "flamedb_hotspot_self_share{");
         for (size_t j = 0; j < by->n_keys; j++) {
             put_name(t, by->keys[j]);
@@ -77,12 +76,12 @@ static int put_group(text *t, store_reader *r, const query_group_by *by, const q
             puts_(t, "\",");
         }
         puts_(t, "function=\"");
-        put_value(t, json_string_value(json_object_get(f, "name")));
+        put_value(t, f->name);
         char num[64];
-        snprintf(num, sizeof num, "\"} %.9g\n", json_real_value(json_object_get(f, "self_share")));
+        snprintf(num, sizeof num, "\"} %.9g\n", f->self_share);
         puts_(t, num);
     }
-    json_decref(top);
+    query_top_free(&top);
     return 0;
 }
 
