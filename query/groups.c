@@ -149,3 +149,39 @@ void query_groups_free(query_group *groups, size_t n)
     for (size_t i = 0; i < n; i++) free(groups[i].set.series);
     free(groups);
 }
+
+/* By total descending; ties keep the groups' own order (by values). */
+static int group_tree_cmp(const void *a, const void *b)
+{
+    const query_group_tree *x = a, *y = b;
+    if (x->tree.grand_total != y->tree.grand_total) return x->tree.grand_total > y->tree.grand_total ? -1 : 1;
+    return (x->group > y->group) - (x->group < y->group);
+}
+
+int query_groups_merge(store_reader *r, const query_group *groups, size_t n, int64_t from_ms, int64_t until_ms,
+                       query_group_tree **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    query_group_tree *m = calloc(n ? n : 1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        m[i].group = i;
+        int rc = query_merge(r, &groups[i].set, from_ms, until_ms, &m[i].tree, err, errlen);
+        if (rc) {
+            query_group_trees_free(m, i);
+            return rc;
+        }
+    }
+    qsort(m, n, sizeof *m, group_tree_cmp);
+    *out = m;
+    return 0;
+}
+
+void query_group_trees_free(query_group_tree *trees, size_t n)
+{
+    for (size_t i = 0; trees && i < n; i++) query_tree_free(&trees[i].tree);
+    free(trees);
+}

@@ -175,6 +175,19 @@ size_t query_groups_limit(store_reader *r, int64_t from_ms, int64_t until_ms, si
                           uint64_t tree_bytes);
 void query_groups_free(query_group *groups, size_t n);
 
+/* Every group merged over [from_ms, until_ms) (query_merge), ordered by
+ * total descending, ties in the groups' order; group is the index in
+ * groups.  Answers query_merge's code of the first failure (nothing kept
+ * then).  Free with query_group_trees_free(trees, n). */
+typedef struct {
+    query_tree tree;
+    size_t group;
+} query_group_tree;
+
+int query_groups_merge(store_reader *r, const query_group *groups, size_t n, int64_t from_ms, int64_t until_ms,
+                       query_group_tree **out, char *err, size_t errlen);
+void query_group_trees_free(query_group_tree *trees, size_t n);
+
 /* ---- per-function figures (functions.c) ------------------------------ */
 
 /* self(f): values of stacks whose leaf frame is f; total(f): values of the

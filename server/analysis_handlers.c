@@ -108,43 +108,16 @@ static json_t *with_head(json_t *o, store_reader *r, const side *s, const char *
     return o;
 }
 
-/* Merges each group; order[] gets them by total descending. */
-typedef struct { query_tree tree; size_t i; } merged_group;
-
-static int by_total_desc(const void *a, const void *b)
-{
-    const merged_group *x = a, *y = b;
-    if (x->tree.grand_total != y->tree.grand_total) return x->tree.grand_total > y->tree.grand_total ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
-
-static merged_group *merge_groups(srv_request *rq, store_reader *r, const query_group *g, size_t n,
-                                  int64_t from, int64_t until)
+/* Every group merged, by total descending (query_groups_merge); replies
+ * the error itself and answers NULL. */
+static query_group_tree *merge_groups(srv_request *rq, store_reader *r, const query_group *g, size_t n,
+                                      int64_t from, int64_t until)
 {
     char err[256];
-    merged_group *m = calloc(n ? n : 1, sizeof *m);
-    if (!m) {
-        srv_reply_error(rq, 500, "out of memory");
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        m[i].i = i;
-        int mrc;
-        if ((mrc = query_merge(r, &g[i].set, from, until, &m[i].tree, err, sizeof err))) {
-            for (size_t j = 0; j < i; j++) query_tree_free(&m[j].tree);
-            free(m);
-            srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
-            return NULL;
-        }
-    }
-    qsort(m, n, sizeof *m, by_total_desc);
-    return m;
-}
-
-static void free_merged(merged_group *m, size_t n)
-{
-    for (size_t i = 0; m && i < n; i++) query_tree_free(&m[i].tree);
-    free(m);
+    query_group_tree *m;
+    int rc = query_groups_merge(r, g, n, from, until, &m, err, sizeof err);
+    if (rc) srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
+    return rc ? NULL : m;
 }
 
 /* ---- /api/v1/top ------------------------------------------------------ */
@@ -188,20 +161,20 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     query_group *g;
     size_t ng;
     if (srv_groups_split(rq, "group_by", r, &s.set, &by, s.from, s.until, 1, &g, &ng)) goto out;
-    merged_group *m = merge_groups(rq, r, g, ng, s.from, s.until);
+    query_group_tree *m = merge_groups(rq, r, g, ng, s.from, s.until);
     if (m) {
         json_t *groups = json_array();
         for (size_t i = 0; groups && i < ng; i++) {
             json_t *e = top_json(r, &m[i].tree, (size_t)limit, by_total);
             if (!e) continue;
-            json_object_set_new(e, "labels", query_group_labels_json(&by, &g[m[i].i]));
+            json_object_set_new(e, "labels", query_group_labels_json(&by, &g[m[i].group]));
             json_object_set_new(e, "unit", json_string(m[i].tree.unit));
             json_array_append_new(groups, e);
         }
         json_t *o = with_head(json_object(), r, &s, NULL);
         if (o) json_object_set_new(o, "groups", groups);
         res = srv_reply_json(rq, 200, o);
-        free_merged(m, ng);
+        query_group_trees_free(m, ng);
     }
     query_groups_free(g, ng);
 out:

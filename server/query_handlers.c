@@ -57,15 +57,6 @@ static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_
 }
 
 /* One group of a group-by answer, merged. */
-typedef struct { query_tree tree; size_t i; } group_tree;
-
-static int group_cmp(const void *a, const void *b)
-{
-    const group_tree *x = a, *y = b;
-    if (x->tree.grand_total != y->tree.grand_total) return x->tree.grand_total > y->tree.grand_total ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
-
 /* A group's name for speedscope: "k=v,k=v". */
 static void group_name(const query_group_by *by, const query_group *g, char *buf, size_t cap)
 {
@@ -84,22 +75,13 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
     query_group *g;
     size_t ng;
     if (srv_groups_split(rq, "group_by", r, set, by, from, until, 1, &g, &ng)) return MHD_YES;
-    group_tree *gt = calloc(ng ? ng : 1, sizeof *gt);
+    query_group_tree *gt = NULL;
     enum MHD_Result res;
-    size_t merged = 0;
-    if (!gt) {
-        res = srv_reply_error(rq, 500, "out of memory");
+    int mrc = query_groups_merge(r, g, ng, from, until, &gt, err, sizeof err);
+    if (mrc) {
+        res = srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
         goto out;
     }
-    for (; merged < ng; merged++) {
-        gt[merged].i = merged;
-        int mrc;
-        if ((mrc = query_merge(r, &g[merged].set, from, until, &gt[merged].tree, err, sizeof err))) {
-            res = srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
-            goto out;
-        }
-    }
-    qsort(gt, ng, sizeof *gt, group_cmp);
     if (speedscope) {
         const query_tree **trees = malloc((ng ? ng : 1) * sizeof *trees);
         const char **names = malloc((ng ? ng : 1) * sizeof *names);
@@ -108,7 +90,7 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
         if (trees && names && buf) {
             for (size_t i = 0; i < ng; i++) {
                 trees[i] = &gt[i].tree;
-                group_name(by, &g[gt[i].i], buf[i], sizeof buf[i]);
+                group_name(by, &g[gt[i].group], buf[i], sizeof buf[i]);
                 names[i] = buf[i];
             }
             o = query_trees_speedscope(r, trees, names, ng, set->type);
@@ -124,7 +106,7 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
         uint64_t tn, tt;
         const query_tree *t = &gt[i].tree;
         json_t *e = json_pack("{s:o,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:I},s:o}", "labels",
-                              query_group_labels_json(by, &g[gt[i].i]), "unit", t->unit, "total",
+                              query_group_labels_json(by, &g[gt[i].group]), "unit", t->unit, "total",
                               query_value_json(t, t->grand_total), "samples", query_samples_json(t->samples, t->samples_unknown), "profiles",
                               (json_int_t)t->profiles, "series", (json_int_t)t->series, "truncated", "nodes",
                               (json_int_t)0, "total", (json_int_t)0, "tree", query_tree_json(r, t, max_nodes, &tn, &tt));
@@ -141,8 +123,7 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
     query_extent_json(o, ext);
     res = srv_reply_json(rq, 200, o);
 out:
-    for (size_t i = 0; gt && i < merged; i++) query_tree_free(&gt[i].tree);
-    free(gt);
+    query_group_trees_free(gt, gt ? ng : 0);
     query_groups_free(g, ng);
     return res;
 }
