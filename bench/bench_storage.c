@@ -20,9 +20,13 @@
  * span is 400 s, so everything lands in one partition.
  *
  * After closing the store the benchmark opens each partition file
- * read-only with LMDB itself to split the bytes between the blocks, the
+ * read-only with LMDB itself to split the bytes between the raw blocks, the
+ * segments (closed 10-minute buckets packed, storage/segment.c), the
  * rollups, the dictionaries (strings + nodes + meta) and free pages, summed
- * over the partitions, and the catalog apart.  That peeks at the storage's
+ * over the partitions, and the catalog apart.  Pages in use (the files
+ * less LMDB's free pages) are printed beside the headline: LMDB never
+ * shrinks a file, so the raw blocks the packing freed stay in the file as
+ * free pages, which later writes reuse.  That peeks at the storage's
  * private database names, so it is best-effort: if it cannot, only the
  * file figures are printed.
  *
@@ -67,8 +71,9 @@
 #define BASE_MS INT64_C(1795219200000) /* 2026-11-21T00:00:00Z */
 #define GZIP_EVERY 10
 #define TARGET_BYTES_PER_PAIR 2.0
-/* a day after the data: every rollup bucket has closed */
-#define COMPACT_AT_MS (BASE_MS + INT64_C(86400000))
+/* two days after the data: every rollup bucket has closed, and so has its
+ * day partition (sealed when worth it: storage/compact.c) */
+#define COMPACT_AT_MS (BASE_MS + INT64_C(2) * 86400000)
 
 #define N_PROFILES (N_SERIES * N_WINDOWS)
 
@@ -222,11 +227,15 @@ static void print_measure(const store_measure *m, uint64_t pairs)
         print_db_row("other", rest, ps, pairs, "  (LMDB meta pages, main and free-list trees)");
         print_db_row("= dicts", p->db_pages[2] + p->db_pages[3] + p->db_pages[4], ps, pairs,
                      "  (strings + nodes + meta)");
-        printf("  block values: %llu blocks, %.3f B/pair encoded (zstd'd varints + header), %.0f B/block; "
+        /* dirsize.h sums the values of "blocks" and "segments" (index 6) */
+        double held = (double)(p->db_pages[0] + p->db_pages[6]) * ps;
+        printf("  profile values (raw blocks and segments): %llu values, %.3f B/pair encoded, %.0f B/value; "
                "pages hold %.3f B/pair: %.0f%% overhead of page rounding and B-tree\n",
                (unsigned long long)p->values, (double)p->value_bytes / (double)pairs,
-               (double)p->value_bytes / (double)(p->values ? p->values : 1), p->db_pages[0] * ps / (double)pairs,
-               p->value_bytes ? 100.0 * (p->db_pages[0] * ps - (double)p->value_bytes) / (double)p->value_bytes : 0.0);
+               (double)p->value_bytes / (double)(p->values ? p->values : 1), held / (double)pairs,
+               p->value_bytes ? 100.0 * (held - (double)p->value_bytes) / (double)p->value_bytes : 0.0);
+        printf("  pages in use (the files less LMDB's free pages): %.3f B/pair\n",
+               (double)(p->used_pages - p->free_pages) * ps / (double)pairs);
     } else {
         printf("  (could not open %d of the %d partition files read-only to split them by database)\n",
                p->failed, p->files + p->failed);
@@ -562,9 +571,14 @@ int main(void)
            (double)gj.text_bytes / (double)gj.pairs, gz_per_pair, gj.n_profiles, N_PROFILES, gj.text_bytes / 1e6,
            gj.seconds);
     printf("RESULT storage: %.3f bytes/pair on disk (catalog + partition files allocated / pairs)\n", per_pair);
-    if (m.parts.files && !m.parts.failed)
-        printf("RESULT storage: %.3f bytes/pair in blocks (block db pages), %.3f bytes/pair encoded values\n",
-               m.parts.db_pages[0] * (double)m.parts.psize / (double)pairs, (double)m.parts.value_bytes / (double)pairs);
+    if (m.parts.files && !m.parts.failed) {
+        printf("RESULT storage: %.3f bytes/pair in blocks and segments (their pages), %.3f bytes/pair encoded values\n",
+               (m.parts.db_pages[0] + m.parts.db_pages[6]) * (double)m.parts.psize / (double)pairs,
+               (double)m.parts.value_bytes / (double)pairs);
+        printf("RESULT storage: %.3f bytes/pair in pages in use (catalog + partitions less LMDB's free pages)\n",
+               ((double)(m.parts.used_pages - m.parts.free_pages) * m.parts.psize +
+                (double)(m.cat.used_pages - m.cat.free_pages) * m.cat.psize) / (double)pairs);
+    }
     printf("RESULT storage: %.3f bytes/pair as gzip'd folded text; store/gzip = %.4f (gzip is %.1fx larger)\n",
            gz_per_pair, per_pair / gz_per_pair, gz_per_pair / per_pair);
     printf("RESULT storage: target <= %.1f bytes/pair; measured/target = %.2f\n", TARGET_BYTES_PER_PAIR,

@@ -86,7 +86,7 @@ static inline uint64_t dir_sizes_live(const dir_sizes *d) { return d->catalog + 
 
 /* ---- LMDB's view of the files -------------------------------------------- */
 
-#define DIRSIZE_MAX_DBS 6
+#define DIRSIZE_MAX_DBS 7
 
 /* Pages of some LMDB files, summed; names[0]'s values are also summed when
  * asked for. */
@@ -99,11 +99,11 @@ typedef struct {
 } lmdb_sum;
 
 /* A partition file's databases.  "pending" (rollup buckets not built yet)
- * came with storage v2 step 2: it may be absent, and is empty once the store
- * is compacted. */
+ * came with storage v2 step 2 and "segments" (closed buckets' profiles
+ * packed, segment.c) later: either may be absent. */
 static const char *const dirsize_part_dbs[DIRSIZE_MAX_DBS] = { "blocks", "rollups", "strings", "nodes", "meta",
-                                                               "pending" };
-#define DIRSIZE_OPTIONAL_DB "pending"
+                                                               "pending", "segments" };
+#define DIRSIZE_OPTIONAL_DB(name) (!strcmp((name), "pending") || !strcmp((name), "segments"))
 static const char *const dirsize_catalog_dbs[3] = { "series", "strings", "meta" };
 
 static inline uint64_t dirsize_stat_pages(const MDB_stat *ms)
@@ -148,11 +148,11 @@ static inline int inspect_file(const char *path, const char *const *names, int n
     for (int i = 0; i < n; i++) {
         MDB_dbi dbi;
         int orc = mdb_dbi_open(txn, names[i], 0, &dbi);
-        if (orc == MDB_NOTFOUND && !strcmp(names[i], DIRSIZE_OPTIONAL_DB)) continue;
+        if (orc == MDB_NOTFOUND && DIRSIZE_OPTIONAL_DB(names[i])) continue;
         if (orc || mdb_stat(txn, dbi, &ms)) goto out;
         pages[i] = dirsize_stat_pages(&ms);
         entries[i] = ms.ms_entries;
-        if (i == 0 && values_too && !mdb_cursor_open(txn, dbi, &c)) {
+        if ((i == 0 || !strcmp(names[i], "segments")) && values_too && !mdb_cursor_open(txn, dbi, &c)) {
             int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
             while (rc == 0) {
                 value_bytes += v.mv_size;

@@ -14,7 +14,8 @@
  *   parts/<t>.mdb  each partition alone: its name on a partition boundary,
  *                the file as long as its last commit needs (a truncated
  *                file is reported and not read further: reading a page
- *                past its end would fault), its six databases, meta
+ *                past its end would fault), its seven databases (a file
+ *                written before segments may lack that one), meta
  *                (counts, span: its start and the catalog's length), every
  *                string chunk the counts call for and no other (count,
  *                offsets from 0 ascending, in bounds, each string
@@ -32,9 +33,14 @@
  *                (the same, plus its key: level, a known series, a bucket
  *                aligned to the level's size inside the partition, the
  *                unit and gauge bit of its value, rate 0, the bucket's
- *                duration) and every pending mark (13-byte key: level,
- *                known series, aligned bucket inside the partition, no
- *                value).
+ *                duration), every pending mark (13-byte key: level 0, 1
+ *                or 2 (repack), known series, aligned bucket inside the
+ *                partition, no value) and every segment (a known series,
+ *                a 10-minute bucket inside the partition, its checksum,
+ *                its union of node ids below the node count and each
+ *                once, then each profile in it like a block: header,
+ *                start inside the bucket, pairs decoded, counts > 0
+ *                summing to the header's; counted with the blocks).
  * A partition that cannot be opened is one problem; the walk goes on with
  * the others.  Every finding names its file and the key or id at fault.
  *
@@ -84,6 +90,7 @@
 #include "part.h"
 #include "pdict.h"
 #include "rollup.h"
+#include "segment.h"
 #include "varint.h"
 
 #define HOUR_MS (INT64_C(3600) * 1000)
@@ -185,6 +192,7 @@ static const char *fmt_time(char buf[48], int64_t ms)
 
 static const char *level_name(char buf[32], int level)
 {
+    if (level == ROLLUP_REPACK) return snprintf(buf, 32, "repack"), buf;
     int64_t s = rollup_size_ms[level];
     if (s % HOUR_MS == 0) snprintf(buf, 32, "%lldh", (long long)(s / HOUR_MS));
     else snprintf(buf, 32, "%lldmin", (long long)(s / 60000));
@@ -899,25 +907,147 @@ static void check_pending(checker *c, MDB_txn *txn, MDB_dbi dbi)
         uint32_t sid;
         int64_t bucket;
         rollup_pending_parse(k.mv_data, &level, &sid, &bucket);
-        if (level >= ROLLUP_LEVELS) {
+        if (level > ROLLUP_REPACK) {
             PROBLEM(c, "pending series %u bucket %s: level %d (expected 0 to %d)", sid, fmt_time(t, bucket), level,
-                    ROLLUP_LEVELS - 1);
+                    ROLLUP_REPACK);
             continue;
         }
         char at[128];
         snprintf(at, sizeof at, "pending %s series %u bucket %s", level_name(ln, level), sid, fmt_time(t, bucket));
         if (!series_known(c, sid))
             PROBLEM(c, "%s: series %u is not in the catalog (%u series)", at, sid, c->series_bound - 1);
-        bucket_ok(c, at, level, bucket);
+        bucket_ok(c, at, level == ROLLUP_REPACK ? ROLLUP_LEVELS - 1 : level, bucket);
         if (v.mv_size) PROBLEM(c, "%s: a value of %zu bytes (a mark has none)", at, v.mv_size);
     }
     if (rc != MDB_NOTFOUND) PROBLEM(c, "pending: reading it failed: %s", mdb_strerror(rc));
     if (cur) mdb_cursor_close(cur);
 }
 
+/* Segments (segment.c): each value's checksum, its union (node ids below
+ * the node count, each once), and each profile in it as a block's: header,
+ * start inside the bucket, pairs decoded (counts > 0 summing to the
+ * header's).  Profiles in segments are counted with the blocks. */
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void check_segment(checker *c, const char *at, const MDB_val *v, int64_t bucket, seg_dec *d)
+{
+    char t[48];
+    if (seg_verify(v->mv_data, v->mv_size)) {
+        PROBLEM(c, "%s: checksum mismatch or not a segment (%zu bytes)", at, v->mv_size);
+        return;
+    }
+    seg_dec_reset(d);
+    if (seg_union(d, v->mv_data, v->mv_size)) {
+        PROBLEM(c, "%s: its union of node ids does not decode", at);
+        return;
+    }
+    uint32_t *u = malloc(((size_t)d->nu + 1) * sizeof *u);
+    if (!u) {
+        PROBLEM(c, "%s: out of memory checking it", at);
+        return;
+    }
+    memcpy(u, d->uids, (size_t)d->nu * sizeof *u);
+    qsort(u, d->nu, sizeof *u, u32_cmp);
+    for (uint32_t i = 0; i < d->nu; i++) {
+        if (c->dict_known && u[i] >= c->nn) {
+            PROBLEM(c, "%s: node %u of its union is beyond the partition's %u nodes", at, u[i], c->nn);
+            break;
+        }
+        if (i && u[i] == u[i - 1]) {
+            PROBLEM(c, "%s: node %u is twice in its union", at, u[i]);
+            break;
+        }
+    }
+    free(u);
+    seg_walk w;
+    seg_item it;
+    if (seg_walk_begin(&w, v->mv_data, v->mv_size, bucket)) {
+        PROBLEM(c, "%s: its header does not parse", at);
+        return;
+    }
+    int rc;
+    while ((rc = seg_walk_next(&w, &it)) == 1) {
+        c->n->blocks++;
+        char pat[200];
+        snprintf(pat, sizeof pat, "%s, profile %u at %s", at, it.seq, fmt_time(t, it.from_ms));
+        block_header h;
+        if (seg_value_header(it.data, it.data_len, &h)) {
+            PROBLEM(c, "%s: its header does not parse", pat);
+            continue;
+        }
+        if (it.from_ms < bucket || it.from_ms >= bucket + SEG_SPAN_MS)
+            PROBLEM(c, "%s: starts outside its segment's 10 minutes", pat);
+        if (c->dict_known && h.unit >= c->ns)
+            PROBLEM(c, "%s: its unit is string %u, beyond the partition's %u strings", pat, h.unit, c->ns);
+        if (!isfinite(h.rate) || h.rate < 0) PROBLEM(c, "%s: its rate %g is not a frequency", pat, h.rate);
+        if (!h.n_profiles) PROBLEM(c, "%s: it merges 0 profiles", pat);
+        if (h.samples_unknown && h.samples)
+            PROBLEM(c, "%s: %llu samples though its samples are flagged unknown", pat, (unsigned long long)h.samples);
+        if (h.duration_ms <= 0) PROBLEM(c, "%s: a window of %lld ms", pat, (long long)h.duration_ms);
+        if (h.n_pairs > d->nu) {
+            PROBLEM(c, "%s: %u pairs, more than its segment's union of %u nodes", pat, h.n_pairs, d->nu);
+            continue;
+        }
+        uint32_t *nodes = malloc(((size_t)h.n_pairs + 1) * sizeof *nodes);
+        uint64_t *counts = malloc(((size_t)h.n_pairs + 1) * sizeof *counts);
+        if (!nodes || !counts) PROBLEM(c, "%s: out of memory checking it", pat);
+        else if (seg_value_decode(d, it.data, it.data_len, nodes, counts))
+            PROBLEM(c, "%s: its payload does not decode to its %u pairs", pat, h.n_pairs);
+        else {
+            uint64_t sum = 0;
+            int zero = 0;
+            for (uint32_t i = 0; i < h.n_pairs; i++) {
+                zero |= counts[i] == 0;
+                sum += counts[i];
+            }
+            if (zero) PROBLEM(c, "%s: a count of 0", pat);
+            else if (sum != h.count_sum)
+                PROBLEM(c, "%s: its counts sum to %llu where its header says %llu", pat, (unsigned long long)sum,
+                        (unsigned long long)h.count_sum);
+        }
+        free(nodes);
+        free(counts);
+    }
+    if (rc < 0) PROBLEM(c, "%s: damaged after profile %u of its profiles", at, w.idx);
+}
+
+static void check_segments(checker *c, MDB_txn *txn, MDB_dbi dbi)
+{
+    MDB_cursor *cur = NULL;
+    MDB_val k, v;
+    char t[48];
+    seg_dec d = { 0 };
+    int rc = mdb_cursor_open(txn, dbi, &cur);
+    for (rc = rc ? rc : mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != SEG_KEY_LEN) {
+            PROBLEM(c, "segments: a key of %zu bytes (expected %d)", k.mv_size, SEG_KEY_LEN);
+            continue;
+        }
+        uint32_t sid, seq;
+        int64_t bucket;
+        block_key_parse(k.mv_data, &sid, &bucket, &seq);
+        char at[128];
+        snprintf(at, sizeof at, "segment series %u bucket %s", sid, fmt_time(t, bucket));
+        if (!series_known(c, sid))
+            PROBLEM(c, "%s: series %u is not in the catalog (%u series)", at, sid, c->series_bound - 1);
+        if (seq) PROBLEM(c, "%s: a key ending in %u (expected 0)", at, seq);
+        if (bucket_ok(c, at, ROLLUP_LEVELS - 1, bucket)) check_segment(c, at, &v, bucket, &d);
+    }
+    if (rc != MDB_NOTFOUND) PROBLEM(c, "segments: reading them failed: %s", mdb_strerror(rc));
+    if (cur) mdb_cursor_close(cur);
+    seg_dec_free(&d);
+}
+
 /* ---- partitions ---- */
 
-static const char *const part_dbs[PART_NDBS] = { "meta", "strings", "nodes", "blocks", "rollups", "pending" };
+/* "segments" came after flamedb-6's first files: a file without it is
+ * sound (the server adds it, empty, when it opens the file). */
+static const char *const part_dbs[PART_NDBS] = { "meta", "strings", "nodes", "blocks", "rollups", "pending",
+                                                 "segments" };
 
 /* Whether the file opens with its databases.  The server makes a new
  * partition's file, then its databases in a first commit: a file met in
@@ -935,7 +1065,7 @@ static int partition_ready(const char *path)
         MDB_stat st;
         ok = !mdb_env_info(env, &info) && !mdb_env_stat(env, &st) &&
              bytes >= ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
-        for (int i = 0; ok && i < PART_NDBS; i++) ok = !mdb_dbi_open(txn, part_dbs[i], 0, &dbi);
+        for (int i = 0; ok && i < PART_NDBS; i++) ok = !mdb_dbi_open(txn, part_dbs[i], 0, &dbi) || i == PART_SEGMENTS;
         mdb_txn_abort(txn);
     }
     mdb_env_close(env);
@@ -988,7 +1118,8 @@ static void check_partition(checker *c, const char *name, int64_t start)
     for (int i = 0; i < PART_NDBS; i++) {
         rc = mdb_dbi_open(txn, part_dbs[i], i == PART_STRINGS || i == PART_NODES ? MDB_INTEGERKEY : 0, &dbi[i]);
         have[i] = rc == 0;
-        if (rc) PROBLEM(c, "its '%s' database cannot be read (%s)", part_dbs[i], mdb_strerror(rc));
+        if (rc && !(i == PART_SEGMENTS && rc == MDB_NOTFOUND))
+            PROBLEM(c, "its '%s' database cannot be read (%s)", part_dbs[i], mdb_strerror(rc));
     }
     int counts_ok = 0;
     if (have[PART_META]) {
@@ -1026,6 +1157,7 @@ static void check_partition(checker *c, const char *name, int64_t start)
     if (have[PART_BLOCKS]) check_blocks(c, txn, dbi[PART_BLOCKS]);
     if (have[PART_ROLLUPS]) check_rollups(c, txn, dbi[PART_ROLLUPS]);
     if (have[PART_PENDING]) check_pending(c, txn, dbi[PART_PENDING]);
+    if (have[PART_SEGMENTS]) check_segments(c, txn, dbi[PART_SEGMENTS]);
     mdb_txn_abort(txn);
     mdb_env_close(env);
 }

@@ -1,12 +1,16 @@
-/* compact.c — building rollups off the commit path.
+/* compact.c — building rollups and segments off the commit path.
  *
  * Writes mark the buckets they touch pending (rollup.c).  Between batches,
  * the writer thread takes a bounded step here: for each open partition, it
  * walks the pending marks, and for every bucket that has closed (end +
- * ROLLUP_GRACE_MS before now) merges its raw blocks into rollups and drops
- * the mark, all in one transaction per partition, so a bucket is either
- * raw-only or fully rolled up.  Readers never wait: until a bucket is built
- * they read it from finer levels or raw blocks.
+ * ROLLUP_GRACE_MS before now) merges its profiles into rollups and drops
+ * the mark; a 10-minute bucket's raw blocks are then packed into its
+ * segment and deleted (segment.c; a repack mark, left by late data, packs
+ * only).  All in one transaction per partition, so a bucket is either
+ * raw-only or fully rolled up, and a profile is either a raw block or in
+ * its segment, never both nor neither, kill -9 or not.  Readers never
+ * wait: until a bucket is built they read it from finer levels, raw
+ * blocks and segments.
  *
  * Only partitions whose file is open are visited (every partition written
  * since the start is); marks left in a partition nobody has opened since a
@@ -23,16 +27,31 @@
  * batch while closed buckets wait: the pages mapped again in between are
  * what the last seconds touched, a few MiB, and mapping them again costs
  * minor faults (bench/README.md, bench_fleet). */
+#include <fcntl.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "env.h"
 #include "rollup.h"
+#include "segment.h"
 #include "store_internal.h"
 
-static store_status compact_part(store *st, part *p, int64_t now_ms, uint32_t *budget, int *more)
+/* One transaction of compaction in p, from the mark at resume (or the
+ * first): it ends once its packed buckets wrote PACK_TXN_BYTES of
+ * segments (*packed set, resume the next mark's place), so that the raw
+ * blocks they freed can hold the next buckets' segments: LMDB reuses a
+ * page only in a later transaction, and packing every bucket in one left
+ * the file as large as all the raw blocks and all the segments together
+ * (bench_storage).  Not after every bucket: two fsyncs a small bucket
+ * slowed a backfill's writer (bench_rollup). */
+#define PACK_TXN_BYTES (1u << 20)
+static store_status compact_txn(store *st, part *p, int64_t now_ms, uint32_t *budget, int *more,
+                                unsigned char resume[ROLLUP_PENDING_LEN], int *resuming, int *packed)
 {
+    *packed = 0;
     MDB_txn *txn;
     int rc = mdb_txn_begin(part_env(p), NULL, 0, &txn);
     if (rc) return env_status(rc);
@@ -45,15 +64,27 @@ static store_status compact_part(store *st, part *p, int64_t now_ms, uint32_t *b
     pdict_r *r = NULL;
     store_status ss = STORE_OK;
     int built = 0;
-    MDB_val k, v;
-    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0 && !ss; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    size_t written = 0;
+    /* Late data into a packed bucket marks it for a repack, which rewrites
+     * the whole segment.  A backfill (old data pushed in, a spool replayed)
+     * marks the same buckets again batch after batch: repacking them while
+     * writes wait rewrote each segment once a batch and tripled
+     * bench_storage's load time.  So repacks wait for a step that finds no
+     * write queued; the late profiles are read as raw blocks meanwhile. */
+    pthread_mutex_lock(&st->lock);
+    int writes_wait = st->queue_head != NULL;
+    pthread_mutex_unlock(&st->lock);
+    MDB_val k = { ROLLUP_PENDING_LEN, resume }, v;
+    for (rc = mdb_cursor_get(c, &k, &v, *resuming ? MDB_SET_RANGE : MDB_FIRST); rc == 0 && !ss && !*packed;
+         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (k.mv_size != ROLLUP_PENDING_LEN) continue;
         int level;
         uint32_t sid;
         int64_t bucket;
         rollup_pending_parse(k.mv_data, &level, &sid, &bucket);
-        if (level >= ROLLUP_LEVELS) continue;
-        if (bucket + rollup_size_ms[level] + ROLLUP_GRACE_MS > now_ms) continue;
+        if (level > ROLLUP_REPACK || (level == ROLLUP_REPACK && writes_wait)) continue;
+        int64_t size = rollup_size_ms[level == ROLLUP_REPACK ? ROLLUP_LEVELS - 1 : level];
+        if (bucket + size + ROLLUP_GRACE_MS > now_ms) continue;
         if (!*budget) {
             *more = 1;
             break;
@@ -62,8 +93,19 @@ static store_status compact_part(store *st, part *p, int64_t now_ms, uint32_t *b
         if (!r && (ss = pdict_r_open(&r, txn, part_dbi(p, PART_META), part_dbi(p, PART_STRINGS),
                                      part_dbi(p, PART_NODES))))
             break;
-        ss = rollup_build(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_ROLLUPS), r, w, st->zcctx,
-                          st->compact_scratch, level, sid, bucket);
+        if (level < ROLLUP_LEVELS)
+            ss = rollup_build(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_SEGMENTS), part_dbi(p, PART_ROLLUPS), r,
+                              w, st->zcctx, st->compact_scratch, level, sid, bucket);
+        /* Once its 10-minute rollup is built, the bucket's raw blocks go
+         * into its segment, in the same transaction (segment.c). */
+        if (!ss && level >= ROLLUP_LEVELS - 1) {
+            ss = seg_pack(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_SEGMENTS), r, st->zcctx,
+                          rollup_scratch_dec(st->compact_scratch), sid, bucket, INT64_MIN, NULL, &written);
+            if (written >= PACK_TXN_BYTES) {
+                memcpy(resume, k.mv_data, ROLLUP_PENDING_LEN); /* deleted below: the next mark is at or after it */
+                *resuming = *packed = 1;
+            }
+        }
         if (!ss && (rc = mdb_cursor_del(c, 0))) ss = env_status(rc);
         (*budget)--;
         built++;
@@ -87,6 +129,127 @@ static store_status compact_part(store *st, part *p, int64_t now_ms, uint32_t *b
     return STORE_OK;
 }
 
+static store_status compact_part(store *st, part *p, int64_t now_ms, uint32_t *budget, int *more)
+{
+    unsigned char resume[ROLLUP_PENDING_LEN];
+    int resuming = 0, packed = 1;
+    store_status ss = STORE_OK;
+    while (!ss && packed) ss = compact_txn(st, p, now_ms, budget, more, resume, &resuming, &packed);
+    return ss;
+}
+
+/* ---- sealing: a closed partition rewritten without its free pages ----
+ *
+ * LMDB never gives pages back to the file system: deleted values leave
+ * free pages that later writes reuse.  Packing frees a bucket's raw blocks;
+ * while data arrives in time order the next buckets reuse those pages, but
+ * after a backfill (old data pushed at once, a migration, a spool replayed
+ * after an outage) every raw block was in the file at the same moment, and
+ * the file keeps that size: bench_storage's partition held 1.9 bytes a
+ * pair of live pages in a file of 3.4.  So once a partition's time is over
+ * and nothing in it waits for compaction, a partition whose free pages are
+ * a quarter of its file or more is copied without them (LMDB's compacting
+ * copy, mdb_env_copyfd2 with MDB_CP_COMPACT), and the copy takes the
+ * file's place:
+ *   1. the copy is written beside the file (NAME.mdb.seal) and fsync'd;
+ *   2. the lock file NAME.mdb-lock is unlinked: the open environment keeps
+ *      its own, and the new one makes a fresh one (two environments of one
+ *      process must not share a lock file: closing either would drop the
+ *      other's locks);
+ *   3. the copy is renamed over NAME.mdb, the directory fsync'd;
+ *   4. a new partition object (made before the copy, opened on first use)
+ *      replaces the old one in the partition list.  Readers that began
+ *      before keep the old object, its environment and its mapping of the
+ *      old (now unlinked) file until they end; the writer's maps of the old
+ *      object are dropped (late data reloads them from the new file).
+ * Everything runs on the writer thread between batches, so no write can
+ * fall between the copy and the swap.  kill -9 at any point leaves either
+ * file whole (the rename is the commit point; a stale .seal is overwritten
+ * by the next attempt).  The copy costs a read and a write of the live
+ * pages: in steady state (data in time order) the free pages stay a few
+ * percent and no partition is sealed. */
+static int free_pages_worth_sealing(part *p)
+{
+    MDB_env *env = part_env(p);
+    MDB_envinfo info;
+    MDB_stat ms;
+    MDB_txn *txn;
+    if (mdb_env_info(env, &info) || mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) return 0;
+    uint64_t used = 2; /* the meta pages */
+    int ok = 1, pending = 0;
+    for (MDB_dbi dbi = 0; ok && dbi < 2; dbi++) { /* the free list, the main db */
+        ok = !mdb_stat(txn, dbi, &ms);
+        used += (uint64_t)ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages;
+    }
+    for (int i = 0; ok && i < PART_NDBS; i++) {
+        ok = !mdb_stat(txn, part_dbi(p, i), &ms);
+        used += (uint64_t)ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages;
+        if (i == PART_PENDING) pending = ms.ms_entries != 0;
+    }
+    mdb_txn_abort(txn);
+    uint64_t pages = (uint64_t)info.me_last_pgno + 1, unused = pages > used ? pages - used : 0;
+    return ok && !pending && unused >= 64 && unused * 4 >= pages;
+}
+
+static store_status seal_part(store *st, part *old, int64_t now_ms)
+{
+    if (part_end(old) + 2 * ROLLUP_GRACE_MS > now_ms || !free_pages_worth_sealing(old)) return STORE_OK;
+    const char *path = part_path(old);
+    size_t n = strlen(path) + 8;
+    char *tmp = malloc(n), *lock = malloc(n);
+    /* made first: once the copy is renamed over the file, the old object
+     * must leave the list whatever happens (writes through it would go to
+     * the unlinked file); the new one opens on first use */
+    part *p = part_new(st->parts_dir, part_start(old), part_end(old) - part_start(old));
+    if (!tmp || !lock || !p) {
+        free(tmp);
+        free(lock);
+        part_unref(p);
+        return STORE_ENOMEM;
+    }
+    snprintf(tmp, n, "%s.seal", path);
+    snprintf(lock, n, "%s-lock", path);
+    store_status ss = STORE_EIO;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int ok = fd >= 0 && !mdb_env_copyfd2(part_env(old), fd, MDB_CP_COMPACT) && !fsync(fd);
+    if (fd >= 0 && close(fd)) ok = 0;
+    if (!ok) {
+        unlink(tmp);
+        part_unref(p);
+        goto out;
+    }
+    unlink(lock);
+    if (rename(tmp, path)) {
+        unlink(tmp);
+        part_unref(p);
+        goto out;
+    }
+    char *slash = strrchr(tmp, '/');
+    if (slash) {
+        *slash = '\0';
+        int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            if (fsync(dfd)) { /* the rename is durable at the next commit's sync anyway */ }
+            close(dfd);
+        }
+    }
+    writer_forget_part(st, old);
+    int swapped = 0;
+    pthread_rwlock_wrlock(&st->parts_lock);
+    for (size_t i = 0; i < st->n_parts && !swapped; i++)
+        if (st->parts[i] == old) {
+            st->parts[i] = p;
+            swapped = 1;
+        }
+    pthread_rwlock_unlock(&st->parts_lock);
+    part_unref(swapped ? old : p); /* the list's reference moves to the new object */
+    ss = STORE_OK;
+out:
+    free(tmp);
+    free(lock);
+    return ss;
+}
+
 store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int *more)
 {
     *more = 0;
@@ -101,6 +264,7 @@ store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int
     for (ssize_t i = 0; i < n; i++) {
         if (!part_is_open(v[i])) continue;
         if (!ss) ss = compact_part(st, v[i], now_ms, &budget, more);
+        if (!ss && !*more) ss = seal_part(st, v[i], now_ms);
         if (envs) envs[n_envs++] = part_env(v[i]);
     }
     if (envs) env_release_maps(envs, n_envs);

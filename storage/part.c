@@ -52,7 +52,8 @@ part *part_new(const char *dir, int64_t start_ms, int64_t len_ms)
     return p;
 }
 
-static const char *const db_names[PART_NDBS] = { "meta", "strings", "nodes", "blocks", "rollups", "pending" };
+static const char *const db_names[PART_NDBS] = { "meta", "strings", "nodes", "blocks", "rollups", "pending",
+                                                       "segments" };
 
 store_status part_open(part *p, uint64_t map_size, int fixed_map, int create, char *err, size_t errlen)
 {

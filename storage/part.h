@@ -1,6 +1,6 @@
 /* part.h — one time partition: the profiles whose window starts in
  * [start, start + length), with their own dictionaries (frame names, call
- * tree), blocks and rollups, in one LMDB file DATA/parts/YYYYMMDDTHHMMZ.mdb.
+ * tree), blocks, segments and rollups, in one LMDB file DATA/parts/YYYYMMDDTHHMMZ.mdb.
  *
  * A partition is a handle that costs nothing until used: its file is opened
  * on first use (part_open), read through LMDB's memory map, and removed by
@@ -17,7 +17,9 @@
 typedef struct part part;
 typedef struct pdict_w pdict_w;
 
-enum { PART_META, PART_STRINGS, PART_NODES, PART_BLOCKS, PART_ROLLUPS, PART_PENDING, PART_NDBS };
+/* PART_SEGMENTS (segment.c) came after flamedb-6's first files: opening a
+ * file creates it when missing, so older files gain it empty. */
+enum { PART_META, PART_STRINGS, PART_NODES, PART_BLOCKS, PART_ROLLUPS, PART_PENDING, PART_SEGMENTS, PART_NDBS };
 
 /* A handle for the partition starting at start_ms, its file in dir.  Holds
  * one reference. */

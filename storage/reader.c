@@ -4,7 +4,10 @@
  * catalog's published counts; a partition's LMDB read transaction is begun
  * the first time a scan reaches it, and its dictionaries are read straight
  * from the memory map (pdict_r).  Scans visit the partitions of a range in
- * time order, so answers keep their order.
+ * time order, so answers keep their order.  Inside a partition a series'
+ * profiles are raw blocks and profiles packed into segments (segment.c),
+ * walked together in time order (seg_iter); a packed profile is handed out
+ * like a block, its bytes in the map, and decodes alone on any thread.
  *
  * One call tree across partitions.  Each partition numbers its own nodes
  * and strings, so a reader keeps its own tree: node = (reader parent,
@@ -19,8 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <zstd.h>
-
 #include "arena.h"
 #include "block.h"
 #include "env.h"
@@ -28,6 +29,7 @@
 #include "hash.h"
 #include "idmap.h"
 #include "rollup.h"
+#include "segment.h"
 #include "store_internal.h"
 
 #define NAME_SEED UINT64_C(0x3c6ef372fe94f82b)
@@ -36,7 +38,7 @@ struct store_part {
     part *p;
     int state;              /* 0 not begun, 1 open, -1 unreadable */
     MDB_txn *txn;
-    MDB_cursor *cur, *rcur; /* blocks, rollups */
+    MDB_cursor *cur, *rcur, *scur; /* blocks, rollups, segments */
     pdict_r *d;
     uint32_t *node_q;       /* partition node -> reader node (0: not yet) */
     uint32_t *str_q;        /* partition string -> reader string */
@@ -67,11 +69,10 @@ struct store_reader {
     uint32_t n_names, cap_names;
     idmap name_map;
     /* decoding */
-    char *scratch;
-    ZSTD_DCtx *zctx;
+    seg_dec dec;
     uint32_t *nodes;
     uint64_t *counts;
-    size_t scratch_cap, pairs_cap;
+    size_t pairs_cap;
 };
 
 store_status store_reader_begin(store *st, store_reader **out)
@@ -124,6 +125,7 @@ static void view_close(store_part *v)
 {
     if (v->cur) mdb_cursor_close(v->cur);
     if (v->rcur) mdb_cursor_close(v->rcur);
+    if (v->scur) mdb_cursor_close(v->scur);
     if (v->txn) mdb_txn_abort(v->txn);
     pdict_r_free(v->d);
     free(v->node_q);
@@ -144,8 +146,7 @@ void store_reader_end(store_reader *r)
     arena_free(&r->cut_names);
     idmap_free(&r->node_map);
     idmap_free(&r->name_map);
-    ZSTD_freeDCtx(r->zctx);
-    free(r->scratch);
+    seg_dec_free(&r->dec);
     free(r->nodes);
     free(r->counts);
     free(r);
@@ -161,6 +162,7 @@ static int view_open(store_reader *r, store_part *v)
     if (mdb_txn_begin(part_env(v->p), NULL, MDB_RDONLY, &v->txn)) return -1;
     if (mdb_cursor_open(v->txn, part_dbi(v->p, PART_BLOCKS), &v->cur) ||
         mdb_cursor_open(v->txn, part_dbi(v->p, PART_ROLLUPS), &v->rcur) ||
+        mdb_cursor_open(v->txn, part_dbi(v->p, PART_SEGMENTS), &v->scur) ||
         pdict_r_open(&v->d, v->txn, part_dbi(v->p, PART_META), part_dbi(v->p, PART_STRINGS),
                      part_dbi(v->p, PART_NODES)))
         return -1;
@@ -393,14 +395,12 @@ store_status store_postings(const store_reader *r, const char *name, const char 
 
 /* ---- scans ---- */
 
-/* Fills b from a block value (the caller sets series and times). */
-static int parse_value(const MDB_val *v, store_part *pv, store_block *b)
+/* Fills b from a stored value: a block, or a profile in a segment (the
+ * caller sets series and times). */
+static int parse_value(const void *data, size_t len, store_part *pv, store_block *b)
 {
     block_header h;
-    const void *payload;
-    size_t plen;
-    int compressed;
-    if (block_parse_header(v->mv_data, v->mv_size, &h, &payload, &plen, &compressed)) return -1;
+    if (seg_value_header(data, len, &h)) return -1;
     const char *unit = pdict_r_string(pv->d, h.unit, NULL);
     if (!unit) return -1;
     b->until_ms = h.duration_ms; /* the caller adds the start */
@@ -412,36 +412,30 @@ static int parse_value(const MDB_val *v, store_part *pv, store_block *b)
     b->counts = h.count_sum;
     b->n_pairs = h.n_pairs;
     b->n_profiles = h.n_profiles;
-    b->data = v->mv_data;  /* the whole value: accumulate re-parses */
-    b->data_len = v->mv_size;
+    b->data = data;  /* the whole value: accumulate re-parses */
+    b->data_len = len;
     b->raw_len = h.raw_len;
     b->part = pv;
     return 0;
 }
 
+/* The profiles of a series in one partition, raw blocks and segments
+ * together, in time order (seg_iter). */
 static int scan_part(store_reader *r, store_part *v, uint32_t sid, int64_t from_ms, int64_t until_ms,
                      store_block_fn fn, void *ctx)
 {
     if (view_open(r, v)) return 0;
-    unsigned char key[BLOCK_KEY_LEN];
-    block_key(key, sid, from_ms, 0);
-    MDB_val k = { BLOCK_KEY_LEN, key }, val;
-    int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
-    while (rc == 0) {
-        uint32_t ksid;
-        int64_t kfrom;
-        if (k.mv_size != BLOCK_KEY_LEN) break;
-        block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
-        if (ksid != sid || kfrom >= until_ms) break;
+    seg_iter it;
+    seg_item item;
+    seg_iter_begin(&it, v->cur, v->scur, sid, from_ms, until_ms);
+    while (seg_iter_next(&it, &item)) {
         store_block b;
-        if (parse_value(&val, v, &b) == 0) {
-            b.series = sid;
-            b.from_ms = kfrom;
-            b.until_ms += kfrom;
-            int stop = fn(&b, ctx);
-            if (stop) return stop;
-        }
-        rc = mdb_cursor_get(v->cur, &k, &val, MDB_NEXT);
+        if (parse_value(item.data, item.data_len, v, &b)) continue;
+        b.series = sid;
+        b.from_ms = item.from_ms;
+        b.until_ms += item.from_ms;
+        int stop = fn(&b, ctx);
+        if (stop) return stop;
     }
     return 0;
 }
@@ -512,7 +506,7 @@ static int scan_rollups(store_reader *r, store_part *v, int level, uint32_t sid,
             continue;
         }
         store_block blk;
-        if (parse_value(&val, v, &blk) == 0) {
+        if (parse_value(val.mv_data, val.mv_size, v, &blk) == 0) {
             blk.series = sid;
             blk.from_ms = bucket;
             blk.until_ms = bucket + size;
@@ -570,14 +564,10 @@ int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int6
     for (size_t i = 0; i < r->n_parts; i++) {
         store_part *v = &r->parts[i];
         if (!overlaps(v, from_ms, until_ms) || view_open(r, v)) continue;
-        unsigned char key[BLOCK_KEY_LEN];
-        block_key(key, sid, from_ms, 0);
-        MDB_val k = { BLOCK_KEY_LEN, key }, val;
-        if (mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE)) continue;
-        uint32_t ksid;
-        int64_t kfrom;
-        block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
-        if (ksid == sid && kfrom < until_ms) return 1;
+        seg_iter it;
+        seg_item item;
+        seg_iter_begin(&it, v->cur, v->scur, sid, from_ms, until_ms);
+        if (seg_iter_next(&it, &item)) return 1;
     }
     return 0;
 }
@@ -604,26 +594,59 @@ static int block_window(const MDB_val *k, const MDB_val *v, int64_t *from_ms, in
     return 1;
 }
 
+/* The newest raw block of sid in v starting in [since, +inf) with a
+ * readable header: 1 and its window. */
+static int raw_last(store_part *v, uint32_t sid, int64_t since_ms, int64_t *from_ms, int64_t *until_ms)
+{
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, INT64_MAX, UINT32_MAX);
+    MDB_val k = { BLOCK_KEY_LEN, key }, val;
+    int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND) rc = mdb_cursor_get(v->cur, &k, &val, MDB_LAST);
+    else if (rc == 0 && memcmp(k.mv_data, key, BLOCK_KEY_LEN)) rc = mdb_cursor_get(v->cur, &k, &val, MDB_PREV);
+    for (; rc == 0 && k.mv_size == BLOCK_KEY_LEN; rc = mdb_cursor_get(v->cur, &k, &val, MDB_PREV)) {
+        uint32_t ksid;
+        int64_t kfrom;
+        block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+        if (ksid != sid || kfrom < since_ms) return 0;
+        if (block_window(&k, &val, from_ms, until_ms)) return 1;
+    }
+    return 0;
+}
+
+static int raw_first(store_part *v, uint32_t sid, int64_t before_ms, int64_t *from_ms, int64_t *until_ms)
+{
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, INT64_MIN, 0);
+    MDB_val k = { BLOCK_KEY_LEN, key }, val;
+    int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
+    for (; rc == 0 && k.mv_size == BLOCK_KEY_LEN; rc = mdb_cursor_get(v->cur, &k, &val, MDB_NEXT)) {
+        uint32_t ksid;
+        int64_t kfrom;
+        block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
+        if (ksid != sid || kfrom >= before_ms) return 0;
+        if (block_window(&k, &val, from_ms, until_ms)) return 1;
+    }
+    return 0;
+}
+
+/* In a partition, a series' newest profile is its newest raw block or the
+ * newest profile of its segments: of equal starts the raw one, stored
+ * after the segment was packed (the oldest: the segment's). */
 int store_series_last(store_reader *r, uint32_t sid, int64_t since_ms, int64_t *from_ms, int64_t *until_ms)
 {
     for (size_t i = r->n_parts; i-- > 0;) {
         store_part *v = &r->parts[i];
         if (part_end(v->p) <= since_ms) break;
         if (view_open(r, v)) continue;
-        unsigned char key[BLOCK_KEY_LEN];
-        block_key(key, sid, INT64_MAX, UINT32_MAX);
-        MDB_val k = { BLOCK_KEY_LEN, key }, val;
-        int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
-        if (rc == MDB_NOTFOUND) rc = mdb_cursor_get(v->cur, &k, &val, MDB_LAST);
-        else if (rc == 0 && memcmp(k.mv_data, key, BLOCK_KEY_LEN)) rc = mdb_cursor_get(v->cur, &k, &val, MDB_PREV);
-        for (; rc == 0 && k.mv_size == BLOCK_KEY_LEN; rc = mdb_cursor_get(v->cur, &k, &val, MDB_PREV)) {
-            uint32_t ksid;
-            int64_t kfrom;
-            block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
-            if (ksid != sid) break;   /* none in this partition: an older one */
-            if (kfrom < since_ms) return 0;
-            if (block_window(&k, &val, from_ms, until_ms)) return 1;
-        }
+        int64_t rf = 0, ru = 0, sf = 0, su = 0;
+        int raw = raw_last(v, sid, since_ms, &rf, &ru);
+        int seg = seg_edge(v->scur, sid, 1, since_ms, INT64_MAX, &sf, &su);
+        if (!raw && !seg) continue;
+        int use_raw = raw && (!seg || rf >= sf);
+        *from_ms = use_raw ? rf : sf;
+        *until_ms = use_raw ? ru : su;
+        return 1;
     }
     return 0;
 }
@@ -634,94 +657,45 @@ int store_series_first(store_reader *r, uint32_t sid, int64_t before_ms, int64_t
         store_part *v = &r->parts[i];
         if (part_start(v->p) >= before_ms) break;
         if (view_open(r, v)) continue;
-        unsigned char key[BLOCK_KEY_LEN];
-        block_key(key, sid, INT64_MIN, 0);
-        MDB_val k = { BLOCK_KEY_LEN, key }, val;
-        int rc = mdb_cursor_get(v->cur, &k, &val, MDB_SET_RANGE);
-        for (; rc == 0 && k.mv_size == BLOCK_KEY_LEN; rc = mdb_cursor_get(v->cur, &k, &val, MDB_NEXT)) {
-            uint32_t ksid;
-            int64_t kfrom;
-            block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
-            if (ksid != sid) break;   /* none in this partition: a newer one */
-            if (kfrom >= before_ms) return 0;
-            if (block_window(&k, &val, from_ms, until_ms)) return 1;
-        }
+        int64_t rf = 0, ru = 0, sf = 0, su = 0;
+        int raw = raw_first(v, sid, before_ms, &rf, &ru);
+        int seg = seg_edge(v->scur, sid, 0, INT64_MIN, before_ms, &sf, &su);
+        if (!raw && !seg) continue;
+        int use_seg = seg && (!raw || sf <= rf);
+        *from_ms = use_seg ? sf : rf;
+        *until_ms = use_seg ? su : ru;
+        return 1;
     }
     return 0;
 }
 
 /* ---- decoding ---- */
 
-/* Parses a block's header and readies the decompression scratch. */
-static store_status prepare(store_reader *r, const store_block *b, block_header *h, const void **payload,
-                            size_t *plen, int *compressed)
-{
-    if (block_parse_header(b->data, b->data_len, h, payload, plen, compressed)) return STORE_EIO;
-    if (*compressed && h->raw_len > r->scratch_cap) {
-        char *s = realloc(r->scratch, h->raw_len);
-        if (!s) return STORE_ENOMEM;
-        r->scratch = s;
-        r->scratch_cap = h->raw_len;
-    }
-    if (*compressed && !r->zctx && !(r->zctx = ZSTD_createDCtx())) return STORE_ENOMEM;
-    return STORE_OK;
-}
-
 store_status store_block_accumulate(store_reader *r, const store_block *b, uint64_t weight,
                                     uint64_t *acc, uint64_t *touched, uint64_t *sum)
 {
-    block_header h;
-    const void *payload;
-    size_t plen;
-    int compressed;
-    store_status ss = prepare(r, b, &h, &payload, &plen, &compressed);
-    if (ss) return ss;
-    if (block_accumulate(&h, payload, plen, compressed, r->zctx, r->scratch, pdict_r_nodes(b->part->d), weight, acc,
-                         touched, sum))
+    if (seg_value_accumulate(&r->dec, b->data, b->data_len, pdict_r_nodes(b->part->d), weight, acc, touched, sum))
         return STORE_EIO;
     return STORE_OK;
 }
 
 struct store_decoder {
-    ZSTD_DCtx *zctx;
-    char *scratch;
-    size_t scratch_cap;
+    seg_dec dec;
 };
 
-store_decoder *store_decoder_new(void)
-{
-    store_decoder *d = calloc(1, sizeof *d);
-    if (d && !(d->zctx = ZSTD_createDCtx())) {
-        free(d);
-        d = NULL;
-    }
-    return d;
-}
+store_decoder *store_decoder_new(void) { return calloc(1, sizeof(store_decoder)); }
 
 void store_decoder_free(store_decoder *d)
 {
     if (!d) return;
-    ZSTD_freeDCtx(d->zctx);
-    free(d->scratch);
+    seg_dec_free(&d->dec);
     free(d);
 }
 
 store_status store_decoder_accumulate(store_decoder *d, const store_block *b, uint64_t weight, uint32_t n_nodes,
                                       uint64_t *acc, uint64_t *touched, uint64_t *sum)
 {
-    block_header h;
-    const void *payload;
-    size_t plen;
-    int compressed;
-    if (block_parse_header(b->data, b->data_len, &h, &payload, &plen, &compressed)) return STORE_EIO;
-    if (compressed && h.raw_len > d->scratch_cap) {
-        char *s = realloc(d->scratch, h.raw_len);
-        if (!s) return STORE_ENOMEM;
-        d->scratch = s;
-        d->scratch_cap = h.raw_len;
-    }
-    if (block_accumulate(&h, payload, plen, compressed, d->zctx, d->scratch, n_nodes, weight, acc, touched, sum))
-        return STORE_EIO;
+    if (seg_value_accumulate(&d->dec, b->data, b->data_len, n_nodes, weight, acc, touched, sum)) return STORE_EIO;
     return STORE_OK;
 }
 
@@ -737,11 +711,7 @@ store_status store_block_pairs(store_reader *r, const store_block *b, const uint
                                const uint64_t **counts, uint32_t *n)
 {
     block_header h;
-    const void *payload;
-    size_t plen;
-    int compressed;
-    store_status ss = prepare(r, b, &h, &payload, &plen, &compressed);
-    if (ss) return ss;
+    if (seg_value_header(b->data, b->data_len, &h)) return STORE_EIO;
     if (h.n_pairs > r->pairs_cap) {
         size_t cap = h.n_pairs;
         uint32_t *nd = realloc(r->nodes, cap * sizeof *nd);
@@ -751,7 +721,7 @@ store_status store_block_pairs(store_reader *r, const store_block *b, const uint
         if (!nd || !ct) return STORE_ENOMEM;
         r->pairs_cap = cap;
     }
-    if (block_decode(&h, payload, plen, compressed, r->zctx, r->scratch, r->nodes, r->counts)) return STORE_EIO;
+    if (seg_value_decode(&r->dec, b->data, b->data_len, r->nodes, r->counts)) return STORE_EIO;
     pair *tmp = malloc((h.n_pairs ? h.n_pairs : 1) * sizeof *tmp);
     if (!tmp) return STORE_ENOMEM;
     int failed = 0;

@@ -8,15 +8,76 @@
  * each series' expired blocks are a contiguous run at the front of its key
  * range: one seek per series, then deletes until the first young block, in
  * steps of a bounded number of deletions, each its own transaction, so the
- * writer thread serves ingest between steps.  That partition's dictionaries
- * stay until it is dropped in its turn. */
+ * writer thread serves ingest between steps.  Segments (segment.c) go the
+ * same way, whole when their 10 minutes have expired; the one straddling
+ * the cutoff is packed again without its expired profiles.  That
+ * partition's dictionaries stay until it is dropped in its turn. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "block.h"
 #include "env.h"
 #include "rollup.h"
+#include "segment.h"
 #include "store_internal.h"
+
+/* The profiles held in a partition's segments. */
+static uint64_t seg_profiles(MDB_txn *txn, MDB_dbi segs)
+{
+    MDB_cursor *c;
+    MDB_val k, v;
+    uint64_t n = 0;
+    if (mdb_cursor_open(txn, segs, &c)) return 0;
+    for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+        uint32_t m;
+        if (!seg_count(v.mv_data, v.mv_size, &m)) n += m;
+    }
+    mdb_cursor_close(c);
+    return n;
+}
+
+/* Deletes sid's segments wholly before cutoff (INT64_MAX: all), at most
+ * about budget profiles' worth, counting their profiles into *n; a segment
+ * straddling the cutoff is packed again without its expired profiles. */
+static store_status seg_expire(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, pdict_r **r, MDB_dbi *dicts, seg_dec *d,
+                               uint32_t sid, int64_t cutoff, uint64_t budget, uint64_t *n)
+{
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, segs, &c);
+    if (rc) return env_status(rc);
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, INT64_MIN, 0);
+    MDB_val k = { BLOCK_KEY_LEN, key }, v;
+    store_status ss = STORE_OK;
+    int64_t straddling = INT64_MIN;
+    while (*n < budget && (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)) == 0) {
+        uint32_t ksid;
+        int64_t bucket;
+        if (k.mv_size != SEG_KEY_LEN) break;
+        block_key_parse(k.mv_data, &ksid, &bucket, NULL);
+        if (ksid != sid || bucket >= cutoff) break;
+        if (cutoff != INT64_MAX && bucket + SEG_SPAN_MS > cutoff) {
+            straddling = bucket;
+            break;
+        }
+        uint32_t m = 0;
+        if (seg_count(v.mv_data, v.mv_size, &m)) m = 1; /* unreadable: it goes all the same */
+        if ((rc = mdb_cursor_del(c, 0))) break;
+        *n += m;
+        block_key(key, sid, bucket, 0);
+        k.mv_size = BLOCK_KEY_LEN;
+        k.mv_data = key;
+    }
+    int64_t f, u;
+    int stale = straddling != INT64_MIN && rc == 0 && seg_edge(c, sid, 0, straddling, cutoff, &f, &u);
+    mdb_cursor_close(c);
+    if (rc && rc != MDB_NOTFOUND) return env_status(rc);
+    if (stale && *n < budget) {
+        if (!*r && (ss = pdict_r_open(r, txn, dicts[0], dicts[1], dicts[2]))) return ss;
+        ss = seg_pack(txn, blocks, segs, *r, NULL, d, sid, straddling, cutoff, n, NULL);
+    }
+    return ss;
+}
 
 /* Drops every partition ending at or before cutoff; counts its profiles. */
 static store_status drop_expired(store *st, int64_t cutoff, uint64_t *deleted)
@@ -33,6 +94,7 @@ static store_status drop_expired(store *st, int64_t cutoff, uint64_t *deleted)
             if (!part_open(p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0) &&
                 !mdb_txn_begin(part_env(p), NULL, MDB_RDONLY, &txn)) {
                 if (!mdb_stat(txn, part_dbi(p, PART_BLOCKS), &ms)) *deleted += ms.ms_entries;
+                *deleted += seg_profiles(txn, part_dbi(p, PART_SEGMENTS));
                 mdb_txn_abort(txn);
             }
             writer_forget_part(st, p);
@@ -84,12 +146,21 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
     uint32_t max = catalog_series_committed(st->cat);
     uint64_t n = 0, rollup_budget = budget;
     uint32_t sid = st->retention_sid ? st->retention_sid : 1;
+    pdict_r *dr = NULL;
+    seg_dec dec = { 0 };
+    MDB_dbi dicts[3] = { part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES) };
     for (; sid < max && n < budget; sid++) {
         store_status rs = rollup_delete(rc_cur, sid, cutoff, &rollup_budget);
         if (rs || !rollup_budget) {
             rc = rs ? EIO : 0;
             break; /* resume this series in the next step */
         }
+        if ((rs = seg_expire(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_SEGMENTS), &dr, dicts, &dec, sid, cutoff,
+                             budget, &n))) {
+            rc = EIO;
+            break;
+        }
+        if (n >= budget) break; /* this series may have more: resume here */
         unsigned char key[BLOCK_KEY_LEN];
         block_key(key, sid, INT64_MIN, 0);
         MDB_val k = { BLOCK_KEY_LEN, key }, v;
@@ -114,6 +185,8 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
     }
     mdb_cursor_close(c);
     mdb_cursor_close(rc_cur);
+    pdict_r_free(dr);
+    seg_dec_free(&dec);
     if (rc) {
         mdb_txn_abort(txn);
         part_unref(p);
@@ -155,6 +228,12 @@ static store_status delete_in_part(store *st, part *p, const uint32_t *ids, size
                 rc = rs ? EIO : 0;
                 break;
             }
+            if ((rs = seg_expire(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_SEGMENTS), NULL, NULL, NULL, ids[i],
+                                 INT64_MAX, 10000, &k))) {
+                rc = EIO;
+                break;
+            }
+            if (k >= 10000) break; /* this series may have more: next transaction */
             unsigned char key[BLOCK_KEY_LEN];
             block_key(key, ids[i], INT64_MIN, 0);
             MDB_val kv = { BLOCK_KEY_LEN, key }, v;

@@ -15,9 +15,13 @@
  * pending (one B-tree probe each when already marked); once a bucket has
  * closed (its end plus ROLLUP_GRACE_MS is past), compaction on the writer
  * thread (compact.c) merges its raw blocks into its rollups and removes
- * the mark, in one transaction.  A profile that arrives for a bucket whose
+ * the mark, in one transaction (and packs a 10-minute bucket's raw blocks
+ * into its segment, segment.c).  A profile that arrives for a bucket whose
  * rollup exists (a spool replayed after an outage) is added into it in the
- * write's own transaction.  So a rollup, when present, holds exactly its
+ * write's own transaction, and its 10-minute bucket is marked for packing
+ * again (level ROLLUP_REPACK).  An hour whose profiles all start in one
+ * 10-minute bucket gets no rollup of its own (rollup_build): the planner
+ * reads that bucket's instead.  So a rollup, when present, holds exactly its
  * bucket's profiles; a bucket without one is read from finer levels or
  * raw blocks (reader.c), and answers never depend on whether compaction
  * has run.
@@ -38,6 +42,7 @@
 #include "env.h"
 #include "idset.h"
 #include "rollup.h"
+#include "segment.h"
 
 /* 1 hour, then 10 minutes for the edges of a range.  A finer level costs
  * more space than it saves time: each bucket re-stores the union of its
@@ -182,6 +187,16 @@ store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdi
         if (built < 0) return env_status(-built);
         if (built) {
             ss = add_level(txn, rollups, zcctx, level, sid, from_ms, unit_id, weight, nodes, counts, n, raw);
+            /* The 10-minute bucket may be packed into a segment already:
+             * this profile stays a raw block, and compaction packs the
+             * bucket again (segment.c). */
+            if (!ss && level == ROLLUP_LEVELS - 1) {
+                unsigned char key[ROLLUP_KEY_LEN];
+                rollup_key(key, ROLLUP_REPACK, sid, bucket, 0);
+                MDB_val k = { ROLLUP_PENDING_LEN, key }, v = { 0, "" };
+                int rc = mdb_put(txn, pending, &k, &v, MDB_NOOVERWRITE);
+                if (rc && rc != MDB_KEYEXIST) ss = env_status(rc);
+            }
             continue;
         }
         unsigned char key[ROLLUP_KEY_LEN];
@@ -194,6 +209,7 @@ store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdi
 }
 
 struct rollup_scratch {
+    seg_dec dec;              /* reads raw blocks and segments */
     uint64_t *acc, *touched;
     uint32_t cap;             /* nodes the arrays hold */
     uint32_t *nodes;
@@ -218,10 +234,13 @@ static void scratch_release(rollup_scratch *s)
 
 rollup_scratch *rollup_scratch_new(void) { return calloc(1, sizeof(rollup_scratch)); }
 
+seg_dec *rollup_scratch_dec(rollup_scratch *s) { return &s->dec; }
+
 void rollup_scratch_free(rollup_scratch *s)
 {
     if (!s) return;
     scratch_release(s);
+    seg_dec_free(&s->dec);
     free(s->nodes);
     free(s->counts);
     free(s->raw);
@@ -277,38 +296,54 @@ static int64_t gather(rollup_scratch *s, uint32_t n_nodes)
     return (int64_t)n;
 }
 
-store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r *r, pdict_w *d, void *zcctx,
-                          rollup_scratch *s, int level, uint32_t sid, int64_t bucket)
+/* Deletes every rollup (all units) of one bucket. */
+static store_status drop_bucket(MDB_txn *txn, MDB_dbi rollups, int level, uint32_t sid, int64_t bucket)
+{
+    MDB_cursor *c;
+    int rc = mdb_cursor_open(txn, rollups, &c);
+    if (rc) return env_status(rc);
+    unsigned char key[ROLLUP_KEY_LEN];
+    rollup_key(key, level, sid, bucket, 0);
+    MDB_val k = { ROLLUP_KEY_LEN, key }, v;
+    while ((rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE)) == 0) {
+        if (k.mv_size != ROLLUP_KEY_LEN || memcmp(k.mv_data, key, ROLLUP_PENDING_LEN)) break;
+        if ((rc = mdb_cursor_del(c, 0))) break;
+        k.mv_size = ROLLUP_KEY_LEN;
+        k.mv_data = key;
+    }
+    mdb_cursor_close(c);
+    return rc && rc != MDB_NOTFOUND ? env_status(rc) : STORE_OK;
+}
+
+store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, MDB_dbi rollups, pdict_r *r, pdict_w *d,
+                          void *zcctx, rollup_scratch *s, int level, uint32_t sid, int64_t bucket)
 {
     int64_t end = bucket + rollup_size_ms[level];
     uint32_t n_nodes = pdict_r_nodes(r);
     uint32_t units[16];
-    int n_units = 0, done_units = 0;
+    int n_units = 0, done_units = 0, elide = 0;
+    int64_t first = INT64_MAX, last = INT64_MIN;
     store_status ss = STORE_OK;
-    MDB_cursor *c;
+    MDB_cursor *c, *sc = NULL;
     int rc = mdb_cursor_open(txn, blocks, &c);
+    if (!rc && (rc = mdb_cursor_open(txn, segs, &sc))) mdb_cursor_close(c);
     if (rc) return env_status(rc);
+    seg_dec_reset(&s->dec);
     /* One pass per value unit and kind (nearly always one). */
     do {
         uint32_t want = 0;
         block_header out = { .n_profiles = 0, .duration_ms = rollup_size_ms[level], .version = 2 };
-        unsigned char key[BLOCK_KEY_LEN];
-        block_key(key, sid, bucket, 0);
-        MDB_val k = { BLOCK_KEY_LEN, key }, v;
-        for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-            uint32_t ksid;
-            int64_t kfrom;
-            if (k.mv_size != BLOCK_KEY_LEN) break;
-            block_key_parse(k.mv_data, &ksid, &kfrom, NULL);
-            if (ksid != sid || kfrom >= end) break;
+        seg_iter it;
+        seg_item item;
+        seg_iter_begin(&it, c, sc, sid, bucket, end);
+        while (seg_iter_next(&it, &item)) {
             block_header h;
-            const void *payload;
-            size_t plen;
-            int compressed;
-            if (block_parse_header(v.mv_data, v.mv_size, &h, &payload, &plen, &compressed)) {
+            if (seg_value_header(item.data, item.data_len, &h)) {
                 ss = STORE_EIO;
                 break;
             }
+            if (item.from_ms < first) first = item.from_ms;
+            if (item.from_ms > last) last = item.from_ms;
             const char *unit = pdict_r_string(r, h.unit, NULL);
             if (!unit) {
                 ss = STORE_EIO;
@@ -331,9 +366,8 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
             if (!want) want = units[done_units];
             if (vid != want) continue;
             uint64_t sum;
-            if (scratch_fit(s, n_nodes, h.raw_len) ||
-                block_accumulate(&h, payload, plen, compressed, NULL, s->raw, n_nodes, weight, s->acc, s->touched,
-                                 &sum)) {
+            if (scratch_fit(s, n_nodes, 0) ||
+                seg_value_accumulate(&s->dec, item.data, item.data_len, n_nodes, weight, s->acc, s->touched, &sum)) {
                 ss = STORE_EIO;
                 break;
             }
@@ -341,13 +375,20 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
             if (block_samples_known(&h, unit)) out.samples += h.samples;
             else out.samples_unknown = 1;
         }
-        if (rc && rc != MDB_NOTFOUND && !ss) ss = env_status(rc);
+        if (it.err && !ss) ss = env_status(it.err);
         if (ss || !want) break;
         int64_t n = scratch_fit(s, n_nodes, 0) ? -1 : gather(s, n_nodes);
         if (n < 0) {
             ss = STORE_ENOMEM;
             break;
         }
+        /* An hour whose profiles all start in one 10-minute bucket needs no
+         * rollup of its own: the planner reads that bucket's instead (a
+         * missing rollup is covered by the next finer level), the same
+         * profiles in one block.  Late data elsewhere in the hour marks it
+         * pending again, and it is built then. */
+        if (!done_units) elide = level == 0 && rollup_floor(first, rollup_size_ms[1]) == rollup_floor(last, rollup_size_ms[1]);
+        if (elide) continue;
         out.unit = want & ~ROLLUP_GAUGE;
         out.gauge = (want & ROLLUP_GAUGE) != 0;
         out.n_pairs = (uint32_t)n;
@@ -362,6 +403,9 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r
         if (rc) ss = env_status(rc);
     } while (!ss && ++done_units < n_units);
     mdb_cursor_close(c);
+    mdb_cursor_close(sc);
+    seg_dec_reset(&s->dec);
+    if (!ss && elide) ss = drop_bucket(txn, rollups, level, sid, bucket);
     return ss;
 }
 

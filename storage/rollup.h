@@ -8,6 +8,7 @@
 
 #include "block.h"
 #include "pdict.h"
+#include "segment.h"
 #include "store.h"
 
 #define ROLLUP_LEVELS 2
@@ -28,8 +29,11 @@ store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdi
                              int64_t from_ms, const char *unit, const block_header *raw, const uint32_t *nodes,
                              const uint64_t *counts, uint32_t n);
 
-/* Pending markers: level, series, bucket (13 bytes). */
+/* Pending markers: level, series, bucket (13 bytes).  Level ROLLUP_REPACK
+ * marks a 10-minute bucket built already that got late data: compaction
+ * packs its raw blocks into its segment again (segment.c). */
 #define ROLLUP_PENDING_LEN 13
+#define ROLLUP_REPACK ROLLUP_LEVELS
 void rollup_pending_parse(const unsigned char *key, int *level, uint32_t *sid, int64_t *bucket);
 
 /* Scratch for rollup_build: accumulators over a partition's node ids. */
@@ -37,11 +41,14 @@ typedef struct rollup_scratch rollup_scratch;
 rollup_scratch *rollup_scratch_new(void);
 void rollup_scratch_free(rollup_scratch *s);
 
-/* Builds the rollups of one bucket from its raw blocks, one per value
- * unit, replacing any there; r reads the partition's strings, d interns
- * value units. */
-store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi rollups, pdict_r *r, pdict_w *d, void *zcctx,
-                          rollup_scratch *s, int level, uint32_t sid, int64_t bucket);
+/* Builds the rollups of one bucket from its profiles (raw blocks and
+ * segments), one per value unit, replacing any there; r reads the
+ * partition's strings, d interns value units.  An hour whose profiles all
+ * start in one 10-minute bucket gets none (rollup.c: elision). */
+store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, MDB_dbi rollups, pdict_r *r, pdict_w *d,
+                          void *zcctx, rollup_scratch *s, int level, uint32_t sid, int64_t bucket);
+/* The scratch's decoder, for seg_pack. */
+seg_dec *rollup_scratch_dec(rollup_scratch *s);
 /* Forgets every rollup of the partition and marks the buckets of all its
  * blocks pending, so compaction builds them anew (the flamedb-5 upgrade:
  * its rollups did not keep samples and gauges apart). */

@@ -240,6 +240,15 @@ static int list_parts(store *st, char *err, size_t errlen)
     int rc = 0;
     while (!rc && (e = readdir(d))) {
         int64_t start;
+        size_t len = strlen(e->d_name);
+        /* the copy of a seal cut short (compact.c: seal_part): its file
+         * was never renamed over the partition's, which is whole */
+        if (len > 9 && !strcmp(e->d_name + len - 9, ".mdb.seal")) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", st->parts_dir, e->d_name);
+            unlink(path);
+            continue;
+        }
         if (part_parse_name(e->d_name, &start)) continue;
         if (store_part_floor(st, start) != start) {
             env_set_err(err, errlen, "%s/%s does not start on a partition boundary of this store (%lld ms)",

@@ -8,6 +8,7 @@
 
 #include "testutil.h"
 #include "../../query/query.h"
+#include "../../storage/segment.h"
 
 static char tmpdir[256];
 static store *st;
@@ -306,11 +307,10 @@ static char *tree_text(store_reader *r, const query_tree *t)
 
 /* Merges every selector over every range with rollups and without; the
  * answers must be the same. */
-static void compare_rollups_and_raw(int64_t ranges[][2], int n_ranges)
+static void compare_rollups_and_raw_sels(int64_t ranges[][2], int n_ranges, const char *const *sels, int n_sels)
 {
-    const char *sels[] = { "rolled{}", "rolled{type=\"alloc\"}", "rolled{instance=\"r1\"}", "rolled{type=\"heap\"}" };
     for (int q = 0; q < n_ranges; q++) {
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < n_sels; k++) {
             answer on, off;
             ask(&on, sels[k], ranges[q][0], ranges[q][1]);
             store_reader *r;
@@ -354,6 +354,12 @@ static void compare_rollups_and_raw(int64_t ranges[][2], int n_ranges)
             done(&on);
         }
     }
+}
+
+static void compare_rollups_and_raw(int64_t ranges[][2], int n_ranges)
+{
+    const char *sels[] = { "rolled{}", "rolled{type=\"alloc\"}", "rolled{instance=\"r1\"}", "rolled{type=\"heap\"}" };
+    compare_rollups_and_raw_sels(ranges, n_ranges, sels, 4);
 }
 
 static int max_profiles(const store_block *b, void *ctx)
@@ -418,6 +424,260 @@ static void test_rollups_answer_like_raw(void **state)
     uint64_t again = 1;
     assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &again), STORE_OK);
     assert_int_equal(again, 0); /* nothing left pending */
+}
+
+/* ---- segments: every answer the same, packed or raw ---- */
+
+typedef struct { store_reader *r; char *out; size_t len, cap; int in_seg; } dump_ctx;
+
+static void dump_add(dump_ctx *d, const char *s)
+{
+    size_t l = strlen(s);
+    if (d->len + l + 1 > d->cap) {
+        d->cap = 2 * (d->len + l + 1);
+        d->out = realloc(d->out, d->cap);
+        assert_non_null(d->out);
+    }
+    memcpy(d->out + d->len, s, l + 1);
+    d->len += l;
+}
+
+static int dump_block(const store_block *b, void *ctx)
+{
+    dump_ctx *d = ctx;
+    char line[512];
+    snprintf(line, sizeof line, "profile %u [%lld,%lld) %s rate %g samples %d/%llu gauge %d counts %llu pairs %u n %u:",
+             b->series, (long long)b->from_ms, (long long)b->until_ms, b->unit, b->rate, b->samples_known,
+             (unsigned long long)b->samples, b->gauge, (unsigned long long)b->counts, b->n_pairs, b->n_profiles);
+    dump_add(d, line);
+    d->in_seg += seg_value_in_segment(b->data, b->data_len);
+    const uint32_t *nodes;
+    const uint64_t *counts;
+    uint32_t n;
+    assert_int_equal(store_block_pairs(d->r, b, &nodes, &counts, &n), STORE_OK);
+    assert_int_equal(n, b->n_pairs);
+    for (uint32_t i = 0; i < n; i++) {
+        char path[1024] = "";
+        size_t pl = 0;
+        uint32_t chain[64], k = 0;
+        for (uint32_t x = nodes[i]; x && k < 64; x = store_node_parent(d->r, x)) chain[k++] = x;
+        while (k--) pl += (size_t)snprintf(path + pl, sizeof path - pl, "%s;", store_string(d->r, store_node_func(d->r, chain[k]), NULL));
+        snprintf(line, sizeof line, " %s=%llu", path, (unsigned long long)counts[i]);
+        dump_add(d, line);
+    }
+    dump_add(d, "\n");
+    return 0;
+}
+
+/* Everything a range answers, per selector, as text: the merged tree and
+ * totals (rollups on and off must agree: compare_rollups_and_raw), the
+ * timeline at three steps, the series listing, and every profile one by
+ * one (window, header, pairs), with latest/earliest and has-blocks. */
+static char *dump_range(const char *selector, int64_t from, int64_t until, int *in_seg)
+{
+    answer a;
+    ask(&a, selector, from, until);
+    dump_ctx d = { .r = a.r };
+    char line[512];
+    snprintf(line, sizeof line, "total %llu samples %llu unknown %llu profiles %llu series %llu divisor %llu\n",
+             (unsigned long long)a.t.grand_total, (unsigned long long)a.t.samples,
+             (unsigned long long)a.t.samples_unknown, (unsigned long long)a.t.profiles,
+             (unsigned long long)a.t.series, (unsigned long long)a.t.divisor);
+    dump_add(&d, line);
+    char *tree = tree_text(a.r, &a.t);
+    dump_add(&d, tree);
+    free(tree);
+    const int64_t steps[] = { 7000, 90000, 3600000 };
+    for (int si = 0; si < 3; si++) {
+        char unit[64];
+        int big;
+        json_t *tl = query_timeline_json(a.r, &a.set, from, until, steps[si], unit, sizeof unit, &big);
+        char *txt = tl ? json_dumps(tl, JSON_SORT_KEYS) : strdup("null");
+        dump_add(&d, txt);
+        dump_add(&d, unit);
+        free(txt);
+        json_decref(tl);
+    }
+    int big = 0;
+    json_t *ls = query_series_json(a.r, a.set.series, a.set.n_series, from, until, &big);
+    char *txt = ls ? json_dumps(ls, JSON_SORT_KEYS) : strdup("null");
+    dump_add(&d, txt);
+    free(txt);
+    json_decref(ls);
+    for (size_t i = 0; i < a.set.n_series; i++) {
+        uint32_t sid = a.set.series[i];
+        store_blocks_scan(a.r, sid, from, until, dump_block, &d);
+        int64_t f = 0, u = 0;
+        int has = store_series_last(a.r, sid, from, &f, &u);
+        snprintf(line, sizeof line, "last %d %lld %lld", has, (long long)f, (long long)u);
+        dump_add(&d, line);
+        f = u = 0;
+        has = store_series_first(a.r, sid, until, &f, &u);
+        snprintf(line, sizeof line, " first %d %lld %lld has %d\n", has, (long long)f, (long long)u,
+                 store_series_has_blocks(a.r, sid, from, until));
+        dump_add(&d, line);
+    }
+    done(&a);
+    if (in_seg) *in_seg += d.in_seg;
+    return d.out ? d.out : strdup("");
+}
+
+#define SEG_SELS 4
+#define SEG_RANGES 24
+static const char *seg_sels[SEG_SELS] = { "packed{}", "packed{type=\"alloc\"}", "packed{instance=\"p1\"}",
+                                          "packed{type=\"heap\"}" };
+
+static void seg_dump_all(char **out, int64_t ranges[][2], int *in_seg)
+{
+    for (int q = 0; q < SEG_RANGES; q++)
+        for (int k = 0; k < SEG_SELS; k++) out[q * SEG_SELS + k] = dump_range(seg_sels[k], ranges[q][0], ranges[q][1], in_seg);
+}
+
+static void seg_assert_same(char **a, char **b)
+{
+    for (int i = 0; i < SEG_RANGES * SEG_SELS; i++) {
+        assert_string_equal(a[i], b[i]);
+        free(b[i]);
+    }
+}
+
+static void put_random(unsigned *seed, int64_t base, int64_t span_s, int n)
+{
+    const double rates[] = { 0, 99, 49 };
+    const char *stacks[] = { "r;a 1\n", "r;a;b 2\nr;c 1\n", "r;d;e;f 5\nr;a 3\n", "q;x 7\n", "r;a;b 1\nq;y 2\n" };
+    for (int i = 0; i < n; i++) {
+        *seed = *seed * 1103515245 + 12345;
+        unsigned s = *seed;
+        /* whole 10 s windows most often, so that starts repeat (seq > 0) */
+        int64_t at = base + (int64_t)(s % (unsigned)span_s) / 10 * 10000 + ((s >> 22) % 4 ? 0 : (s >> 20) % 1000);
+        char inst[8];
+        snprintf(inst, sizeof inst, "p%u", (s >> 8) % 3);
+        if ((s >> 28) % 4 == 0)
+            put_kind("packed", "heap", inst, at, 0, "bytes", stacks[(s >> 24) % 5], 1, STORE_SAMPLES_UNKNOWN);
+        else
+            put("packed", (s >> 12) % 5 ? "cpu" : "alloc", inst, at, rates[(s >> 4) % 3],
+                (s >> 16) % 7 ? "samples" : "bytes", stacks[(s >> 24) % 5]);
+    }
+}
+
+/* Segments change where profiles are kept, never what any answer says:
+ * random profiles over two hours, dated where the background compaction
+ * never reaches (2100), so the first answers are from raw blocks alone;
+ * then compacted (rollups built, buckets packed into segments), then late
+ * data into packed buckets (raw blocks beside segments, some with the
+ * starts of packed profiles), then packed again.  Every answer of every
+ * state is the same text as the raw one's, rollups on and off. */
+static void test_segments_answer_like_raw(void **state)
+{
+    (void)state;
+    const int64_t base = INT64_C(4102444800000); /* 2100-01-01T00:00:00Z, a whole hour */
+    unsigned seed = 777;
+    int64_t ranges[SEG_RANGES][2] = {
+        { base, base + 2 * 3600000 }, { base + 1, base + 2 * 3600000 - 1 }, { base + 600000, base + 1200000 },
+        { base - 3600000, base + 3 * 3600000 }, { base + 599999, base + 600001 }, { base + 30000, base + 90000 },
+    };
+    for (int i = 6; i < SEG_RANGES; i++) {
+        seed = seed * 1103515245 + 12345;
+        int64_t a = base + (int64_t)(seed % (2 * 3600)) * 1000 - 300000;
+        seed = seed * 1103515245 + 12345;
+        ranges[i][0] = a;
+        ranges[i][1] = a + 1 + (int64_t)(seed % 3600) * 1000;
+    }
+    char *raw[SEG_RANGES * SEG_SELS], *now[SEG_RANGES * SEG_SELS];
+    put_random(&seed, base, 2 * 3600, 240);
+    int in_seg = 0;
+    seg_dump_all(raw, ranges, &in_seg);
+    assert_int_equal(in_seg, 0);
+    compare_rollups_and_raw_sels(ranges, SEG_RANGES, seg_sels, SEG_SELS);
+    uint64_t built = 0;
+    assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+    assert_true(built > 0);
+    seg_dump_all(now, ranges, &in_seg);
+    assert_true(in_seg > 0); /* the profiles are read from segments now */
+    seg_assert_same(raw, now);
+    compare_rollups_and_raw_sels(ranges, SEG_RANGES, seg_sels, SEG_SELS);
+    /* late data: the reference is raw again, from a second store? No: the
+     * answers before packing again (raw blocks beside segments) are the
+     * reference of the answers after it. */
+    put_random(&seed, base, 2 * 3600, 80);
+    for (int i = 0; i < SEG_RANGES * SEG_SELS; i++) free(raw[i]);
+    in_seg = 0;
+    seg_dump_all(raw, ranges, &in_seg);
+    compare_rollups_and_raw_sels(ranges, SEG_RANGES, seg_sels, SEG_SELS);
+    assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+    int in_seg2 = 0;
+    seg_dump_all(now, ranges, &in_seg2);
+    assert_true(in_seg2 > in_seg); /* the late profiles were packed too */
+    seg_assert_same(raw, now);
+    compare_rollups_and_raw_sels(ranges, SEG_RANGES, seg_sels, SEG_SELS);
+    for (int i = 0; i < SEG_RANGES * SEG_SELS; i++) free(raw[i]);
+    uint64_t again = 1;
+    assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &again), STORE_OK);
+    assert_int_equal(again, 0);
+}
+
+/* A profile that arrives for a bucket already packed is counted once:
+ * before the bucket is packed again (a raw block beside the segment) and
+ * after (in the segment), merged with rollups and without, listed, and
+ * counted by retention when the partition goes. */
+static void test_late_data_into_a_segment_counts_once(void **state)
+{
+    (void)state;
+    const int64_t base = INT64_C(4102444800000);
+    for (int i = 0; i < 10; i++) put("late", "cpu", "l-1", base + i * 10000, 0, "samples", "k;a 2\n");
+    uint64_t built = 0;
+    assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+    /* three late ones, two with the starts of packed profiles */
+    put("late", "cpu", "l-1", base, 0, "samples", "k;a 2\n");
+    put("late", "cpu", "l-1", base + 10000, 0, "samples", "k;b 2\n");
+    put("late", "cpu", "l-1", base + 595000, 0, "samples", "k;a 2\n");
+    for (int pass = 0; pass < 2; pass++) {
+        for (int ro = 0; ro < 2; ro++) {
+            answer a;
+            ask(&a, "late{}", base, base + 3600000);
+            if (!ro) {
+                done(&a);
+                store_reader *r;
+                query_selector sel;
+                char err[128];
+                assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+                store_reader_use_rollups(r, 0);
+                a.r = r;
+                assert_int_equal(query_selector_parse("late{}", &sel, err, sizeof err), 0);
+                a.sel = sel;
+                assert_int_equal(query_resolve(r, &a.sel, base, base + 3600000, &a.set, err, sizeof err), 0);
+                assert_int_equal(query_merge(r, &a.set, base, base + 3600000, &a.t, err, sizeof err), 0);
+            }
+            assert_int_equal(a.t.grand_total, 26);
+            assert_int_equal(a.t.profiles, 13);
+            int n = 0;
+            store_blocks_scan(a.r, a.set.series[0], base, base + 3600000, count_block, &n);
+            assert_int_equal(n, 13);
+            int64_t f, u;
+            assert_int_equal(store_series_last(a.r, a.set.series[0], base, &f, &u), 1);
+            assert_int_equal(f, base + 595000);
+            int big;
+            json_t *ls = query_series_json(a.r, a.set.series, a.set.n_series, base, base + 3600000, &big);
+            assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(ls, "series"), 0),
+                                                                "profiles")), 13);
+            json_decref(ls);
+            done(&a);
+        }
+        /* pass 1: packed again, the raw blocks gone into the segment */
+        assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+        assert_true(built > 0 || pass == 1);
+    }
+    /* deleting the series counts its 13 profiles, wherever they were */
+    answer a;
+    ask(&a, "late{}", base, base + 3600000);
+    uint32_t sid = a.set.series[0];
+    done(&a);
+    uint64_t deleted = 0;
+    assert_int_equal(store_delete_series(st, &sid, 1, &deleted), STORE_OK);
+    assert_int_equal(deleted, 13);
+    ask(&a, "late{}", base, base + 3600000);
+    assert_int_equal(a.t.profiles, 0);
+    done(&a);
 }
 
 /* Gauges average over time per series, then add up across series: heap
@@ -697,6 +957,8 @@ int main(void)
         cmocka_unit_test(test_equal_totals_sort_by_name),
         cmocka_unit_test(test_listings),
         cmocka_unit_test(test_rollups_answer_like_raw),
+        cmocka_unit_test(test_segments_answer_like_raw),
+        cmocka_unit_test(test_late_data_into_a_segment_counts_once),
         cmocka_unit_test(test_delete_takes_rollups),
         cmocka_unit_test(test_gauges_average_over_time),
         cmocka_unit_test(test_located_frames_merge_by_function),

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
 #include "../../storage/block.h"
 #include "../../storage/env.h"
+#include "../../storage/hash.h"
 #include "../../storage/rollup.h"
 #include "../../storage/store_internal.h"
 
@@ -47,7 +49,8 @@ static const store_label api_labels[] = { { "instance", "i-1" }, { "service", "a
 static store_status write_stacks(store *st, const store_label *labels, int n_labels, int64_t from,
                                  const char **frames, const uint64_t *counts, size_t n, double rate)
 {
-    store_stack stacks[64];
+    static _Thread_local store_stack stacks[1024];
+    assert_true(n <= 1024);
     for (size_t i = 0; i < n; i++) {
         stacks[i].frames = frames[i];
         stacks[i].len = (uint32_t)strlen(frames[i]);
@@ -892,8 +895,8 @@ static void test_check_finds_damage(void **state)
     assert_int_equal(n.series, 2);
     assert_int_equal(n.label_strings, 7); /* instance i-1 service api type cpu db */
     assert_int_equal(n.partitions, 1);
-    assert_int_equal(n.blocks, 5);
-    assert_int_equal(n.rollups, 2 * 2); /* two series, 1 h and 10 min */
+    assert_int_equal(n.blocks, 5);      /* all packed into the two series' segments */
+    assert_int_equal(n.rollups, 2);     /* two series' 10 min; their hours lie in it (elided) */
     assert_int_equal(n.pending, 0);
     assert_int_equal(n.unchecked, 0);
     assert_int_equal(n.strings, 7);     /* "", main, work, leaf, idle, samples, nanoseconds */
@@ -906,30 +909,35 @@ static void test_check_finds_damage(void **state)
     MDB_env *env;
     assert_int_equal(env_open(&env, path, UINT64_C(1) << 30, 1, 0, NULL, err, sizeof err), STORE_OK);
     MDB_txn *txn;
-    MDB_dbi strings, nodes, blocks, rollups, pending;
+    MDB_dbi strings, nodes, blocks, rollups, pending, segments;
     assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
     assert_int_equal(mdb_dbi_open(txn, "strings", MDB_INTEGERKEY, &strings), 0);
     assert_int_equal(mdb_dbi_open(txn, "nodes", MDB_INTEGERKEY, &nodes), 0);
     assert_int_equal(mdb_dbi_open(txn, "blocks", 0, &blocks), 0);
     assert_int_equal(mdb_dbi_open(txn, "rollups", 0, &rollups), 0);
     assert_int_equal(mdb_dbi_open(txn, "pending", 0, &pending), 0);
+    assert_int_equal(mdb_dbi_open(txn, "segments", 0, &segments), 0);
     unsigned char buf[4096], key[ROLLUP_KEY_LEN];
     MDB_val k, v;
-    /* a flipped bit in the first block: series 1 at t0 */
-    v = get_first(txn, blocks, &k);
-    assert_true(v.mv_size < sizeof buf);
-    memcpy(buf, v.mv_data, v.mv_size);
-    buf[v.mv_size - 1] ^= 0x01;
-    v.mv_data = buf;
-    assert_int_equal(mdb_put(txn, blocks, &k, &v, 0), 0);
-    /* a sound block naming a series the catalog lacks: the db series' block as series 99 */
-    block_key(key, 2, t0, 0);
+    /* raw blocks (everything else is packed): a sound one, with a flipped
+     * bit, for series 1 at t0 */
+    uint32_t bnodes[] = { 1, 2 };
+    uint64_t bcounts[] = { 7, 3 };
+    block_header bh = { .unit = 5, .n_pairs = 2, .n_profiles = 1, .duration_ms = 10000, .samples = 10 };
+    void *bval;
+    size_t blen;
+    assert_int_equal(block_encode(&bh, bnodes, bcounts, NULL, &bval, &blen), STORE_OK);
+    memcpy(buf, bval, blen);
+    buf[blen - 1] ^= 0x01;
+    block_key(key, 1, t0, 0);
     k = (MDB_val){ BLOCK_KEY_LEN, key };
-    assert_int_equal(mdb_get(txn, blocks, &k, &v), 0);
-    memcpy(buf, v.mv_data, v.mv_size);
-    v.mv_data = buf;
-    block_key(key, 99, t0 + 5000, 0);
+    v = (MDB_val){ blen, buf };
     assert_int_equal(mdb_put(txn, blocks, &k, &v, 0), 0);
+    /* a sound block naming a series the catalog lacks */
+    block_key(key, 99, t0 + 5000, 0);
+    v = (MDB_val){ blen, bval };
+    assert_int_equal(mdb_put(txn, blocks, &k, &v, 0), 0);
+    free(bval);
     /* string chunk 0: string 1 ends where it starts */
     v = get_first(txn, strings, &k);
     memcpy(buf, v.mv_data, v.mv_size);
@@ -958,6 +966,15 @@ static void test_check_finds_damage(void **state)
     rollup_key(key, 1, sid, t0 + 1000, unit);
     k = (MDB_val){ ROLLUP_KEY_LEN, key };
     assert_int_equal(mdb_put(txn, rollups, &k, &v, 0), 0);
+    /* a flipped bit in series 2's segment */
+    block_key(key, 2, t0, 0);
+    k = (MDB_val){ BLOCK_KEY_LEN, key };
+    assert_int_equal(mdb_get(txn, segments, &k, &v), 0);
+    assert_true(v.mv_size < sizeof buf);
+    memcpy(buf, v.mv_data, v.mv_size);
+    buf[v.mv_size / 2] ^= 0x04;
+    v.mv_data = buf;
+    assert_int_equal(mdb_put(txn, segments, &k, &v, 0), 0);
     /* a pending mark of 12 bytes */
     k = (MDB_val){ 12, key };
     v = (MDB_val){ 0, "" };
@@ -975,11 +992,194 @@ static void test_check_finds_damage(void **state)
     assert_found(&fd, "node chunk 0 (ids 0..", "node 1: its parent");
     assert_found(&fd, "rollup 10min series 1 bucket 2026-11-01T22:00:01Z", "not aligned");
     assert_found(&fd, "pending: a key of 12 bytes", file);
+    assert_found(&fd, "segment series 2 bucket 2026-11-01T22:00:00Z", "checksum mismatch");
     for (int i = 0; i < fd.n; i++) assert_non_null(strstr(fd.line[i], file));
-    assert_int_equal(n.problems, 6);
-    assert_int_equal(fd.n, 6);
-    assert_int_equal(n.blocks, 6);
-    assert_int_equal(n.rollups, 5);
+    assert_int_equal(n.problems, 7);
+    assert_int_equal(fd.n, 7);
+    assert_int_equal(n.blocks, 2 + 4); /* raw, and series 1's segment (series 2's is unreadable) */
+    assert_int_equal(n.rollups, 3);
+}
+
+/* Retention over segments: a packed bucket wholly expired goes whole; the
+ * one straddling the cutoff is packed again with only its young profiles;
+ * the count of deleted profiles and what stays are as for raw blocks, and
+ * the store checks sound after. */
+static void test_retention_over_segments(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 3600 * 1000);
+    const char *f[] = { "a", "b;c" };
+    uint64_t counts[] = { 1, 2 };
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000, cutoff = now - 3600 * 1000;
+    int64_t b = cutoff / 600000 * 600000; /* the 10-minute bucket holding the cutoff */
+    int expire = 10;                       /* the whole bucket before it */
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(write_stacks(st, api_labels, 3, b - 600000 + i * 60000, f, counts, 2, 0), STORE_OK);
+        assert_int_equal(write_stacks(st, api_labels, 3, b + i * 60000, f, counts, 2, 0), STORE_OK);
+        expire += b + i * 60000 < cutoff;
+    }
+    assert_int_equal(write_stacks(st, api_labels, 3, now - 60 * 1000, f, counts, 2, 0), STORE_OK);
+    uint64_t built = 0;
+    assert_int_equal(store_compact_run(st, now, &built), STORE_OK);
+    uint64_t deleted = 0;
+    assert_int_equal(store_retention_run(st, now, &deleted), STORE_OK);
+    store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.retention_deleted, (uint64_t)expire); /* the background pass's and this one's */
+    dump_ctx c;
+    dump_series(st, 1, &c);
+    assert_int_equal(c.profiles, 21 - expire);
+    assert_int_equal(store_retention_run(st, now, &deleted), STORE_OK);
+    assert_int_equal(deleted, 0);
+    store_close(st);
+    findings fd = { .n = 0 };
+    store_check_counts n;
+    char err[256];
+    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
+    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
+    assert_int_equal(n.problems, 0);
+    assert_int_equal(n.blocks, (uint64_t)(21 - expire));
+}
+
+/* A digest of every profile of series 1..n_series (window, pairs by
+ * path), read through r, which may have begun before a seal. */
+typedef struct { store_reader *r; uint64_t digest, pairs; int profiles; } digest_ctx;
+
+static int digest_block(const store_block *b, void *arg)
+{
+    digest_ctx *c = arg;
+    const uint32_t *nodes;
+    const uint64_t *counts;
+    uint32_t n;
+    assert_int_equal(store_block_pairs(c->r, b, &nodes, &counts, &n), STORE_OK);
+    char line[1200];
+    int len = snprintf(line, sizeof line, "%u %lld %lld %u", b->series, (long long)b->from_ms, (long long)b->until_ms, n);
+    c->digest = hash_bytes(line, (size_t)len, c->digest);
+    for (uint32_t i = 0; i < n; i++) {
+        char path[1024];
+        path_of(c->r, nodes[i], path, sizeof path);
+        len = snprintf(line, sizeof line, "%s %llu", path, (unsigned long long)counts[i]);
+        c->digest = hash_bytes(line, (size_t)len, c->digest);
+    }
+    c->pairs += n;
+    c->profiles++;
+    return 0;
+}
+
+static void dump_reader(store_reader *r, uint32_t n_series, digest_ctx *c)
+{
+    *c = (digest_ctx){ .r = r };
+    for (uint32_t sid = 1; sid <= n_series; sid++) store_blocks_scan(r, sid, INT64_MIN, INT64_MAX, digest_block, c);
+}
+
+static uint64_t file_blocks(const char *path)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    return (uint64_t)sb.st_blocks * 512;
+}
+
+/* Sealing (compact.c): a closed partition whose file is mostly free pages
+ * (all its raw blocks packed at once, as after a backfill) is rewritten
+ * without them.  The file shrinks; new readers, and a reader that began
+ * before, read the same profiles; late data goes into the sealed file; the
+ * store checks sound and reads the same after a reopen. */
+static void test_sealing_keeps_answers(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const int64_t base = INT64_C(4102444800000); /* 2100-01-01: never closed by the wall clock */
+    static char frames[640][64];
+    static const char *f[640];
+    static uint64_t counts[640];
+    for (int i = 0; i < 640; i++) {
+        snprintf(frames[i], sizeof frames[i], "main;svc::handler_%d;work_%d", i % 7, i);
+        f[i] = frames[i];
+        counts[i] = 1 + (uint64_t)(i % 5);
+    }
+    static const store_label labels[3][1] = { { { "instance", "s-1" } }, { { "instance", "s-2" } },
+                                              { { "instance", "s-3" } } };
+    unsigned seed = 99; /* counts that do not compress to nothing */
+    for (int w = 0; w < 120; w++)
+        for (int s = 0; s < 3; s++) {
+            for (int i = 0; i < 640; i++) {
+                seed = seed * 1103515245 + 12345;
+                counts[i] = 1 + (seed >> 16) % 200;
+            }
+            assert_int_equal(write_stacks(st, labels[s], 1, base + w * 10000, f + (w + s) % 40, counts, 600, 0), STORE_OK);
+        }
+    char name[64], path[600], lock[640], seal[640];
+    part_file_name(name, sizeof name, base);
+    snprintf(path, sizeof path, "%s/parts/%s", tmpdir, name);
+    snprintf(lock, sizeof lock, "%s-lock", path);
+    snprintf(seal, sizeof seal, "%s.seal", path);
+    uint64_t raw_size = file_blocks(path);
+    store_reader *early;
+    assert_int_equal(store_reader_begin(st, &early), STORE_OK);
+    digest_ctx before, after, old;
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    dump_reader(r, 3, &before);
+    store_reader_end(r);
+    assert_int_equal(before.profiles, 360);
+    assert_int_equal(before.pairs, 360 * 600);
+    uint64_t built = 0;
+    assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+    assert_true(built > 0);
+    /* packing alone leaves the file larger than the raw blocks were (LMDB
+     * keeps their pages, free); sealed, it is smaller */
+    assert_true(file_blocks(path) < raw_size);
+    assert_int_equal(access(seal, F_OK), -1);
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    dump_reader(r, 3, &after);
+    store_reader_end(r);
+    assert_int_equal(after.profiles, 360);
+    assert_int_equal(before.digest, after.digest);
+    dump_reader(early, 3, &old); /* its snapshot starts now, on the old file */
+    assert_int_equal(old.profiles, 360);
+    assert_int_equal(before.digest, old.digest);
+    store_reader_end(early);
+    assert_int_equal(access(lock, F_OK), 0); /* the new environment's own lock file */
+    /* late data lands in the sealed file and is packed there */
+    assert_int_equal(write_stacks(st, labels[0], 1, base, f, counts, 3, 0), STORE_OK);
+    assert_int_equal(store_compact_run(st, INT64_C(1) << 50, &built), STORE_OK);
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    dump_reader(r, 3, &after);
+    store_reader_end(r);
+    assert_int_equal(after.profiles, 361);
+    store_close(st);
+    findings fd = { .n = 0 };
+    store_check_counts n;
+    char err[256];
+    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
+    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
+    assert_int_equal(n.problems, 0);
+    assert_int_equal(n.blocks, 361);
+    st = open_store(0, 0);
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    dump_reader(r, 3, &old);
+    store_reader_end(r);
+    assert_int_equal(old.profiles, 361);
+    assert_int_equal(old.digest, after.digest);
+    store_close(st);
+    /* what kill -9 can leave of a seal: a copy not renamed yet (a partial
+     * .seal beside the whole file), and the lock file unlinked before the
+     * rename; the next open removes the copy and reads the same */
+    FILE *half = fopen(seal, "w");
+    assert_non_null(half);
+    fputs("a copy cut short", half);
+    fclose(half);
+    assert_int_equal(unlink(lock), 0);
+    st = open_store(0, 0);
+    assert_int_equal(access(seal, F_OK), -1);
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    dump_reader(r, 3, &old);
+    store_reader_end(r);
+    assert_int_equal(old.profiles, 361);
+    assert_int_equal(old.digest, after.digest);
+    store_close(st);
 }
 
 /* Not a flamedb directory: STORE_EINVAL, saying why; a flamedb-4 one is
@@ -1018,6 +1218,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_map_full_rolls_back, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_concurrent_writers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_retention_deletes_old_profiles, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_retention_over_segments, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_invalid_profiles_refused, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_resolve_and_async_write, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_dictionary_chunks_survive_reopen, make_tmp, remove_tmp),
@@ -1027,6 +1228,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_all_or_none, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_commit_wait_spares_a_closed_loop, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_sealing_keeps_answers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
