@@ -11,7 +11,10 @@
  * sampling frequency (fda.c), pushes folded profiles over libcurl with gzip
  * (push.c), spools them while the server is unreachable (spool.c), hands
  * interpreted runtimes to their own profilers (adapter.c), and counts what
- * it read, dropped and delivered (metrics.c).  main.c wires it.
+ * it read, dropped and delivered (metrics.c).  With --offcpu it times the
+ * stretches threads spend off the CPU (offcpu.c), with --alloc it samples
+ * malloc, calloc and realloc through uprobes (uprobe.c, alloc.c).  main.c
+ * wires it.
  *
  * Conventions: prefix agent_; functions answer 0 on success and -1 on
  * failure with a message in an `err` buffer the caller owns (when they take
@@ -47,6 +50,11 @@
      (((1ULL << PERF_REG_X86_64_MAX) - 1) & ~((1ULL << PERF_REG_X86_R8) - 1)))
 #define AGENT_DWARF_NREGS 17
 #define AGENT_DWARF_STACK_SIZE 16384u   /* bytes of user stack per sample */
+#define AGENT_OFFCPU_STACK_SIZE 2048u   /* per off-CPU sample without DWARF:
+                                           the frames above the first with a
+                                           frame pointer (perf.c) */
+#define AGENT_ALLOC_STACK_SIZE 64u      /* per allocation sample without DWARF:
+                                           the return address at [sp] */
 
 enum {
     AGENT_REG_AX = 0, AGENT_REG_BX, AGENT_REG_CX, AGENT_REG_DX,
@@ -230,6 +238,11 @@ void agent_labels_copy(agent_labels *dst, const agent_labels *src);
  * percent-encoded.  malloc'd. */
 char *agent_ingest_url(const char *server, const agent_labels *l,
                        double rate, int64_t from, int64_t until, int locations);
+/* The same with the unit of the counts (unit=..., NULL: the server's
+ * default, samples); rate <= 0 leaves rate out (a profile not of samples
+ * taken at a frequency: off-CPU nanoseconds, allocations). */
+char *agent_ingest_url_unit(const char *server, const agent_labels *l, double rate,
+                            const char *unit, int64_t from, int64_t until, int locations);
 /* Percent-encodes s (RFC 3986 unreserved kept) into a malloc'd string. */
 char *agent_urlencode(const char *s);
 
@@ -244,6 +257,9 @@ uint64_t agent_fold_total(const agent_fold *f);
 size_t agent_fold_stacks(const agent_fold *f);
 /* The folded text, lines sorted by stack for determinism.  malloc'd. */
 char *agent_fold_text(const agent_fold *f, size_t *len);
+/* Multiplies every count by factor (rounded; at least 1 stays 1): a
+ * profile estimated from part of its window, scaled to the whole. */
+void agent_fold_scale(agent_fold *f, double factor);
 /* Iterates every (stack, count). */
 void agent_fold_each(const agent_fold *f,
                      void (*fn)(const char *stack, uint64_t count, void *arg),
@@ -358,6 +374,15 @@ typedef struct agent_push agent_push;
 
 agent_push *agent_push_new(void);
 void agent_push_free(agent_push *p);
+/* A server with --auth, over https: the token of every push (sent as
+ * Authorization: Bearer; NULL none), the tenant (X-Scope-OrgID; NULL none)
+ * and a PEM file of the authority or certificate that verifies the
+ * server's (NULL: the system's).  0, or -1 with err. */
+int agent_push_auth(agent_push *p, const char *token, const char *tenant, const char *ca,
+                    char *err, size_t errlen);
+/* The token of --token-file: its first line, blanks cut, into buf; 0, or
+ * -1 with err when it cannot be read or is no token. */
+int agent_token_read(const char *path, char *buf, size_t cap, char *err, size_t errlen);
 /* POSTs body gzip'd to url; 0 on a 2xx answer, -1 otherwise with err.
  * *retryable = 1 for connection failures and 5xx/429, 0 for other 4xx. */
 int agent_push_send(agent_push *p, const char *url, const void *body,
@@ -445,11 +470,123 @@ int agent_adapter_finish(agent_adapter_run *r, agent_fold *f,
 size_t agent_collapsed_parse(const char *text, agent_fold *f);
 
 /* ------------------------------------------------------------------------
- * Sampling (perf.c): cpu-clock software events, mmap'd ring buffers.
+ * Allocation entry points (uprobe.c): where malloc, calloc and realloc
+ * start in the ELF files the watched processes map, for uprobes.
  * ------------------------------------------------------------------------ */
+typedef enum { AGENT_ALLOC_MALLOC = 0, AGENT_ALLOC_CALLOC, AGENT_ALLOC_REALLOC, AGENT_ALLOC_NFN } agent_alloc_fn;
+
 typedef struct {
+    char path[4096];                /* the file, as the agent opens it
+                                       (/proc/PID/root/... for --pid) */
+    uint64_t offset;                /* file offset of the function's entry */
+    agent_alloc_fn fn;
+    int null_is_malloc;             /* REALLOC in glibc: realloc(NULL, n)
+                                       jumps into malloc, whose probe counts it */
+} agent_uprobe_target;
+
+/* The uprobe PMU's type (/sys/bus/event_source/devices/uprobe/type);
+ * -1 with err naming what is missing. */
+int agent_uprobe_pmu(char *err, size_t errlen);
+/* The entry points of malloc, calloc and realloc defined (not imported)
+ * in ELF file path (.dynsym, else .symtab), as file offsets, appended to
+ * *v (n entries, cap).  Answers how many were found, -1 if unreadable. */
+int agent_alloc_symbols(const char *path, agent_uprobe_target **v, size_t *n, size_t *cap);
+/* The targets in every distinct file (by device and inode) mapped
+ * executable by the processes pids (n of them), or by every process
+ * (pids NULL: --all).  -1 with err when none defines an allocator. */
+int agent_alloc_targets(const pid_t *pids, size_t n, agent_uprobe_target **out,
+                        size_t *nout, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------
+ * Allocation profiles (alloc.c): pure weighting of uprobe samples.
+ * ------------------------------------------------------------------------ */
+/* The bytes a call asked for from its first two arguments (rdi, rsi in
+ * the x86-64 SysV ABI): malloc(size), calloc(n, size) (saturated),
+ * realloc(ptr, size); 0 for a size above AGENT_ALLOC_SIZE_MAX or a calloc
+ * product that overflows (calls that fail). */
+#define AGENT_ALLOC_SIZE_MAX (1ull << 48)
+uint64_t agent_alloc_size(agent_alloc_fn fn, uint64_t arg0, uint64_t arg1);
+/* 1 when a frame name is one of the probed allocators or their glibc
+ * aliases (malloc, __libc_malloc, __GI___libc_malloc, ...): a sample whose
+ * caller is one of them is a nested call (glibc's realloc(NULL, n) calls
+ * malloc) and must not count twice. */
+int agent_alloc_is_allocator(const char *name, size_t len);
+/* 0 when a sample is counted by another probe: realloc(NULL, n) of a libc
+ * whose realloc then enters malloc (null_is_malloc: glibc, where it is a
+ * tail jump, so the stack cannot tell). */
+int agent_alloc_counted(agent_alloc_fn fn, uint64_t arg0, int null_is_malloc);
+/* --alloc's default period: a prime (no aliasing with loops that allocate
+ * k times per iteration, k < N), see alloc.c and docs/agent.md. */
+#define AGENT_ALLOC_PERIOD 509
+/* --alloc-duty's default: the fraction of each interval the probes are
+ * installed (main.c, docs/agent.md). */
+#define AGENT_ALLOC_DUTY 0.05
+/* The weights of one sample taken every `period` calls: alloc_objects +=
+ * period, alloc_space += size * period (saturated). */
+void agent_alloc_weights(uint64_t period, uint64_t size, uint64_t *objects, uint64_t *space);
+
+/* ------------------------------------------------------------------------
+ * Off-CPU time (offcpu.c): pairing each thread's switch-out (with its
+ * stack) with its next switch-in, in time order, and cutting the time of
+ * threads still off the CPU at the end of a period.  Pure.
+ * ------------------------------------------------------------------------ */
+typedef struct agent_offcpu agent_offcpu;
+/* One finished (or cut) stretch off the CPU: ns nanoseconds of thread tid
+ * of process pid with stack (valid during the call). */
+typedef void (*agent_offcpu_emit)(pid_t pid, pid_t tid, const char *stack, uint64_t ns, void *arg);
+
+agent_offcpu *agent_offcpu_new(void);
+void agent_offcpu_free(agent_offcpu *o);
+/* Queue events (they may come in any order across CPUs: ordered by time
+ * in agent_offcpu_advance).  The stack is copied.  -1 when out of memory. */
+int agent_offcpu_out(agent_offcpu *o, pid_t pid, pid_t tid, uint64_t time, const char *stack);
+int agent_offcpu_in(agent_offcpu *o, pid_t tid, uint64_t time);
+/* Applies the queued events with time <= upto in time order (later ones
+ * stay queued): a switch-in closes its thread's open stretch and emits it;
+ * a switch-out opens one (a second switch-out without a switch-in between,
+ * a lost record, replaces the first and is counted unpaired). */
+void agent_offcpu_advance(agent_offcpu *o, uint64_t upto, agent_offcpu_emit fn, void *arg);
+/* The period ends at `at` (the last advance's upto): every open stretch
+ * emits at - start and restarts at `at`, so the rest of it falls in the
+ * next period; threads alive() says are gone (exited while off the CPU,
+ * their last switch-out) are forgotten without emitting. */
+void agent_offcpu_cut(agent_offcpu *o, uint64_t at, int (*alive)(pid_t pid, pid_t tid, void *arg),
+                      agent_offcpu_emit fn, void *arg);
+/* The user frames of an off-CPU sample of a process unwound with frame
+ * pointers: d (nd, room for max) from libdw over the small stack copy,
+ * which recovers the caller of the libc wrapper the thread blocks in (no
+ * frame pointer there, so the kernel's chain f skips it) but stops where
+ * the copy ends; continued with f's frames after the first return address
+ * the two share (index >= 1 in both).  None shared: the longer of the two
+ * (f copied into d).  Answers the frames now in d. */
+int agent_offcpu_splice(uint64_t *d, int nd, int max, const uint64_t *f, int nf);
+size_t agent_offcpu_open(const agent_offcpu *o);      /* threads off the CPU now */
+size_t agent_offcpu_queued(const agent_offcpu *o);
+uint64_t agent_offcpu_unpaired(const agent_offcpu *o);
+/* The id of tracepoint SYS:NAME and the byte offset of FIELD in its raw
+ * record (field may be NULL), from tracefs (/sys/kernel/tracing, else
+ * /sys/kernel/debug/tracing); mounts tracefs on /sys/kernel/tracing when
+ * neither has it and that is permitted.  -1 with err naming what is
+ * missing. */
+int agent_tracepoint(const char *sys, const char *name, const char *field,
+                     int *id, int *field_off, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------
+ * Sampling (perf.c): cpu-clock software events, and with --offcpu the
+ * sched:sched_switch tracepoint, with --alloc uprobes; all into the same
+ * mmap'd ring buffers, one per CPU, in CLOCK_MONOTONIC time.
+ * ------------------------------------------------------------------------ */
+typedef enum {
+    AGENT_SAMPLE_CPU = 0,           /* cpu-clock: one sample = 1e9/f ns */
+    AGENT_SAMPLE_OFFCPU,            /* tid switched out (stack: where it blocks) */
+    AGENT_SAMPLE_SWITCH_IN,         /* tid switched in (no stack) */
+    AGENT_SAMPLE_ALLOC              /* an allocator's entry (alloc_fn, arg, period) */
+} agent_sample_kind;
+
+typedef struct {
+    agent_sample_kind kind;
     pid_t pid, tid;
-    uint64_t time;
+    uint64_t time;                  /* CLOCK_MONOTONIC ns */
     const uint64_t *chain;          /* callchain, PERF_CONTEXT_* markers included */
     uint64_t nr;
     int has_user;                   /* user regs and stack present */
@@ -459,6 +596,12 @@ typedef struct {
                                        pid/tid; nr is 0 */
     int exec;                       /* with comm: the process exec'd
                                        (PERF_RECORD_MISC_COMM_EXEC) */
+    pid_t next_tid;                 /* OFFCPU under --all: the thread switched
+                                       in at the same time (0: the idle task) */
+    agent_alloc_fn alloc_fn;        /* ALLOC: which function */
+    int alloc_null_is_malloc;       /* ALLOC: its target's null_is_malloc */
+    uint64_t arg[2];                /* ALLOC: its first two arguments */
+    uint64_t period;                /* ALLOC: calls this sample stands for */
 } agent_sample;
 
 typedef struct agent_perf agent_perf;
@@ -467,20 +610,54 @@ typedef struct {
     double freq;
     int no_kernel;
     int want_stack;                 /* REGS_USER + STACK_USER for DWARF */
+    /* --offcpu: the id of sched:sched_switch (0: none) and, for --all, the
+     * offset of next_pid in its raw record */
+    int offcpu_tp, offcpu_next_pid_off;
+    /* --alloc: uprobes (PMU type) on these entry points, a sample every
+     * alloc_period calls (0: none) */
+    int uprobe_type;
+    const agent_uprobe_target *alloc;
+    size_t nalloc;
+    uint64_t alloc_period;
 } agent_perf_opts;
 
-/* Every process: one event per online CPU (pid -1). */
+/* Every process: one event per online CPU (pid -1) and kind. */
 agent_perf *agent_perf_open_all(const agent_perf_opts *o, char *err, size_t errlen);
-/* The given processes: one event per (thread, CPU) with inherit, so the
- * threads and children they create are followed. */
+/* The given processes: one event per (thread, CPU) and kind with inherit,
+ * so the threads and children they create are followed. */
 agent_perf *agent_perf_open_pids(const pid_t *pids, size_t n, const agent_perf_opts *o,
                                  char *err, size_t errlen);
+/* Whether the off-CPU (AGENT_SAMPLE_OFFCPU) or allocation
+ * (AGENT_SAMPLE_ALLOC) events could be opened; when not, why (the on-CPU
+ * sampling goes on without them). */
+int agent_perf_has(const agent_perf *p, agent_sample_kind kind);
+const char *agent_perf_why_not(const agent_perf *p, agent_sample_kind kind);
 void agent_perf_close(agent_perf *p);
+/* --alloc-duty: the allocation probes installed only part of the time.  A
+ * disabled perf uprobe keeps its breakpoint (every call still traps), so
+ * off closes the allocation events (after reading their last records
+ * through fn) and on opens them again: on every CPU (pids NULL: --all) or
+ * on every thread of the processes pids (distinct), with inherit.  Both do
+ * nothing when already so; on answers -1 with err when a probe could not be
+ * opened (those that could stay on). */
+int agent_perf_alloc_on(agent_perf *p, const pid_t *pids, size_t n, char *err, size_t errlen);
+void agent_perf_alloc_off(agent_perf *p, void (*fn)(const agent_sample *s, void *arg), void *arg);
+int agent_perf_alloc_is_on(const agent_perf *p);
+/* The allocation events open now (threads x CPUs x entry points under
+ * --pid, CPUs x entry points under --all). */
+size_t agent_perf_alloc_events(const agent_perf *p);
+/* Closing a perf uprobe event waits about this long (a grace period under
+ * a global mutex: serial), perf.c. */
+#define AGENT_UPROBE_CLOSE_S 0.09
 /* Waits up to timeout_ms for data, then calls fn for every sample read.
  * Answers the number of samples, -1 on error. */
 int agent_perf_poll(agent_perf *p, int timeout_ms,
                     void (*fn)(const agent_sample *s, void *arg), void *arg);
-/* Changes the sampling frequency of every event (PERF_EVENT_IOC_PERIOD). */
+/* Every record stamped at or before this CLOCK_MONOTONIC time has been
+ * read by the last agent_perf_poll (its start, less a margin). */
+uint64_t agent_perf_upto(const agent_perf *p);
+/* Changes the sampling frequency of every cpu-clock event
+ * (PERF_EVENT_IOC_PERIOD). */
 int agent_perf_set_freq(agent_perf *p, double freq);
 uint64_t agent_perf_lost(const agent_perf *p);     /* PERF_RECORD_LOST total */
 /* Sample records that could not be parsed, and records skipped after a
@@ -505,6 +682,10 @@ typedef struct {
     uint64_t dropped_lost;          /* PERF_RECORD_LOST: never read */
     uint64_t dropped_malformed;     /* records that could not be parsed */
     uint64_t unwind_failed;         /* DWARF failed: frame pointers kept */
+    uint64_t offcpu_switches;       /* --offcpu: switch-outs of watched threads read */
+    uint64_t offcpu_unpaired;       /* switch-outs without a switch-in (lost records) */
+    uint64_t alloc_samples;         /* --alloc: samples counted */
+    uint64_t alloc_nested;          /* samples of an allocator called by one (not counted) */
     uint64_t samples_pruned, threads_pruned;   /* FSP */
     uint64_t samples_delivered;     /* in profiles the server accepted */
     uint64_t profiles_pushed;       /* accepted (2xx), spool replays included */

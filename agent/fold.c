@@ -113,7 +113,13 @@ char *agent_urlencode(const char *s)
 char *agent_ingest_url(const char *server, const agent_labels *l,
                        double rate, int64_t from, int64_t until, int locations)
 {
-    size_t cap = strlen(server) + 128, len = 0;
+    return agent_ingest_url_unit(server, l, rate, NULL, from, until, locations);
+}
+
+char *agent_ingest_url_unit(const char *server, const agent_labels *l, double rate,
+                            const char *unit, int64_t from, int64_t until, int locations)
+{
+    size_t cap = strlen(server) + 128 + (unit ? strlen(unit) : 0), len = 0;
     for (int i = 0; i < l->n; i++) cap += strlen(l->name[i]) + 3 * strlen(l->value[i]) + 2;
     char *url = malloc(cap);
     if (!url) return NULL;
@@ -126,8 +132,10 @@ char *agent_ingest_url(const char *server, const agent_labels *l,
         len += (size_t)snprintf(url + len, cap - len, "%s=%s&", l->name[i], v);
         free(v);
     }
-    snprintf(url + len, cap - len, "rate=%.6g&from=%lld&until=%lld%s",
-             rate, (long long)from, (long long)until, locations ? "&locations=1" : "");
+    if (rate > 0) len += (size_t)snprintf(url + len, cap - len, "rate=%.6g&", rate);
+    if (unit) len += (size_t)snprintf(url + len, cap - len, "unit=%s&", unit);
+    snprintf(url + len, cap - len, "from=%lld&until=%lld%s",
+             (long long)from, (long long)until, locations ? "&locations=1" : "");
     return url;
 }
 
@@ -205,6 +213,18 @@ void agent_fold_add(agent_fold *f, const char *stack, uint64_t count)
 }
 
 uint64_t agent_fold_total(const agent_fold *f) { return f->total; }
+
+void agent_fold_scale(agent_fold *f, double factor)
+{
+    f->total = 0;
+    for (size_t i = 0; i < f->cap; i++) {
+        if (!f->slots[i].stack) continue;
+        double v = (double)f->slots[i].count * factor + 0.5;
+        uint64_t c = v >= 1.8e19 ? UINT64_MAX : (uint64_t)v;
+        f->slots[i].count = c ? c : 1;
+        f->total += f->slots[i].count;
+    }
+}
 size_t agent_fold_stacks(const agent_fold *f) { return f->n; }
 
 void agent_fold_each(const agent_fold *f,

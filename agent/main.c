@@ -18,6 +18,14 @@
  * rewrites --metrics FILE), so that an agent that stopped reporting shows.
  * A process that execs is another program under the same pid: its state is
  * retired (flushed under the old labels) and the next sample starts anew.
+ *
+ * --offcpu and --alloc (issue 13) read more kinds of sample from the same
+ * rings: switch-outs and switch-ins go to offcpu.c, which pairs them in
+ * time order and emits stretches off the CPU into the process's `offcpu`
+ * fold (cut at each push); allocator entries are weighted (alloc.c) into
+ * its `alloc_objects` and `alloc_space` folds.  These folds are pushed
+ * whole (no FSP) with their type and unit.  --alloc-duty opens the
+ * allocation probes in one window per interval and scales those folds.
  */
 #include "agent.h"
 #include "../storage/frame.h"
@@ -59,6 +67,10 @@ typedef struct {
     double spool_mb;
     const char *metrics;
     int verbose;
+    int offcpu;                     /* --offcpu */
+    uint64_t alloc_period;          /* --alloc[=N]: every Nth call; 0: off */
+    double alloc_duty;              /* --alloc-duty F: probes in F of each interval */
+    const char *token, *token_file, *tenant, *ca;  /* a server with --auth, https */
 } agent_opts;
 
 typedef struct {
@@ -81,6 +93,9 @@ typedef struct {
     thread_state *threads; size_t nthreads, capthreads;
     uint64_t samples;
     int idle_intervals;
+    agent_fold *typed[3];           /* this window's offcpu, alloc_objects,
+                                       alloc_space (NULL: none yet; offcpu.c,
+                                       alloc.c), never pruned by FSP */
 } proc_state;
 
 typedef struct {
@@ -109,6 +124,16 @@ typedef struct {
     int retry_delay;
     struct { pid_t pid; char comm[32]; } comms[256];   /* from PERF_RECORD_COMM, a ring */
     size_t ncomms;
+    agent_offcpu *offcpu;           /* --offcpu: stretches off the CPU */
+    agent_uprobe_target *alloc_targets;   /* --alloc: the probed entry points */
+    size_t nalloc;
+    double alloc_on_at, alloc_off_at;     /* --alloc-duty: this interval's window */
+    double alloc_since, alloc_on_s;       /* when it went on; seconds on in this interval */
+    double alloc_scale;                   /* the interval's length / alloc_on_s */
+    int alloc_done;                       /* this interval's window is over */
+    int alloc_ignore;                     /* drop allocation samples (startup) */
+    double run_end;                       /* --duration's end (monotonic), 0: none */
+    unsigned alloc_rng;
 } agent_ctx;
 
 static volatile sig_atomic_t g_stop;   /* set by SIGINT/SIGTERM only */
@@ -150,6 +175,12 @@ static void usage(FILE *f)
 "Where profiles go:\n"
 "  --server URL         flamedb server (default http://127.0.0.1:4040);\n"
 "                       profiles are POSTed to URL/api/v1/ingest, gzip'd\n"
+"  --token-file FILE    a server with --auth: the token (FILE's first line),\n"
+"                       sent as Authorization: Bearer (--token TOKEN gives it\n"
+"                       on the command line, where ps shows it to all)\n"
+"  --tenant NAME        the tenant, for a token of several (X-Scope-OrgID)\n"
+"  --ca FILE            verify an https:// server's certificate with this PEM\n"
+"                       certificate or authority (default: the system's)\n"
 "  --output FILE        write the folded profiles with their labels to FILE\n"
 "                       (\"-\" = stdout) instead of pushing them\n"
 "  --spool DIR          while the server is unreachable, keep profiles in DIR\n"
@@ -186,6 +217,19 @@ static void usage(FILE *f)
 "                       DWARF line tables), no binary and build-id\n"
 "  --no-demangle        keep C++ and Rust names as the symbol tables have them\n"
 "                       (_ZN...), not demangled\n"
+"Other profiles (of the same processes, pushed beside the CPU profile):\n"
+"  --offcpu             type=\"offcpu\" (unit nanoseconds): where threads block\n"
+"                       or wait for a CPU (their stack when they leave it, from\n"
+"                       the sched:sched_switch tracepoint) and for how long\n"
+"  --alloc[=N]          type=\"alloc_objects\" (count) and \"alloc_space\"\n"
+"                       (bytes): every Nth call of malloc, calloc and realloc\n"
+"                       (uprobes), weighted N and N x size: a sampled\n"
+"                       estimate (default N = %d, a prime; each probed call\n"
+"                       costs a breakpoint trap, see docs/agent.md)\n"
+"  --alloc-duty F       install the allocation probes for a fraction F of\n"
+"                       each interval (a random window), scaling the\n"
+"                       estimates by 1/F: the program pays the traps only\n"
+"                       then (default %g)\n"
 "Thread pruning (Atys FSP):\n"
 "  --fsp P              per interval and process keep the most active threads\n"
 "                       that make at least P of the samples (default 0.99;\n"
@@ -206,7 +250,7 @@ static void usage(FILE *f)
 "Needs perf_event: root, CAP_PERFMON, or kernel.perf_event_paranoid <= 1 for\n"
 "your own processes (-1 for --all).  Python processes (with py-spy on PATH)\n"
 "and JVMs (with async-profiler's asprof on PATH) are profiled by those tools\n"
-"(label spy).  See docs/agent.md.\n");
+"(label spy).  See docs/agent.md.\n", AGENT_ALLOC_PERIOD, AGENT_ALLOC_DUTY);
 }
 
 static int parse_double(const char *flag, const char *s, double lo, double hi, double *out)
@@ -254,7 +298,8 @@ static int parse_args(agent_opts *o, int argc, char **argv)
 {
     enum { O_SERVER = 256, O_PID, O_ALL, O_SERVICE, O_LABELS, O_FREQ, O_INTERVAL, O_DURATION,
            O_OUTPUT, O_UNWIND, O_NOKERNEL, O_NOLINES, O_NODEMANGLE, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
-           O_SPOOL, O_SPOOLMAX, O_METRICS, O_VERBOSE, O_HELP };
+           O_SPOOL, O_SPOOLMAX, O_METRICS, O_VERBOSE, O_HELP, O_OFFCPU, O_ALLOC, O_ALLOCDUTY,
+           O_TOKEN, O_TOKENFILE, O_TENANT, O_CA };
     static const struct option longopts[] = {
         { "server", 1, 0, O_SERVER }, { "pid", 1, 0, O_PID }, { "all", 0, 0, O_ALL },
         { "service", 1, 0, O_SERVICE }, { "labels", 1, 0, O_LABELS },
@@ -267,6 +312,9 @@ static int parse_args(agent_opts *o, int argc, char **argv)
         { "max-frequency", 1, 0, O_MAXF }, { "spool", 1, 0, O_SPOOL },
         { "spool-max", 1, 0, O_SPOOLMAX }, { "metrics", 1, 0, O_METRICS },
         { "verbose", 0, 0, O_VERBOSE },
+        { "offcpu", 0, 0, O_OFFCPU }, { "alloc", 2, 0, O_ALLOC }, { "alloc-duty", 1, 0, O_ALLOCDUTY },
+        { "token", 1, 0, O_TOKEN }, { "token-file", 1, 0, O_TOKENFILE },
+        { "tenant", 1, 0, O_TENANT }, { "ca", 1, 0, O_CA },
         { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 } };
     char err[256];
     int c;
@@ -274,6 +322,10 @@ static int parse_args(agent_opts *o, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case O_SERVER: o->server = optarg; break;
+        case O_TOKEN: o->token = optarg; break;
+        case O_TOKENFILE: o->token_file = optarg; break;
+        case O_TENANT: o->tenant = optarg; break;
+        case O_CA: o->ca = optarg; break;
         case O_PID: if (parse_pids(o, optarg) < 0) return -1; break;
         case O_ALL: o->all = 1; break;
         case O_SERVICE:
@@ -320,6 +372,17 @@ static int parse_args(agent_opts *o, int argc, char **argv)
             if (!*optarg) { fprintf(stderr, "flamedb-agent: --metrics: empty file name\n"); return -1; }
             o->metrics = optarg; break;
         case O_VERBOSE: o->verbose = 1; break;
+        case O_OFFCPU: o->offcpu = 1; break;
+        case O_ALLOC: {
+            int n = AGENT_ALLOC_PERIOD;
+            if (optarg && parse_int("--alloc", optarg, 1, 1000000000, &n) < 0) return -1;
+            o->alloc_period = (uint64_t)n;
+            break;
+        }
+        case O_ALLOCDUTY:
+            if (parse_double("--alloc-duty", optarg, 0, 1, &o->alloc_duty) < 0) return -1;
+            if (o->alloc_duty <= 0) { fprintf(stderr, "flamedb-agent: --alloc-duty must be > 0\n"); return -1; }
+            break;
         case O_HELP: usage(stdout); exit(0);
         default:
             if (optopt >= O_SERVER || optopt == 0)
@@ -344,6 +407,8 @@ static int parse_args(agent_opts *o, int argc, char **argv)
         return -1;
     }
     if (o->output && o->spool) { fprintf(stderr, "flamedb-agent: --spool applies to pushing, not to --output\n"); return -1; }
+    if (o->alloc_duty && !o->alloc_period) { fprintf(stderr, "flamedb-agent: --alloc-duty only applies with --alloc\n"); return -1; }
+    if (!o->alloc_duty) o->alloc_duty = AGENT_ALLOC_DUTY;
     return 0;
 }
 
@@ -418,6 +483,7 @@ static void proc_clear(proc_state *p)
     for (size_t i = 0; i < p->nthreads; i++) agent_fold_free(p->threads[i].fold);
     p->nthreads = 0;
     p->samples = 0;
+    for (int k = 0; k < 3; k++) { agent_fold_free(p->typed[k]); p->typed[k] = NULL; }
 }
 
 static void proc_free(proc_state *p)
@@ -484,6 +550,120 @@ static void auto_decide(agent_ctx *c, proc_state *p, int user_depth)
     (void)c;
 }
 
+/* The stack of a sample into c->stackbuf (root first, ';'-joined):
+ * unwound (frame pointers, or DWARF for the processes that need it) and
+ * symbolized now.  Answers its length; *caller receives the offset of the
+ * frame below the leaf (-1: none).  Only cpu-clock samples decide auto
+ * unwinding. */
+static size_t sample_stack(agent_ctx *c, proc_state *p, const agent_sample *s, long *caller)
+{
+    uint64_t kips[MAX_FRAMES], uips[MAX_FRAMES], dips[MAX_FRAMES];
+    int nk = 0, nu = 0;
+    uint64_t ctx = 0;
+    for (uint64_t i = 0; i < s->nr; i++) {
+        uint64_t ip = s->chain[i];
+        if (ip >= (uint64_t)PERF_CONTEXT_MAX) { ctx = ip; continue; }
+        if (ctx == (uint64_t)PERF_CONTEXT_KERNEL && nk < MAX_FRAMES) kips[nk++] = ip;
+        else if (ctx == (uint64_t)PERF_CONTEXT_USER && nu < MAX_FRAMES) uips[nu++] = ip;
+    }
+    int probing = !p->decided;
+    if (probing && s->kind == AGENT_SAMPLE_CPU) auto_decide(c, p, nu);
+    const uint64_t *user = uips;
+    /* while auto still probes, a shallow sample is unwound with DWARF too,
+     * so the samples that decide are not left with truncated stacks; an
+     * off-CPU sample always (agent_offcpu_splice) */
+    int dwarf = p->use_dwarf || (probing && nu <= 2) || s->kind == AGENT_SAMPLE_OFFCPU;
+    if (dwarf && s->user.abi != 0) {          /* a user context to unwind */
+        agent_dwarf_status st = AGENT_DWARF_FAILED;
+        if (!p->dwarf && !p->dwarf_failed) {
+            char err[300];
+            st = agent_dwarf_open(p->pid, &p->dwarf, err, sizeof err);
+            if (st != AGENT_DWARF_OK) {
+                p->dwarf_failed = 1;
+                /* a process that exited is no news; anything else is */
+                logmsg(st == AGENT_DWARF_GONE, "pid %d (%s): DWARF unwinding unavailable (%s), "
+                       "using frame pointers", (int)p->pid, p->comm, err);
+            }
+        }
+        int n = 0;
+        if (p->dwarf) st = agent_dwarf_unwind(p->dwarf, s->tid, &s->user, dips, MAX_FRAMES, &n);
+        if (st == AGENT_DWARF_OK && !p->use_dwarf && s->kind == AGENT_SAMPLE_OFFCPU)
+            n = agent_offcpu_splice(dips, n, MAX_FRAMES, uips, nu);
+        if (st == AGENT_DWARF_OK) { user = dips; nu = n; }
+        else if (st != AGENT_DWARF_NOREGS) c->m.unwind_failed++;   /* frame pointers kept */
+    }
+    /* an allocation sample is taken at the allocator's first instruction,
+     * before it saved a frame pointer: the kernel's chain skips its
+     * caller, whose return address is at [sp] (the stack copy's start) */
+    if (user == uips && s->kind == AGENT_SAMPLE_ALLOC && nu >= 1 && s->user.stack_size >= 8) {
+        uint64_t ret;
+        memcpy(&ret, s->user.stack, 8);
+        if ((nu < 2 || uips[1] != ret) && nu < MAX_FRAMES) {
+            memmove(uips + 2, uips + 1, (size_t)(nu - 1) * sizeof *uips);
+            uips[1] = ret;
+            nu++;
+        }
+    }
+    char name[AGENT_FRAME_MAX];
+    size_t len = 0, prev = 0, last = 0;
+    int frames = 0;
+    for (int i = nu - 1; i >= 0; i--) {
+        agent_syms_frame(c->syms, p->pid, i > 0 ? user[i] - 1 : user[i], 0, !c->o.no_lines,
+                         name, sizeof name);
+        prev = last; last = len ? len + 1 : 0;
+        stack_append(c, &len, name);
+        frames++;
+    }
+    for (int i = nk - 1; i >= 0; i--) {
+        agent_syms_name(c->syms, p->pid, i > 0 ? kips[i] - 1 : kips[i], 1, name, sizeof name);
+        prev = last; last = len ? len + 1 : 0;
+        stack_append(c, &len, name);
+        frames++;
+    }
+    if (len == 0) stack_append(c, &len, "[unknown]");
+    *caller = frames >= 2 ? (long)prev : -1;
+    return len;
+}
+
+/* Off-CPU stretches, as offcpu.c closes or cuts them, into their process's
+ * window. */
+static void offcpu_emit(pid_t pid, pid_t tid, const char *stack, uint64_t ns, void *arg)
+{
+    agent_ctx *c = arg;
+    (void)tid;
+    proc_state *p = proc_get(c, pid);
+    if (!p) { c->m.dropped_nomem++; return; }
+    if (!p->typed[0] && !(p->typed[0] = agent_fold_new())) { c->m.dropped_nomem++; return; }
+    agent_fold_add(p->typed[0], stack, ns);
+}
+
+/* An allocator's sample: alloc_objects += period, alloc_space += size x
+ * period; a call an allocator made itself (glibc's realloc(NULL, n) calls
+ * malloc) is not counted twice. */
+static void alloc_sample(agent_ctx *c, proc_state *p, const agent_sample *s, long caller)
+{
+    if (c->alloc_ignore) return;
+    if (!agent_alloc_counted(s->alloc_fn, s->arg[0], s->alloc_null_is_malloc)) {
+        c->m.alloc_nested++;
+        return;
+    }
+    if (caller >= 0) {
+        const char *f = c->stackbuf + caller;
+        size_t fl = strcspn(f, ";"), nl = agent_frame_name_len(f);
+        if (agent_alloc_is_allocator(f, nl < fl ? nl : fl)) {
+            c->m.alloc_nested++;
+            return;
+        }
+    }
+    uint64_t objects, space;
+    agent_alloc_weights(s->period, agent_alloc_size(s->alloc_fn, s->arg[0], s->arg[1]), &objects, &space);
+    for (int k = 1; k <= 2; k++)
+        if (!p->typed[k] && !(p->typed[k] = agent_fold_new())) { c->m.dropped_nomem++; return; }
+    agent_fold_add(p->typed[1], c->stackbuf, objects);
+    if (space) agent_fold_add(p->typed[2], c->stackbuf, space);
+    c->m.alloc_samples++;
+}
+
 static void on_sample(const agent_sample *s, void *arg)
 {
     agent_ctx *c = arg;
@@ -499,55 +679,31 @@ static void on_sample(const agent_sample *s, void *arg)
         }
         return;
     }
-    c->m.samples_read++;
-    if (s->pid <= 0 || s->pid == c->self) { c->m.samples_ignored++; return; }
+    if (s->kind != AGENT_SAMPLE_CPU) {
+        if (!c->offcpu && s->kind != AGENT_SAMPLE_ALLOC) return;
+        /* --all: the task switched in by this switch */
+        if (s->kind == AGENT_SAMPLE_OFFCPU && s->next_tid > 0 && agent_offcpu_in(c->offcpu, s->next_tid, s->time) < 0)
+            c->m.dropped_nomem++;
+        if (s->kind == AGENT_SAMPLE_SWITCH_IN) {
+            if (s->pid != c->self && agent_offcpu_in(c->offcpu, s->tid, s->time) < 0) c->m.dropped_nomem++;
+            return;
+        }
+        if (s->pid <= 0 || s->pid == c->self) return;    /* the idle task, the agent */
+        if (s->kind == AGENT_SAMPLE_OFFCPU) c->m.offcpu_switches++;
+    } else {
+        c->m.samples_read++;
+        if (s->pid <= 0 || s->pid == c->self) { c->m.samples_ignored++; return; }
+    }
     proc_state *p = proc_get(c, s->pid);
     if (!p) { c->m.dropped_nomem++; return; }
-    if (p->adapter) { c->m.samples_ignored++; return; }   /* its tool profiles it */
-    uint64_t kips[MAX_FRAMES], uips[MAX_FRAMES], dips[MAX_FRAMES];
-    int nk = 0, nu = 0;
-    uint64_t ctx = 0;
-    for (uint64_t i = 0; i < s->nr; i++) {
-        uint64_t ip = s->chain[i];
-        if (ip >= (uint64_t)PERF_CONTEXT_MAX) { ctx = ip; continue; }
-        if (ctx == (uint64_t)PERF_CONTEXT_KERNEL && nk < MAX_FRAMES) kips[nk++] = ip;
-        else if (ctx == (uint64_t)PERF_CONTEXT_USER && nu < MAX_FRAMES) uips[nu++] = ip;
+    if (p->adapter) { if (s->kind == AGENT_SAMPLE_CPU) c->m.samples_ignored++; return; }   /* its tool profiles it */
+    long caller;
+    sample_stack(c, p, s, &caller);
+    if (s->kind == AGENT_SAMPLE_OFFCPU) {
+        if (agent_offcpu_out(c->offcpu, s->pid, s->tid, s->time, c->stackbuf) < 0) c->m.dropped_nomem++;
+        return;
     }
-    int probing = !p->decided;
-    if (probing) auto_decide(c, p, nu);
-    const uint64_t *user = uips;
-    /* while auto still probes, a shallow sample is unwound with DWARF too,
-     * so the samples that decide are not left with truncated stacks */
-    int dwarf = p->use_dwarf || (probing && nu <= 2);
-    if (dwarf && s->user.abi != 0) {          /* a user context to unwind */
-        agent_dwarf_status st = AGENT_DWARF_FAILED;
-        if (!p->dwarf && !p->dwarf_failed) {
-            char err[300];
-            st = agent_dwarf_open(p->pid, &p->dwarf, err, sizeof err);
-            if (st != AGENT_DWARF_OK) {
-                p->dwarf_failed = 1;
-                /* a process that exited is no news; anything else is */
-                logmsg(st == AGENT_DWARF_GONE, "pid %d (%s): DWARF unwinding unavailable (%s), "
-                       "using frame pointers", (int)p->pid, p->comm, err);
-            }
-        }
-        int n = 0;
-        if (p->dwarf) st = agent_dwarf_unwind(p->dwarf, s->tid, &s->user, dips, MAX_FRAMES, &n);
-        if (st == AGENT_DWARF_OK) { user = dips; nu = n; }
-        else if (st != AGENT_DWARF_NOREGS) c->m.unwind_failed++;   /* frame pointers kept */
-    }
-    char name[AGENT_FRAME_MAX];
-    size_t len = 0;
-    for (int i = nu - 1; i >= 0; i--) {
-        agent_syms_frame(c->syms, p->pid, i > 0 ? user[i] - 1 : user[i], 0, !c->o.no_lines,
-                         name, sizeof name);
-        stack_append(c, &len, name);
-    }
-    for (int i = nk - 1; i >= 0; i--) {
-        agent_syms_name(c->syms, p->pid, i > 0 ? kips[i] - 1 : kips[i], 1, name, sizeof name);
-        stack_append(c, &len, name);
-    }
-    if (len == 0) stack_append(c, &len, "[unknown]");
+    if (s->kind == AGENT_SAMPLE_ALLOC) { alloc_sample(c, p, s, caller); return; }
     thread_state *t = proc_thread(p, s->tid);
     if (!t) { c->m.dropped_nomem++; return; }
     agent_fold_add(t->fold, c->stackbuf, 1);
@@ -638,12 +794,14 @@ static void deliver(agent_ctx *c, const char *url, const char *body, size_t len)
     spool_report(c);
 }
 
-static void write_output(agent_ctx *c, const agent_labels *l, int64_t from, int64_t until,
-                         const char *body, int located)
+static void write_output(agent_ctx *c, const agent_labels *l, const char *unit, int64_t from,
+                         int64_t until, const char *body, int located)
 {
     fprintf(c->out, "# ");
     for (int i = 0; i < l->n; i++) fprintf(c->out, "%s=%s ", l->name[i], l->value[i]);
-    fprintf(c->out, "rate=%g from=%lld until=%lld%s\n%s\n", c->freq, (long long)from,
+    if (unit) fprintf(c->out, "unit=%s ", unit);
+    else fprintf(c->out, "rate=%g ", c->freq);
+    fprintf(c->out, "from=%lld until=%lld%s\n%s\n", (long long)from,
             (long long)until, located ? " locations=1" : "", body);
     fflush(c->out);
 }
@@ -770,20 +928,35 @@ static void group_add(push_groups *g, const agent_labels *l, agent_fold *f)
     e->nprocs = 1;
 }
 
+/* The profile types besides cpu (issue 13), in proc_state.typed order:
+ * their type label and unit; they are not samples at a rate. */
+static const struct { const char *type, *unit; } typed_profiles[3] = {
+    { "offcpu", "nanoseconds" }, { "alloc_objects", "count" }, { "alloc_space", "bytes" } };
+
+static const char *typed_unit(const agent_labels *l)
+{
+    const char *type = agent_labels_get(l, "type");
+    for (int k = 0; type && k < 3; k++)
+        if (strcmp(type, typed_profiles[k].type) == 0) return typed_profiles[k].unit;
+    return NULL;
+}
+
 static void push_group_send(agent_ctx *c, push_group *g, int64_t from, int64_t until, self_counts *sc)
 {
     agent_fold *f = g->fold;
     if (agent_fold_total(f) == 0) return;
-    agent_fold_each(f, self_add, sc);
+    const char *unit = typed_unit(&g->labels);      /* NULL: cpu samples at c->freq */
+    if (!unit) agent_fold_each(f, self_add, sc);
     size_t len;
     char *body = agent_fold_text(f, &len);
     if (!body) return;
     /* locations=1 exactly when a frame carries one: names-only
      * profiles (--no-lines, no line tables) keep the plain URL */
     int located = memchr(body, FRAME_SEP, len) != NULL;
-    if (c->out) { write_output(c, &g->labels, from, until, body, located); c->m.profiles_written++; }
+    if (c->out) { write_output(c, &g->labels, unit, from, until, body, located); c->m.profiles_written++; }
     else {
-        char *url = agent_ingest_url(c->o.server, &g->labels, c->freq, from, until, located);
+        char *url = agent_ingest_url_unit(c->o.server, &g->labels, unit ? 0 : c->freq, unit,
+                                          from, until, located);
         if (url) {
             logmsg(1, "%s (%zu process%s): %llu samples, %zu stacks -> %s",
                    agent_labels_get(&g->labels, "service"), g->nprocs, g->nprocs == 1 ? "" : "es",
@@ -793,6 +966,15 @@ static void push_group_send(agent_ctx *c, push_group *g, int64_t from, int64_t u
         }
     }
     free(body);
+}
+
+static int thread_alive(pid_t pid, pid_t tid, void *arg)
+{
+    char path[64];
+    struct stat st;
+    (void)arg;
+    snprintf(path, sizeof path, "/proc/%d/task/%d", (int)pid, (int)tid);
+    return stat(path, &st) == 0;
 }
 
 static int proc_alive(pid_t pid)
@@ -812,6 +994,7 @@ static void metrics_publish(agent_ctx *c)
     c->m.profiles_spool_dropped = (c->have_spool ? c->spool.dropped : 0) + c->spool_failed;
     c->m.spool_waiting = c->have_spool ? agent_spool_count(&c->spool) : 0;
     c->m.processes = c->nprocs;
+    c->m.offcpu_unpaired = c->offcpu ? agent_offcpu_unpaired(c->offcpu) : 0;
     c->m.frequency = c->freq;
     if (!c->o.metrics) return;
     char err[600];
@@ -836,6 +1019,11 @@ static void flush_interval(agent_ctx *c, int64_t from, int64_t until, int last)
 {
     self_counts sc = { 0 };
     push_groups groups = { 0 };
+    if (c->offcpu) {                  /* threads still off the CPU: the time so far */
+        uint64_t at = agent_perf_upto(c->perf);
+        agent_offcpu_advance(c->offcpu, at, offcpu_emit, c);
+        agent_offcpu_cut(c->offcpu, at, thread_alive, offcpu_emit, c);
+    }
     size_t n = c->nprocs;             /* those made while flushing wait */
     for (size_t i = 0; i < n; i++) {
         proc_state *p = &c->procs[i];
@@ -847,6 +1035,16 @@ static void flush_interval(agent_ctx *c, int64_t from, int64_t until, int last)
                 proc_fold(c, p, f);
                 group_add(&groups, &p->labels, f);
             }
+        }
+        for (int k = 0; k < 3; k++) {  /* offcpu, alloc_*: whole, not pruned */
+            if (!p->typed[k]) continue;
+            if (k > 0 && c->alloc_scale > 1) agent_fold_scale(p->typed[k], c->alloc_scale);
+            agent_labels l = { 0 };
+            agent_labels_copy(&l, &p->labels);
+            if (agent_labels_set(&l, "type", typed_profiles[k].type) == 0) group_add(&groups, &l, p->typed[k]);
+            else agent_fold_free(p->typed[k]);
+            p->typed[k] = NULL;
+            agent_labels_free(&l);
         }
         proc_clear(p);
         /* libdw keeps every module file it read open: only processes that
@@ -869,7 +1067,8 @@ static void flush_interval(agent_ctx *c, int64_t from, int64_t until, int last)
      * samples read since waits for the next flush) */
     for (size_t i = 0; i < c->nprocs;) {
         proc_state *p = &c->procs[i];
-        if (p->samples == 0 && (p->retired || (p->idle_intervals >= 1 && !proc_alive(p->pid)))) {
+        if (p->samples == 0 && !p->typed[0] && !p->typed[1] &&
+            (p->retired || (p->idle_intervals >= 1 && !proc_alive(p->pid)))) {
             if (!p->retired) agent_syms_forget(c->syms, p->pid);
             proc_free(p);
             c->procs[i] = c->procs[--c->nprocs];
@@ -902,6 +1101,120 @@ static void flush_interval(agent_ctx *c, int64_t from, int64_t until, int last)
     c->prev = c->m;
 }
 
+/* ---- --alloc-duty ---- */
+
+static double now_s(void);
+
+/* The window of the allocation probes in the interval that starts at
+ * `start`: alloc_duty of its length, at a random place, so that it does
+ * not beat with what the program does periodically. */
+static void alloc_plan(agent_ctx *c, double start)
+{
+    if (!c->nalloc || c->o.alloc_duty >= 1) return;
+    /* the last interval of a --duration may be short: its window too, or
+     * a window cut by the end would be scaled up by a large factor */
+    double iv = c->o.interval;
+    if (c->run_end && c->run_end - start < iv) iv = c->run_end - start > 0.1 ? c->run_end - start : 0.1;
+    double len = iv * c->o.alloc_duty;
+    c->alloc_on_at = start + (iv - len) * ((double)rand_r(&c->alloc_rng) / RAND_MAX);
+    c->alloc_off_at = c->alloc_on_at + len;
+    c->alloc_done = 0;
+}
+
+/* How long the loop may wait for samples (at most max_ms) before the
+ * probes must open or close: windows keep their length. */
+static int alloc_wait_ms(const agent_ctx *c, double t, int max_ms)
+{
+    if (!c->nalloc || c->o.alloc_duty >= 1 || !c->perf || c->alloc_done) return max_ms;
+    double next = agent_perf_alloc_is_on(c->perf) ? c->alloc_off_at : c->alloc_on_at;
+    double ms = (next - t) * 1000;
+    return ms >= max_ms ? max_ms : ms < 1 ? 1 : (int)ms;
+}
+
+/* The processes to probe when the window opens: the --pid ones and the
+ * children seen since (inherit follows only the threads and processes
+ * created while the probes are open).  malloc'd, distinct. */
+static pid_t *alloc_pids(agent_ctx *c, size_t *n)
+{
+    pid_t *v = malloc((c->o.npids + c->nprocs + 1) * sizeof *v);
+    *n = 0;
+    if (!v) return NULL;
+    for (size_t i = 0; i < c->o.npids; i++) v[(*n)++] = c->o.pids[i];
+    for (size_t i = 0; i < c->nprocs; i++) {
+        proc_state *p = &c->procs[i];
+        int dup = p->retired || !proc_alive(p->pid);
+        for (size_t k = 0; k < *n && !dup; k++) dup = v[k] == p->pid;
+        if (!dup) v[(*n)++] = p->pid;
+    }
+    return v;
+}
+
+/* Opens or closes the probes as the plan says, at time t (monotonic). */
+static void alloc_tick(agent_ctx *c, double t)
+{
+    if (!c->nalloc || c->o.alloc_duty >= 1 || !c->perf || !agent_perf_has(c->perf, AGENT_SAMPLE_ALLOC))
+        return;
+    int on = agent_perf_alloc_is_on(c->perf), want = !c->alloc_done && t >= c->alloc_on_at && t < c->alloc_off_at;
+    if (on && !want) {
+        c->alloc_done = t >= c->alloc_on_at;
+        agent_perf_alloc_off(c->perf, on_sample, c);
+        c->alloc_on_s += t - c->alloc_since;    /* disabled at once; the closes' tail samples nothing */
+        logmsg(1, "allocation probes off (%.3f s on in this interval)", c->alloc_on_s);
+    } else if (!on && want) {
+        size_t n = 0;
+        pid_t *pids = c->o.all ? NULL : alloc_pids(c, &n);
+        char err[300];
+        if (agent_perf_alloc_on(c->perf, pids, n, err, sizeof err) < 0) logmsg(0, "--alloc: %s", err);
+        t = now_s();                        /* enabled now, after the opening */
+        logmsg(1, "allocation probes on for %.3f s", c->alloc_off_at - t);
+        c->alloc_since = t;
+        free(pids);
+    }
+}
+
+/* The loop starts: the probes were opened with the other events; with a
+ * duty cycle they close until the first window, and what they sampled
+ * meanwhile (no window's time to scale it by) is dropped. */
+static void alloc_start(agent_ctx *c, double start)
+{
+    c->alloc_scale = 1;
+    if (!c->nalloc || c->o.alloc_duty >= 1 || !c->perf) return;
+    /* closing the probes at each window's end takes ~90 ms per event, the
+     * loop waiting and the program still trapping: with many threads and
+     * CPUs that would eat the interval; then they stay installed */
+    size_t ev = agent_perf_alloc_events(c->perf);
+    double tail = (double)ev * AGENT_UPROBE_CLOSE_S;
+    if (tail > c->o.interval * 0.25) {
+        logmsg(0, "--alloc-duty %g: %zu probes (threads x CPUs x functions) would take about %.1f s "
+               "to close at each window's end; they stay installed (--alloc-duty 1)",
+               c->o.alloc_duty, ev, tail);
+        c->o.alloc_duty = 1;
+        return;
+    }
+    c->alloc_ignore = 1;
+    agent_perf_alloc_off(c->perf, on_sample, c);
+    c->alloc_ignore = 0;
+    c->alloc_on_s = 0;
+    alloc_plan(c, start);
+}
+
+/* The interval [start, t) ends: the factor its allocation estimates are
+ * scaled by (its length over the time the probes were on), and the next
+ * interval's window.  (A SIGTERM that cuts a window short leaves a last
+ * interval scaled from few samples: noisier, not biased.) */
+static void alloc_interval_end(agent_ctx *c, double start, double t)
+{
+    c->alloc_scale = 1;
+    if (!c->nalloc || c->o.alloc_duty >= 1 || !c->perf) return;
+    if (agent_perf_alloc_is_on(c->perf)) {
+        c->alloc_on_s += t - c->alloc_since;
+        c->alloc_since = t;
+    }
+    if (c->alloc_on_s > 0 && t > start) c->alloc_scale = (t - start) / c->alloc_on_s;
+    c->alloc_on_s = 0;
+    alloc_plan(c, t);
+}
+
 static void start_adapters(agent_ctx *c, int seconds)
 {
     for (size_t i = 0; i < c->nprocs; i++) {
@@ -930,6 +1243,55 @@ static void raise_nofile(void)
                (unsigned long long)rl.rlim_cur);
 }
 
+/* --offcpu and --alloc: what their events need (offcpu.c, uprobe.c).
+ * Something missing is logged and that profile left out; the on-CPU
+ * sampling goes on. */
+static void extra_setup(agent_ctx *c, agent_perf_opts *po)
+{
+    char err[1024];
+    if (c->o.offcpu) {
+        int id = 0, off = -1;
+        if (agent_tracepoint("sched", "sched_switch", "next_pid", &id, &off, err, sizeof err) < 0)
+            logmsg(0, "--offcpu: no off-CPU profiles: %s", err);
+        else if (!(c->offcpu = agent_offcpu_new()))
+            logmsg(0, "--offcpu: out of memory");
+        else { po->offcpu_tp = id; po->offcpu_next_pid_off = off; }
+    }
+    if (c->o.alloc_period) {
+        int type = agent_uprobe_pmu(err, sizeof err);
+        if (type < 0) logmsg(0, "--alloc: no allocation profiles: %s", err);
+        else if (agent_alloc_targets(c->o.all ? NULL : c->o.pids, c->o.npids, &c->alloc_targets,
+                                     &c->nalloc, err, sizeof err) < 0)
+            logmsg(0, "--alloc: no allocation profiles: %s", err);
+        else {
+            po->uprobe_type = type;
+            po->alloc = c->alloc_targets;
+            po->nalloc = c->nalloc;
+            po->alloc_period = c->o.alloc_period;
+        }
+    }
+}
+
+static void extra_report(agent_ctx *c)
+{
+    if (c->offcpu && !agent_perf_has(c->perf, AGENT_SAMPLE_OFFCPU)) {
+        logmsg(0, "--offcpu: no off-CPU profiles: %s", agent_perf_why_not(c->perf, AGENT_SAMPLE_OFFCPU));
+        agent_offcpu_free(c->offcpu);
+        c->offcpu = NULL;
+    } else if (c->offcpu) logmsg(0, "off-CPU profiles (type offcpu, nanoseconds) from sched:sched_switch");
+    if (c->nalloc && !agent_perf_has(c->perf, AGENT_SAMPLE_ALLOC))
+        logmsg(0, "--alloc: no allocation profiles: %s", agent_perf_why_not(c->perf, AGENT_SAMPLE_ALLOC));
+    else if (c->nalloc) {
+        logmsg(0, "allocation profiles (alloc_objects, alloc_space): every %llu-th call of %zu "
+               "allocator entry point(s)", (unsigned long long)c->o.alloc_period, c->nalloc);
+        for (size_t i = 0; i < c->nalloc; i++)
+            logmsg(1, "  uprobe %s+0x%llx (%s)", c->alloc_targets[i].path,
+                   (unsigned long long)c->alloc_targets[i].offset,
+                   c->alloc_targets[i].fn == AGENT_ALLOC_MALLOC ? "malloc" :
+                   c->alloc_targets[i].fn == AGENT_ALLOC_CALLOC ? "calloc" : "realloc");
+    }
+}
+
 static int setup(agent_ctx *c, char *err, size_t errlen)
 {
     c->self = getpid();
@@ -948,6 +1310,11 @@ static int setup(agent_ctx *c, char *err, size_t errlen)
     } else {
         c->push = agent_push_new();
         if (!c->push) { snprintf(err, errlen, "libcurl initialization failed"); return -1; }
+        char token[1100];
+        if (c->o.token && c->o.token_file) { snprintf(err, errlen, "--token and --token-file exclude each other"); return -1; }
+        if (c->o.token_file && agent_token_read(c->o.token_file, token, sizeof token, err, errlen) < 0) return -1;
+        if (agent_push_auth(c->push, c->o.token_file ? token : c->o.token, c->o.tenant, c->o.ca, err, errlen) < 0)
+            return -1;
         const char *dir = c->o.spool;
         if (!dir) {
             snprintf(c->spool_dir, sizeof c->spool_dir, "/tmp/flamedb-agent-spool-XXXXXX");
@@ -968,10 +1335,13 @@ static int setup(agent_ctx *c, char *err, size_t errlen)
         if (!proc_get(c, c->o.pids[i])) { snprintf(err, errlen, "out of memory"); return -1; }
     }
     {
-        agent_perf_opts po = { c->o.freq, c->o.no_kernel, c->o.unwind != UNWIND_FP };
+        agent_perf_opts po = { .freq = c->o.freq, .no_kernel = c->o.no_kernel,
+                               .want_stack = c->o.unwind != UNWIND_FP };
+        extra_setup(c, &po);
         c->perf = c->o.all ? agent_perf_open_all(&po, err, errlen)
                            : agent_perf_open_pids(c->o.pids, c->o.npids, &po, err, errlen);
         if (!c->perf) return -1;
+        extra_report(c);
     }
     return 0;
 }
@@ -981,6 +1351,8 @@ static void teardown(agent_ctx *c)
     for (size_t i = 0; i < c->nprocs; i++) proc_free(&c->procs[i]);
     free(c->procs);
     agent_perf_close(c->perf);
+    agent_offcpu_free(c->offcpu);
+    free(c->alloc_targets);
     agent_syms_free(c->syms);
     agent_push_free(c->push);
     if (c->have_spool) {
@@ -1039,14 +1411,21 @@ int main(int argc, char **argv)
     c.m.start_time = win_from;
     metrics_publish(&c);
     start_adapters(&c, c.o.interval);
+    c.alloc_rng = (unsigned)getpid() ^ (unsigned)win_from;
+    c.alloc_since = start;
+    c.run_end = c.o.duration ? start + c.o.duration : 0;
+    alloc_start(&c, start);
     while (!g_stop) {
-        if (c.perf) agent_perf_poll(c.perf, 100, on_sample, &c);
+        if (c.perf) agent_perf_poll(c.perf, alloc_wait_ms(&c, now_s(), 100), on_sample, &c);
         else usleep(100000);
+        if (c.offcpu) agent_offcpu_advance(c.offcpu, agent_perf_upto(c.perf), offcpu_emit, &c);
         double t = now_s();
+        alloc_tick(&c, t);
         int done = c.o.duration && t - start >= c.o.duration;
         if (t - win_start >= c.o.interval || done) {
             int64_t until = (int64_t)time(NULL);
             if (until <= win_from) until = win_from + 1;
+            alloc_interval_end(&c, win_start, t);
             flush_interval(&c, win_from, until, done);
             win_from = until;
             win_start = t;
@@ -1059,6 +1438,7 @@ int main(int argc, char **argv)
         if (c.perf) agent_perf_poll(c.perf, 0, on_sample, &c);
         int64_t until = (int64_t)time(NULL);
         if (until <= win_from) until = win_from + 1;
+        alloc_interval_end(&c, win_start, now_s());
         flush_interval(&c, win_from, until, 1);
     }
     if (c.have_spool) spool_drain(&c, 1);

@@ -30,6 +30,12 @@
  * are samples_delivered (spool replays included).  unwind_failed counts
  * samples whose DWARF unwinding was wanted but failed: they are kept, with
  * the kernel's frame-pointer chain.
+ *
+ * --offcpu and --alloc (issue 13) have their own counters, apart from the
+ * cpu-clock samples above: switch-outs read (offcpu_switches), switch-outs
+ * whose switch-in was lost (offcpu_unpaired), allocation samples counted
+ * and those not counted as calls an allocator made (alloc_nested); the log
+ * line gains them when they are not all 0.
  */
 #include "agent.h"
 
@@ -56,6 +62,13 @@ void agent_metrics_line(const agent_metrics *cur, const agent_metrics *prev,
              D(profiles_pushed), D(profiles_spooled), D(profiles_rejected),
              D(profiles_spool_dropped), D(profiles_written),
              (unsigned long long)cur->spool_waiting, (unsigned long long)cur->processes);
+    /* --offcpu, --alloc: only when they ran */
+    if (cur->offcpu_switches || cur->offcpu_unpaired || cur->alloc_samples || cur->alloc_nested) {
+        size_t n = strlen(buf);
+        if (n < cap)
+            snprintf(buf + n, cap - n, "; offcpu switches=%llu unpaired=%llu; alloc samples=%llu nested=%llu",
+                     D(offcpu_switches), D(offcpu_unpaired), D(alloc_samples), D(alloc_nested));
+    }
 }
 
 #undef D
@@ -116,6 +129,14 @@ char *agent_metrics_text(const agent_metrics *m, size_t *len)
     put(&t, "flamedb_agent_samples_dropped_total{reason=\"no_memory\"} %llu\n", (unsigned long long)m->dropped_nomem);
     C("unwind_failed_total", "Samples whose DWARF unwinding failed; kept with the frame-pointer callchain.",
       m->unwind_failed);
+    C("offcpu_switches_total", "Switch-outs of watched threads read (--offcpu), each the start of "
+      "a stretch off the CPU.", m->offcpu_switches);
+    C("offcpu_unpaired_total", "Switch-outs followed by another switch-out of the same thread "
+      "(its switch-in was lost): the time between is unknown.", m->offcpu_unpaired);
+    C("alloc_samples_total", "Allocation samples counted (--alloc), each standing for N calls.",
+      m->alloc_samples);
+    C("alloc_nested_total", "Allocation samples of an allocator called by another (glibc's "
+      "realloc(NULL, n) calls malloc), not counted twice.", m->alloc_nested);
     C("samples_pruned_total", "Samples of idle threads dropped by thread pruning (--fsp).", m->samples_pruned);
     C("threads_pruned_total", "Threads dropped by thread pruning (--fsp), once per interval.", m->threads_pruned);
     C("samples_delivered_total", "Samples in profiles the server accepted, spool replays included.",

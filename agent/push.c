@@ -3,10 +3,18 @@
  * One CURL easy handle for the agent's life, so the connection is kept
  * alive between pushes; bodies are gzip'd (Content-Encoding: gzip).  The
  * caller decides about retries and spooling from *retryable.
+ *
+ * For a server with --auth every push carries the token (Authorization:
+ * Bearer) and, for a token of several tenants, X-Scope-OrgID; an https://
+ * server's certificate is verified by libcurl against --ca FILE, or the
+ * system's authorities.  A 401 or 403 is a 4xx: the profile is dropped
+ * (the server will not take it), and the answer says why.
  */
 #include "agent.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -16,6 +24,7 @@ struct agent_push {
     struct curl_slist *headers;
     char answer[512];
     size_t answer_len;
+    char *ca;
 };
 
 int agent_gzip(const void *in, size_t len, unsigned char **out, size_t *outlen)
@@ -68,6 +77,7 @@ void agent_push_free(agent_push *p)
     if (!p) return;
     curl_slist_free_all(p->headers);
     curl_easy_cleanup(p->curl);
+    free(p->ca);
     free(p);
 }
 
@@ -95,10 +105,13 @@ int agent_push_send(agent_push *p, const char *url, const void *body,
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (p->ca) curl_easy_setopt(c, CURLOPT_CAINFO, p->ca);
     CURLcode rc = curl_easy_perform(c);
     free(gz);
     if (rc != CURLE_OK) {
-        snprintf(err, errlen, "%s", curl_easy_strerror(rc));
+        snprintf(err, errlen, "%s%s", curl_easy_strerror(rc),
+                 rc == CURLE_PEER_FAILED_VERIFICATION ? " (the server's certificate is not signed by an authority "
+                                                        "this machine trusts: give it with --ca FILE)" : "");
         *retryable = 1;
         return -1;
     }
@@ -108,4 +121,57 @@ int agent_push_send(agent_push *p, const char *url, const void *body,
     snprintf(err, errlen, "HTTP %ld: %s", code, p->answer);
     *retryable = code >= 500 || code == 429 || code == 408;
     return -1;
+}
+
+/* A token or tenant fit for a header line: printable, no blanks. */
+static int header_safe(const char *s)
+{
+    if (!*s || strlen(s) > 1000) return 0;
+    for (; *s; s++)
+        if ((unsigned char)*s <= 0x20 || *s == 0x7f) return 0;
+    return 1;
+}
+
+int agent_push_auth(agent_push *p, const char *token, const char *tenant, const char *ca,
+                    char *err, size_t errlen)
+{
+    char line[1100];
+    if (token) {
+        if (!header_safe(token)) { snprintf(err, errlen, "the token must be 1 to 1000 printable characters"); return -1; }
+        snprintf(line, sizeof line, "Authorization: Bearer %s", token);
+        p->headers = curl_slist_append(p->headers, line);
+    }
+    if (tenant) {
+        if (!header_safe(tenant)) { snprintf(err, errlen, "--tenant '%s': not a tenant name", tenant); return -1; }
+        snprintf(line, sizeof line, "X-Scope-OrgID: %s", tenant);
+        p->headers = curl_slist_append(p->headers, line);
+    }
+    if (ca) {
+        FILE *f = fopen(ca, "r");
+        if (!f) { snprintf(err, errlen, "--ca %s: %s", ca, strerror(errno)); return -1; }
+        fclose(f);
+        free(p->ca);
+        if (!(p->ca = strdup(ca))) { snprintf(err, errlen, "out of memory"); return -1; }
+    }
+    if (!p->headers) { snprintf(err, errlen, "out of memory"); return -1; }
+    return 0;
+}
+
+int agent_token_read(const char *path, char *buf, size_t cap, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) { snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno)); return -1; }
+    char *line = fgets(buf, (int)cap, f);
+    fclose(f);
+    const char *t = line ? buf : "";
+    while (*t == ' ' || *t == '\t') t++;
+    size_t n = strcspn(t, "\r\n");
+    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
+    memmove(buf, t, n);
+    buf[n] = 0;
+    if (!header_safe(buf)) {
+        snprintf(err, errlen, "--token-file %s: its first line is no token (1 to 1000 printable characters)", path);
+        return -1;
+    }
+    return 0;
 }

@@ -34,8 +34,27 @@
 #    whose windows lie inside the phase against that phase's split, and the
 #    samples taken.
 #
+# 5. Off-CPU and allocation profiles (issue 13; BENCH_AGENT_EXTRA=0 leaves
+#    them out; 9 runs of BENCH_AGENT_EXTRA_SECONDS, default 10, + 3 of 5 s):
+#    - agent CPU and RSS at 99 Hz (--unwind fp) on the workload above: on-CPU
+#      only, with --offcpu, with --alloc; then the same on the programs
+#      made for them (tests/agent/fixtures/offcpu.c: 2 workers blocking
+#      ~1,500 times a second; alloc.c: an allocation loop);
+#    - accuracy: the shares of the three blocking sites (nanosleep, read on
+#      a pipe, a contended mutex) against the time the program measured in
+#      each; the shares of the three allocation sites (alloc_objects,
+#      alloc_space) against its counts and bytes: MAE in pp;
+#    - the cost to the profiled program: alloc.c's calls per second alone,
+#      under --alloc (the defaults: every 509th call, probes installed 5 %
+#      of each interval) and under --alloc-duty 1 (always installed), with
+#      0, 100 and 1000 rounds of arithmetic per call (--work; 0 is the
+#      allocation-heavy loop): slowdown in %.  Each probed call is a
+#      breakpoint trap whatever the period, so the slowdown depends on the
+#      calls per second and the duty, not on N.
+#
 # Env: BENCH_AGENT_SECONDS=20  seconds per run (6 runs: about 2.5 min in all)
 #      BENCH_AGENT_FDA=1       also the FDA runs (+80 s)
+#      BENCH_AGENT_EXTRA=0     without the runs of 5. (about 2 min)
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: bash bench/bench_agent.sh FLAMEDB AGENT" >&2
@@ -60,6 +79,9 @@ echo "perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid), uid=$(id 
 
 W=$HERE/../tests/agent/workload.c
 cc -O2 -g -fno-omit-frame-pointer -pthread -o "$TMP/workload_fp" "$W" || die "cannot build the workload"
+FX=$HERE/../tests/agent/fixtures
+cc -O2 -g -fno-omit-frame-pointer -pthread -o "$TMP/offcpu" "$FX/offcpu.c" || die "cannot build the off-CPU program"
+cc -O2 -g -fno-omit-frame-pointer -pthread -o "$TMP/alloc" "$FX/alloc.c" || die "cannot build the allocation program"
 cc -O2 -g -fomit-frame-pointer -pthread -o "$TMP/workload_dw" "$W" || die "cannot build the workload"
 
 "$FLAMEDB" serve --listen 127.0.0.1:0 --data "$TMP/data" --retention 0 >"$TMP/server.log" 2>&1 &
@@ -188,6 +210,117 @@ printf '%-22s %-12s %-12s %-12s %-10s\n' "agent dwarf 99 Hz" "$DW_CPU" "$DW_CPU_
 [ -n "${PD_S:-}" ] && printf '%-22s %-12s %-12s %-12s\n' "perf dwarf pipeline" "$(awk -v s="$PD_S" -v t="$SECS" 'BEGIN { printf "%.2f", s / t * 100 }')" "$PD_S" "dwarf/dwarf $(ratio "$DW_CPU_S" "$PD_S")"
 echo "RESULT agent overhead fp 99 Hz: $FP_CPU % of a core (target <= 1), VmHWM $FP_RSS MB (target <= 30), $(ratio "$FP_CPU_S" "${PF_S:-}") x perf -g pipeline (target <= 0.5)"
 echo "RESULT agent overhead dwarf 99 Hz: $DW_CPU % of a core (target <= 3), VmHWM $DW_RSS MB (target <= 30)$([ -n "${PD_S:-}" ] && echo ", $(ratio "$DW_CPU_S" "$PD_S") x perf dwarf pipeline")"
+
+# ---- off-CPU and allocation profiles (issue 13) ---------------------------
+# extra_run NAME SECS "WORKLOAD ARGS" AGENT-ARGS...: the program for SECS + 2
+# s, the agent on it for SECS s.  Sets CPU_PCT, RSS_MB; the program's
+# --truth output is in $TMP/NAME.truth.
+extra_run() {
+    local name=$1 secs=$2 wl=$3 t0 t1 c1 hwm
+    shift 3
+    # shellcheck disable=SC2086
+    $wl >"$TMP/$name.truth" 2>&1 &
+    WPID=$!
+    sleep 0.5
+    "$AGENT" --server "$BASE" --pid "$WPID" --service "$name" --frequency 99 \
+        --interval 5 --unwind fp --fsp 1 "$@" >"$TMP/$name.agent.log" 2>&1 &
+    APID=$!
+    t0=$(now)
+    sleep "$secs"
+    c1=$(cpu_secs "$APID"); hwm=$(hwm_kb "$APID"); t1=$(now)
+    [ -n "$c1" ] || die "agent ($name) died: $(tail -5 "$TMP/$name.agent.log")"
+    kill -TERM "$APID"; wait "$APID" || die "agent ($name) exited non-zero: $(tail -5 "$TMP/$name.agent.log")"
+    APID=""
+    wait "$WPID"; WPID=""
+    CPU_PCT=$(awk -v c="$c1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", c / (b - a) * 100 }')
+    RSS_MB=$(awk -v h="$hwm" 'BEGIN { printf "%.1f", h / 1024 }')
+    if grep -q -- '--offcpu: no\|--alloc: no' "$TMP/$name.agent.log"; then
+        echo "  ($name: $(grep -o -- '--[a-z]*: no .*' "$TMP/$name.agent.log" | head -1))"
+    fi
+}
+
+# typed_shares SERVICE TYPE "s1 s2 s3": percent of each site's value over
+# the three (stacks through a site, names only).
+typed_shares() {
+    curl -sS -G "$BASE/api/v1/query" --data-urlencode "query={service=\"$1\",type=\"$2\"}" \
+        -d from=now-1h -d max_nodes=0 -d format=folded | awk -v list="$3" '
+        BEGIN { ns = split(list, S, " "); for (i = 1; i <= ns; i++) want[S[i]] = 1 }
+        NF { n = split($0, a, " "); v = a[n]; s = substr($0, 1, length($0) - length(v) - 1)
+             k = split(s, f, ";"); for (i = 1; i <= k; i++) if (f[i] in want) { t[f[i]] += v; break } }
+        END { tot = 0; for (x in t) tot += t[x]; if (tot == 0) { print "none"; exit }
+              sep = ""; for (i = 1; i <= ns; i++) { printf "%s%.2f", sep, t[S[i]] * 100 / tot; sep = " " }
+              print "" }'
+}
+fmt3() { awk -v s="$1" 'BEGIN { split(s, x, " "); printf "%.1f/%.1f/%.1f", x[1], x[2], x[3] }'; }
+
+if [ "${BENCH_AGENT_EXTRA:-1}" != 0 ]; then
+    XS=${BENCH_AGENT_EXTRA_SECONDS:-10}
+    echo
+    echo "== off-CPU and allocation profiles (issue 13), --unwind fp, 99 Hz, $XS s per run"
+    printf '%-40s %-12s %-10s\n' run "CPU % core" "VmHWM MB"
+    for mode in cpu offcpu alloc; do
+        case $mode in cpu) a=() ;; offcpu) a=(--offcpu) ;; alloc) a=(--alloc) ;; esac
+        extra_run "x_wl_$mode" "$XS" "$TMP/workload_fp $((XS + 2)) 2" --no-kernel "${a[@]}"
+        printf '%-40s %-12s %-10s\n' "workload.c (2 busy threads), $mode" "$CPU_PCT" "$RSS_MB"
+        eval "WL_$mode=\"$CPU_PCT % / $RSS_MB MB\""
+    done
+    extra_run x_off_cpu "$XS" "$TMP/offcpu $((XS + 2)) 2 --truth"
+    printf '%-40s %-12s %-10s\n' "offcpu.c (2 workers), on-CPU only" "$CPU_PCT" "$RSS_MB"
+    OFF0="$CPU_PCT % / $RSS_MB MB"
+    extra_run x_off "$XS" "$TMP/offcpu $((XS + 2)) 2 --truth" --offcpu
+    SW=$(grep -o 'offcpu switches=[0-9]*' "$TMP/x_off.agent.log" | tail -1 | sed 's/.*=//')
+    printf '%-40s %-12s %-10s %s\n' "offcpu.c (2 workers), --offcpu" "$CPU_PCT" "$RSS_MB" \
+        "($(awk -v s="${SW:-0}" -v t="$XS" 'BEGIN { printf "%.0f", s / t }') switch-outs/s)"
+    OFF1="$CPU_PCT % / $RSS_MB MB"
+    OT=$(jq -r '.share | [.site_sleep, .site_read, .site_lock] | map(. * 100) | map(tostring) | join(" ")' "$TMP/x_off.truth")
+    OS=$(typed_shares x_off offcpu "site_sleep site_read site_lock")
+    OM=$(mae "$OS" "$OT")
+    extra_run x_alloc "$XS" "$TMP/alloc $((XS + 2)) 1 --truth --work 100" --alloc
+    printf '%-40s %-12s %-10s\n' "alloc.c (--work 100), --alloc" "$CPU_PCT" "$RSS_MB"
+    AL1="$CPU_PCT % / $RSS_MB MB"
+    AT1=$(jq -r '.objects_share | [.site_a, .site_b, .site_c] | map(. * 100) | map(tostring) | join(" ")' "$TMP/x_alloc.truth")
+    AT2=$(jq -r '.space_share | [.site_a, .site_b, .site_c] | map(. * 100) | map(tostring) | join(" ")' "$TMP/x_alloc.truth")
+    AS1=$(typed_shares x_alloc alloc_objects "site_a site_b site_c")
+    AS2=$(typed_shares x_alloc alloc_space "site_a site_b site_c")
+    echo
+    printf '%-26s %-22s %-22s %-8s\n' profile "agent %" "truth %" "MAE pp"
+    printf '%-26s %-22s %-22s %-8s\n' "offcpu sleep/read/lock" "$(fmt3 "$OS")" "$(fmt3 "$OT")" "$OM"
+    printf '%-26s %-22s %-22s %-8s\n' "alloc_objects a/b/c" "$(fmt3 "$AS1")" "$(fmt3 "$AT1")" "$(mae "$AS1" "$AT1")"
+    printf '%-26s %-22s %-22s %-8s\n' "alloc_space a/b/c" "$(fmt3 "$AS2")" "$(fmt3 "$AT2")" "$(mae "$AS2" "$AT2")"
+    echo
+    echo "cost to the profiled program: alloc.c calls/s alone (10 s), under --alloc with the defaults"
+    echo "(every 509th call, probes in a 0.5 s window of each 10 s interval; 20 s: 2 windows) and"
+    echo "under --alloc-duty 1 (always installed; 8 s); one thread"
+    printf '%-8s %-14s %-16s %-12s %-16s %-12s\n' "--work" "alone" "--alloc" "slowdown %" "--alloc-duty 1" "slowdown %"
+    cost_run() {  # WORK SECONDS AGENT-ARGS...: sets R (calls/s)
+        local w=$1 s=$2
+        shift 2
+        "$TMP/alloc" "$s" 1 --truth --work "$w" >"$TMP/probed.$w" 2>&1 &
+        WPID=$!
+        if [ $# -gt 0 ]; then
+            "$AGENT" --server "$BASE" --pid "$WPID" --service x_cost --duration $((s + 1)) \
+                --unwind fp --no-kernel "$@" >"$TMP/cost.$w.log" 2>&1 &
+            APID=$!
+        fi
+        wait "$WPID"; WPID=""
+        [ -n "$APID" ] && { kill -TERM "$APID" 2>/dev/null; wait "$APID"; APID=""; }
+        R=$(jq -r .calls_per_s "$TMP/probed.$w")
+    }
+    for w in 0 100 1000; do
+        cost_run "$w" 10; r0=$R
+        cost_run "$w" 20 --alloc; r1=$R
+        cost_run "$w" 8 --alloc --alloc-duty 1; r2=$R
+        sd=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.1f", (1 - b / a) * 100 }')
+        sd1=$(awk -v a="$r0" -v b="$r2" 'BEGIN { printf "%.1f", (1 - b / a) * 100 }')
+        printf '%-8s %-14.0f %-16.0f %-12s %-16.0f %-12s\n' "$w" "$r0" "$r1" "$sd" "$r2" "$sd1"
+        eval "SD_$w=$sd; SA_$w=$sd1"
+    done
+    echo "  (a probed run includes the agent's start, ~0.1-0.3 s unprobed)"
+    echo "RESULT agent 99 Hz on workload.c: on-CPU $WL_cpu, --offcpu $WL_offcpu, --alloc $WL_alloc (CPU % core / VmHWM)"
+    echo "RESULT agent --offcpu on offcpu.c: $OFF1 (on-CPU only: $OFF0); share MAE $OM pp"
+    echo "RESULT agent --alloc on alloc.c: $AL1; share MAE objects $(mae "$AS1" "$AT1") pp, space $(mae "$AS2" "$AT2") pp"
+    echo "RESULT agent --alloc slowdown of the allocation loop at the defaults: $SD_0 % (0 work/call), $SD_100 % (100), $SD_1000 % (1000) (target <= 5); always installed: $SA_0 %, $SA_100 %, $SA_1000 %"
+fi
 
 [ "${BENCH_AGENT_FDA:-0}" = 1 ] || exit 0
 

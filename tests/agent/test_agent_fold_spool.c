@@ -360,9 +360,29 @@ static void spool_bad_dir(void **state)
     assert_err_contains(err, "--spool /proc/nonexistent/spool");
 }
 
+/* A window estimated from part of its time, scaled to the whole. */
+static void fold_scale(void **state)
+{
+    (void)state;
+    agent_fold *f = agent_fold_new();
+    agent_fold_add(f, "main;a", 127);
+    agent_fold_add(f, "main;b", 254);
+    agent_fold_add(f, "main;c", 1);
+    agent_fold_scale(f, 20.0);
+    assert_int_equal(agent_fold_total(f), 127 * 20 + 254 * 20 + 20);
+    agent_fold_scale(f, 0.001);                  /* never rounded to nothing */
+    char *t = agent_fold_text(f, NULL);
+    assert_non_null(strstr(t, "main;a 3\n"));
+    assert_non_null(strstr(t, "main;b 5\n"));
+    assert_non_null(strstr(t, "main;c 1"));
+    free(t);
+    agent_fold_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fold_scale),
         cmocka_unit_test(fold_counts_and_text),
         cmocka_unit_test(frame_clean),
         cmocka_unit_test(frame_locate),

@@ -39,6 +39,11 @@ static void line_differences(void **state)
         "samples read=100 profiled=90 unnamed=4 ignored=0 pruned=0; "
         "dropped lost=6 malformed=0 no_memory=0; unwind_failed=3; "
         "profiles pushed=2 spooled=0 rejected=0 spool_dropped=0 written=0 waiting=0; processes=9");
+    /* --offcpu, --alloc: their counters join the line once they are not 0 */
+    agent_metrics pre = cur;
+    cur.offcpu_switches += 500; cur.offcpu_unpaired += 2; cur.alloc_samples += 70; cur.alloc_nested += 9;
+    agent_metrics_line(&cur, &pre, buf, sizeof buf);
+    assert_non_null(strstr(buf, "processes=9; offcpu switches=500 unpaired=2; alloc samples=70 nested=9"));
     agent_metrics_line(&cur, NULL, buf, sizeof buf);          /* totals */
     assert_non_null(strstr(buf, "samples read=1100 profiled=990 unnamed=34 ignored=60 pruned=5; "));
     assert_non_null(strstr(buf, "dropped lost=13 malformed=2 no_memory=10; unwind_failed=47; "));
@@ -76,6 +81,8 @@ static void prometheus_text(void **state)
         "flamedb_agent_frequency_hertz 99\n",
         "flamedb_agent_start_time_seconds 1795255200\n",
         "flamedb_agent_last_interval_timestamp_seconds 1795255240\n",
+        "flamedb_agent_offcpu_switches_total 0\n",
+        "flamedb_agent_alloc_samples_total 0\n",
         "# TYPE flamedb_agent_samples_dropped_total counter\n",
         "# TYPE flamedb_agent_spool_profiles gauge\n",
     };
@@ -85,8 +92,8 @@ static void prometheus_text(void **state)
     int help = 0, type = 0;
     for (const char *p = t; (p = strstr(p, "# HELP ")); p++) help++;
     for (const char *p = t; (p = strstr(p, "# TYPE ")); p++) type++;
-    assert_int_equal(help, 16);                  /* samples_unnamed_total (issue 13) */
-    assert_int_equal(type, 16);
+    assert_int_equal(help, 20);                  /* samples_unnamed_total, offcpu_*, alloc_* (issue 13) */
+    assert_int_equal(type, 20);
     assert_int_equal(t[len - 1], '\n');
     free(t);
 }
