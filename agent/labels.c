@@ -7,7 +7,8 @@
  *
  *   service       the basename of the executable (/proc/PID/exe, " (deleted)"
  *                 dropped; not a "memfd:..." one), else the command name (/proc/PID/comm, or the
- *                 PERF_RECORD_COMM of a process that is gone); kernel
+ *                 PERF_RECORD_COMM of a process that is gone; not a "memfd:..."
+ *                 one either: a program exec'd from a memfd may be named so); kernel
  *                 threads' names are cut at '/' ("kworker/3:1-events" ->
  *                 "kworker": the rest is a CPU, a worker number, the work
  *                 queue of the moment).  A process the agent could not name
@@ -159,7 +160,10 @@ void agent_service_name(const char *exe, const char *comm, int kthread, char *bu
         int memfd = bl >= 6 && memcmp(base, "memfd:", 6) == 0;
         if (bl > 0 && !memfd) { snprintf(buf, cap, "%.*s", (int)bl, base); return; }
     }
-    if (comm && *comm) {
+    /* a memfd's name as the command ("memfd:sealed-91": a program exec'd
+     * from one names its command after it) changes with every run: one
+     * series for all of them, not one each */
+    if (comm && *comm && strncmp(comm, "memfd:", 6)) {
         size_t n = kthread ? strcspn(comm, "/") : strlen(comm);
         if (n > 0) { snprintf(buf, cap, "%.*s", (int)n, comm); return; }
     }
