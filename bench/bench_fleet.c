@@ -273,7 +273,7 @@ static void add_task(void *arg, long tid, const char *comm, double t)
     server_cpu *c = arg;
     (void)tid;
     c->threads++;
-    if (!strcmp(comm, "flamedb-writer")) c->writer += t;
+    if (!strncmp(comm, "flamedb-writer", 14)) c->writer += t; /* every writer thread */
     else if (!strcmp(comm, "flamedb-parse")) c->parse += t;
     else if (!strncmp(comm, "MHD", 3)) c->http += t;
     else c->other += t;

@@ -191,7 +191,7 @@ static void new_body_patch(new_body *nb, const shape_data *sd, uint32_t client, 
 
 /* The server's CPU seconds: all of it, and its request threads' share:
  * MHD's ("MHD-...") and the parsing pool's ("flamedb-parse"); the rest is
- * the store's writer thread ("flamedb-writer"; the main thread sleeps in
+ * the store's writer threads ("flamedb-writer*"; the main thread sleeps in
  * sigwait).  Only MHD threads count toward the busy-workers column. */
 #define MAX_TASKS 256
 typedef struct {
@@ -199,7 +199,25 @@ typedef struct {
     int n;                      /* HTTP threads seen */
     long tid[MAX_TASKS];
     double cpu[MAX_TASKS];
+    int nw;                     /* writer threads seen */
+    long wtid[32];
+    double wcpu[32];
 } server_cpu;
+
+/* The busiest writer thread's CPU seconds between two readings: one
+ * thread can do at most one second a second, so with one writer this is
+ * the ceiling, and several writers (serve --writers) share the work. */
+static double busiest_writer(const server_cpu *a, const server_cpu *b)
+{
+    double most = 0;
+    for (int i = 0; i < b->nw; i++) {
+        double before = 0;
+        for (int j = 0; j < a->nw; j++)
+            if (a->wtid[j] == b->wtid[i]) before = a->wcpu[j];
+        if (b->wcpu[i] - before > most) most = b->wcpu[i] - before;
+    }
+    return most;
+}
 
 /* HTTP threads that used CPU between two readings: with keep-alive, each
  * connection stays on one MHD worker, so fewer busy workers than clients
@@ -219,6 +237,10 @@ static int busy_http_threads(const server_cpu *a, const server_cpu *b)
 static void add_task(void *arg, long tid, const char *comm, double t)
 {
     server_cpu *c = arg;
+    if (strncmp(comm, "flamedb-writer", 14) == 0 && c->nw < 32) {
+        c->wtid[c->nw] = tid;
+        c->wcpu[c->nw++] = t;
+    }
     if (strcmp(comm, "flamedb-parse") == 0) c->http += t;
     if (strncmp(comm, "MHD", 3)) return;
     c->http += t;
@@ -312,9 +334,9 @@ static int send_inproc(client *c, const char *buf, size_t len)
     /* As the server does: resolve known stacks on this thread. */
     uint32_t *leaves = gen_xmalloc((p.n_stacks ? p.n_stacks : 1) * sizeof *leaves);
     int64_t from = (BASE_S + (int64_t)c->window * WINDOW_S) * 1000;
-    uint64_t token = store_resolve(c->run->st, from, stacks, p.n_stacks, leaves);
     snprintf(inst, sizeof inst, "i%u", c->id);
     store_label labels[3] = { { "instance", inst }, { "service", "bench" }, { "type", "cpu" } };
+    uint64_t token = store_resolve(c->run->st, labels, 3, from, stacks, p.n_stacks, leaves);
     store_profile sp = { .labels = labels, .n_labels = 3, .from_ms = from, .until_ms = from + WINDOW_S * 1000,
                          .unit = "samples", .stacks = stacks, .n_stacks = p.n_stacks, .leaves = leaves,
                          .part_token = token };
@@ -424,7 +446,8 @@ static uint64_t server_commits(int port)
 typedef struct {
     double seconds, lines_per_s, mb_per_s, latency_ms;
     double server_cpu;   /* CPU seconds of the storing side: the server, or this process's writer+clients */
-    double writer_cpu;   /* of which the store's writer thread */
+    double writer_cpu;   /* of which the store's writer threads */
+    double wmax_cpu;     /* of which the busiest writer thread (HTTP only) */
     double http_cpu;     /* of which HTTP threads (or the in-process client threads parsing) */
     double client_cpu;   /* this process (HTTP clients); 0 in-process, where it is server_cpu */
     double other_cpu;    /* everything else the machine ran meanwhile */
@@ -450,7 +473,7 @@ static result run_scenario(const char *bin, const shape_data *sd, transport via,
     } else {
         dir = gen_tempdir("bench-ingest-inproc");
         char err[512];
-        store_options opt = { .dir = dir };
+        store_options opt = { .dir = dir, .writers = getenv("BENCH_WRITERS") ? atoi(getenv("BENCH_WRITERS")) : 0 };
         if (store_open(&r->st, &opt, err, sizeof err)) {
             fprintf(stderr, "bench_ingest: store_open: %s\n", err);
             goto out;
@@ -507,6 +530,7 @@ static result run_scenario(const char *bin, const shape_data *sd, transport via,
         res.server_cpu = srv1.total - srv0.total;
         res.http_cpu = srv1.http - srv0.http;
         res.writer_cpu = res.server_cpu - res.http_cpu;
+        res.wmax_cpu = busiest_writer(&srv0, &srv1);
         res.client_cpu = self;
         res.busy_workers = busy_http_threads(&srv0, &srv1);
         res.commits = server_commits(r->port) - commits0;
@@ -630,8 +654,8 @@ int main(int argc, char **argv)
             printf("  baseline ingest_parse_stacks in-process, 1 thread: %.2f M lines/s, %.0f MB/s\n", parse_lps / 1e6,
                    parse_mbs);
         }
-        printf("  %-7s %-8s %3s %8s %7s %7s %9s %6s %8s %5s %7s %5s %7s %6s %9s %7s %7s %6s\n", "via", "stacks", "cl",
-               "Mlines/s", "MB/s", "ms/req", "Ml/s/core", "target", "vs parse", "CPU%", "writer%", "http%",
+        printf("  %-7s %-8s %3s %8s %7s %7s %9s %6s %8s %5s %7s %5s %5s %7s %6s %9s %7s %7s %6s\n", "via", "stacks", "cl",
+               "Mlines/s", "MB/s", "ms/req", "Ml/s/core", "target", "vs parse", "CPU%", "writer%", "wmax%", "http%",
                "client%", "other%", "Ml/CPU-s", "req/com", "workers", "db MB");
         for (int kind = 0; kind < 2; kind++) {
             for (int ci = 0; ci < 4; ci++) {
@@ -653,10 +677,11 @@ int main(int argc, char **argv)
                 char vs[16] = "-", workers[16] = "-";
                 if (via == VIA_HTTP) snprintf(workers, sizeof workers, "%d", r.busy_workers);
                 if (parse_lps > 0) snprintf(vs, sizeof vs, "%.3f", per_core / parse_lps);
-                printf("  %-7s %-8s %3d %8.3f %7.1f %7.1f %9.3f %6.3f %8s %5.0f %7.0f %5.0f %7.0f %6.0f %9.3f %7.1f %7s %6.1f\n",
+                printf("  %-7s %-8s %3d %8.3f %7.1f %7.1f %9.3f %6.3f %8s %5.0f %7.0f %5.0f %5.0f %7.0f %6.0f %9.3f %7.1f %7s %6.1f\n",
                        via == VIA_HTTP ? "http" : "in-proc", kind ? "new" : "repeated", n, r.lines_per_s / 1e6,
                        r.mb_per_s, r.latency_ms, per_core / 1e6, per_core / TARGET_LINES_PER_CORE, vs,
-                       100 * r.server_cpu / r.seconds, 100 * r.writer_cpu / r.seconds, 100 * r.http_cpu / r.seconds,
+                       100 * r.server_cpu / r.seconds, 100 * r.writer_cpu / r.seconds, 100 * r.wmax_cpu / r.seconds,
+                       100 * r.http_cpu / r.seconds,
                        100 * r.client_cpu / r.seconds, 100 * r.other_cpu / r.seconds, per_cpu / 1e6, r.commits ? (double)r.requests / (double)r.commits : 0.0, workers, r.db_bytes / 1e6);
                 printf("RESULT ingest %s %s %s %d: %.0f lines/s, %.0f lines/s/core, %.1f MB/s, target ratio %.3f, "
                        "%.0f lines per server CPU-s\n",
@@ -670,7 +695,8 @@ int main(int argc, char **argv)
     printf("\n  columns: Mlines/s = stack lines stored per second, all clients; ms/req = mean request latency;\n"
            "  Ml/s/core = Mlines/s / %ld cores (server and clients share them); target = Ml/s/core / 1.0;\n"
            "  vs parse = Ml/s/core / in-process ingest_parse_stacks on one thread; CPU%% = server CPU time / wall\n"
-           "  time (in-proc: this process), split into writer%% (the store's writer thread) and http%% (MHD\n"
+           "  time (in-proc: this process), split into writer%% (the store's writer threads; wmax%% the busiest,\n"
+           "  the ceiling a single writer hits at 100; BENCH_WRITERS=N runs serve --writers N) and http%% (MHD\n"
            "  threads; in-proc: the parsing threads); client%% = this process's HTTP clients; other%% =\n"
            "  the rest of the machine meanwhile (another process, or hypervisor steal: a noisy figure);\n"
            "  Ml/CPU-s = M lines per server CPU-second; workers = MHD threads that did work (a keep-alive\n"

@@ -67,7 +67,7 @@ static void *load(void *arg)
                 stacks[s] = (store_stack){ l->pool[mine[s]], (uint32_t)strlen(l->pool[mine[s]]), 1 + gen_below(&rng, 9) };
             int64_t from = base_ms + w * WINDOW_S * 1000;
             uint32_t leaves[STACKS]; /* as the server does, off the writer thread */
-            uint64_t token = store_resolve(l->st, from, stacks, STACKS, leaves);
+            uint64_t token = store_resolve(l->st, labels, 3, from, stacks, STACKS, leaves);
             store_profile p = { labels, 3, from, from + WINDOW_S * 1000, 99, "samples", stacks, STACKS, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
             store_prep *prep = store_prepare(&p);
             p.prep = prep;

@@ -59,7 +59,8 @@ static inline void server_dump_log(const server *s)
     fclose(f);
 }
 
-/* Starts BIN serve on a fresh directory named after tag; 0 once it listens
+/* Starts BIN serve on a fresh directory named after tag (with --writers
+ * $BENCH_WRITERS when set); 0 once it listens
  * (s->port), -1 when it exited first or printed no port within 10 s. */
 static inline int server_start(server *s, const char *bin, const char *who, const char *tag)
 {
@@ -79,7 +80,11 @@ static inline int server_start(server *s, const char *bin, const char *who, cons
         dup2(nul, 0);
         dup2(nul, 1);
         dup2(fd, 2);
-        execl(bin, bin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--retention", "0", (char *)NULL);
+        /* BENCH_WRITERS=N: serve --writers N (default: the server's) */
+        const char *w = getenv("BENCH_WRITERS");
+        char *argv[] = { (char *)bin, "serve", "--listen", "127.0.0.1:0", "--data", data, "--retention", "0",
+                         w ? "--writers" : NULL, (char *)w, NULL };
+        execv(bin, argv);
         fprintf(stderr, "cannot run %s: %s\n", bin, strerror(errno));
         _exit(127);
     }

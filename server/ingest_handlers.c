@@ -189,17 +189,17 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
     job_part_done(ctx, ss ? srv_status_of_store(ss) : 0, msg, 1);
 }
 
-/* Fills the store form of p; answers -1 when out of memory. */
-/* The store form of a finished profile: labels, stacks, what the store
- * already knows of them (store_resolve: looked up here, so the single
- * writer thread only interns what is new) and, when every stack is known,
- * the block itself (store_prepare: the writer then only frames and puts
- * it). */
-/* The labels: the client's (sorted by name, without the tenant label:
- * refused_label), and under --auth the request's tenant's
- * (srv_tenant_labels: none for the default tenant, whose series are those
- * written without --auth). */
-static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr)
+/* The store form of a finished profile, filled in pr; -1 when out of
+ * memory: labels, stacks, what the store already knows of them
+ * (store_resolve: looked up here, so the writer threads only intern what
+ * is new) and, when every stack is known, the block itself (store_prepare:
+ * the writer then only frames and puts it).  The labels: the client's
+ * (sorted by name, without the tenant label: refused_label), and under
+ * --auth the request's tenant's (srv_tenant_labels: none for the default
+ * tenant, whose series are those written without --auth).  lead: the
+ * first profile of a group stored all or none, whose shard the group goes
+ * to (NULL: p alone). */
+static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const profile_prep *lead)
 {
     store *st = rq->srv->st;
     store_label client[INGEST_MAX_LABELS];
@@ -213,7 +213,9 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr)
         pr->stacks[i].len = p->stacks[i].len;
         pr->stacks[i].count = p->stacks[i].count;
     }
-    uint64_t token = store_resolve(st, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
+    if (!lead) lead = pr;
+    uint64_t token = store_resolve(st, lead->labels, lead == pr ? n : lead->sp.n_labels, p->from_ms, pr->stacks,
+                                   p->n_stacks, pr->leaves);
     pr->sp = (store_profile){
         .labels = pr->labels, .n_labels = n, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
@@ -310,7 +312,8 @@ static void store_all(ingest_job *job)
     job->preps = calloc(job->n_pp, sizeof *job->preps);
     if (!job->preps) return job_finish(job, 500, "out of memory");
     for (size_t i = 0; i < job->n_pp; i++)
-        if (prep_fill(rq, &job->pp[i], &job->preps[i])) return job_finish(job, 500, "out of memory");
+        if (prep_fill(rq, &job->pp[i], &job->preps[i], i ? &job->preps[0] : NULL))
+            return job_finish(job, 500, "out of memory");
     /* every sample type of the file, or none: one transaction */
     const store_profile **all = malloc(job->n_pp * sizeof *all);
     void **ctx = malloc(job->n_pp * sizeof *ctx);
@@ -383,7 +386,7 @@ static void job_parse(void *arg)
     if (!s) s = ingest_profile_finish(p, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
     if (too_old(job, p, err, sizeof err)) return job_finish(job, 400, err);
-    if (prep_fill(rq, p, &job->one)) return job_finish(job, 500, "out of memory");
+    if (prep_fill(rq, p, &job->one, NULL)) return job_finish(job, 500, "out of memory");
     store_status ss = store_write_async(rq->srv->st, &job->one.sp, job_committed, job);
     if (ss) job_finish(job, srv_status_of_store(ss), ss == STORE_ECLOSED ? "not stored: the server is shutting down"
                                                                           : "not stored: invalid profile");

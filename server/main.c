@@ -93,6 +93,9 @@ static const char usage_serve[] =
     "  --commit-wait DURATION how long the writer may hold a commit for pushes that are on\n"
     "                         their way when they arrive apart (a fleet's agents), so one\n"
     "                         fsync serves several; 0 commits each at once (default 50ms)\n"
+    "  --writers N            writer threads, each committing its own shard of every\n"
+    "                         partition (a file with its own dictionaries), 1 to 16\n"
+    "                         (default: half the cores, 1 to 8)\n"
     "  --max-connections N    connections open at once (default 4096, or fewer when the\n"
     "                         open-file limit, raised to its hard limit at start, holds\n"
     "                         fewer beside the data directory's files); near the limit\n"
@@ -133,6 +136,7 @@ typedef struct {
     int64_t query_timeout_ms;
     unsigned threads;
     int commit_wait_ms;
+    int writers;
     srv_cors cors;
     unsigned max_connections;   /* 0: as many as the open-file limit allows, at most 4096 */
     unsigned max_per_ip;
@@ -190,7 +194,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             continue;
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
-                                             "--cors-origin", "--commit-wait",
+                                             "--cors-origin", "--commit-wait", "--writers",
                                              "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--query-timeout",
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
                                              "--allowed-host", "--auth", "--tls-cert", "--tls-key",
@@ -312,6 +316,14 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 return -1;
             }
             f->commit_wait_ms = (int)ms;
+        } else if (!strcmp(a, "--writers")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 16) {
+                fprintf(stderr, "flamedb serve: --writers '%s': expected 1 to 16\n", v);
+                return -1;
+            }
+            f->writers = (int)n;
         } else { /* --threads */
             char *end;
             long n = strtol(v, &end, 10);
@@ -336,7 +348,9 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
  * and stay open) for the partitions retention keeps, or for those there
  * are and 64 more when it keeps everything.  Answers the limit, or 0 after
  * printing why none fits. */
-static unsigned plan_connections(const serve_flags *f, uint64_t partitions, int64_t partition_ms)
+/* partitions: the partition files there are; writers: the files a
+ * partition written from now on has. */
+static unsigned plan_connections(const serve_flags *f, uint64_t partitions, int64_t partition_ms, int writers)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl)) rl.rlim_cur = rl.rlim_max = 1024;
@@ -351,8 +365,9 @@ static unsigned plan_connections(const serve_flags *f, uint64_t partitions, int6
         }
     }
     uint64_t files = rl.rlim_cur == RLIM_INFINITY ? (1u << 20) : (uint64_t)rl.rlim_cur;
-    uint64_t parts = f->retention_ms > 0 && partition_ms > 0 ? (uint64_t)(f->retention_ms / partition_ms) + 2
-                                                             : partitions + 64;
+    uint64_t parts = f->retention_ms > 0 && partition_ms > 0
+                         ? ((uint64_t)(f->retention_ms / partition_ms) + 2) * (uint64_t)writers
+                         : partitions + 64 * (uint64_t)writers;
     if (parts < partitions) parts = partitions;
     uint64_t kept = 32 + 2 * (uint64_t)f->threads + 3 * parts;
     uint64_t fit = files > kept ? files - kept : 0;
@@ -435,7 +450,7 @@ static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
     add_own_names(&srv->cors, f->listen);
     for (size_t i = 0; i < f->cors.n; i++) srv_log("CORS: allowing browser requests from %s", f->cors.origin[i]);
     store_options opt = { .dir = f->data, .retention_ms = f->retention_ms, .partition_ms = f->partition_ms,
-                          .commit_wait_ms = f->commit_wait_ms };
+                          .commit_wait_ms = f->commit_wait_ms, .writers = f->writers };
     store_status ss = store_open(&srv->st, &opt, err, sizeof err);
     if (ss) {
         srv_log("cannot open the store: %s", err);
@@ -446,11 +461,13 @@ static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
     if (stats.migrated_profiles)
         srv_log("migrated %llu profiles from the flamedb-4 format; the old file is in %s/flamedb-4-backup",
                 (unsigned long long)stats.migrated_profiles, f->data);
-    srv_log("data in %s: %llu series, %llu partitions of %lld h, %llu bytes; retention %lld s", f->data,
-            (unsigned long long)stats.series, (unsigned long long)stats.partitions,
-            (long long)(store_partition_ms(srv->st) / 3600000), (unsigned long long)stats.db_bytes,
-            (long long)(f->retention_ms / 1000));
-    srv->max_connections = plan_connections(f, stats.partitions, store_partition_ms(srv->st));
+    srv_log("data in %s: %llu series, %llu partitions of %lld h (%llu files), %llu bytes; retention %lld s; "
+            "%d writer%s", f->data, (unsigned long long)stats.series, (unsigned long long)stats.partitions,
+            (long long)(store_partition_ms(srv->st) / 3600000), (unsigned long long)stats.partition_files,
+            (unsigned long long)stats.db_bytes, (long long)(f->retention_ms / 1000), store_writers(srv->st),
+            store_writers(srv->st) == 1 ? "" : "s");
+    srv->max_connections = plan_connections(f, stats.partition_files, store_partition_ms(srv->st),
+                                            store_writers(srv->st));
     if (!srv->max_connections) {
         store_close(srv->st);
         return 2;

@@ -85,11 +85,16 @@ static store_status add_string_mem(catalog *c, uint32_t id, const void *p, uint3
     return STORE_OK;
 }
 
+static uint32_t find_string(const catalog *c, const char *s, uint32_t len)
+{
+    str_probe pr = { c, s, len, UINT32_MAX };
+    return idmap_find(&c->string_map, hash_bytes(s, len, STRING_SEED), str_eq, &pr);
+}
+
 static store_status intern_string(catalog *c, const char *s, uint32_t *id)
 {
     uint32_t len = (uint32_t)strlen(s);
-    str_probe pr = { c, s, len, UINT32_MAX };
-    uint32_t found = idmap_find(&c->string_map, hash_bytes(s, len, STRING_SEED), str_eq, &pr);
+    uint32_t found = find_string(c, s, len);
     if (found) {
         *id = found;
         return STORE_OK;
@@ -261,6 +266,19 @@ store_status catalog_series_intern(catalog *c, MDB_txn *txn, const store_label *
     if (ss) return ss;
     *sid = nid;
     return STORE_OK;
+}
+
+uint32_t catalog_series_find(const catalog *c, const store_label *labels, int n_labels)
+{
+    uint32_t pairs[2 * 64];
+    if (n_labels <= 0 || n_labels > 64) return 0;
+    for (int i = 0; i < n_labels; i++) {
+        pairs[2 * i] = find_string(c, labels[i].name, (uint32_t)strlen(labels[i].name));
+        pairs[2 * i + 1] = find_string(c, labels[i].value, (uint32_t)strlen(labels[i].value));
+        if (!pairs[2 * i] || !pairs[2 * i + 1]) return 0;
+    }
+    series_probe pr = { c, pairs, (uint32_t)n_labels };
+    return idmap_find(&c->series_map, hash_bytes(pairs, (size_t)n_labels * 8, SERIES_SEED), series_eq, &pr);
 }
 
 int catalog_series_labels(const catalog *c, uint32_t sid, store_label *out, int max)

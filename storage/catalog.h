@@ -2,8 +2,8 @@
  * a dense id, the label strings, and the label index.  One small LMDB file
  * (DATA/catalog.mdb) that also holds the format and the partition length.
  * Series ids are global: the same series keeps its id in every time
- * partition.  The catalog is read into memory at open; only the writer
- * thread changes it. */
+ * partition.  The catalog is read into memory at open; only writer
+ * threads change it, one at a time (holding the store's cat_lock). */
 #ifndef FLAMEDB_CATALOG_H
 #define FLAMEDB_CATALOG_H
 
@@ -30,7 +30,7 @@ store_status catalog_set_format(catalog *c);
 void catalog_close(catalog *c);
 MDB_env *catalog_env(catalog *c);
 
-/* ---- the writer thread ---- */
+/* ---- the writers: one at a time (store.c: cat_lock) ---- */
 typedef struct { uint32_t strings, series, postings, strings_open; } catalog_mark;
 catalog_mark catalog_mark_now(const catalog *c);
 /* Forgets everything added after m (a failed transaction). */
@@ -38,6 +38,8 @@ void catalog_rollback(catalog *c, catalog_mark m);
 /* The id of the series with these labels (sorted by name, unique),
  * created in txn when new. */
 store_status catalog_series_intern(catalog *c, MDB_txn *txn, const store_label *labels, int n, uint32_t *sid);
+/* The id of the series with these labels, or 0 when it has none yet. */
+uint32_t catalog_series_find(const catalog *c, const store_label *labels, int n);
 /* Writes the label strings added since the last flush. */
 store_status catalog_flush(catalog *c, MDB_txn *txn);
 /* Before the commit: readers may see the new strings; after it: the new

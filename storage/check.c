@@ -1290,7 +1290,8 @@ static store_status check_partitions(checker *c)
     struct dirent *e;
     while ((e = readdir(d))) {
         int64_t start;
-        if (part_parse_name(e->d_name, &start) || strlen(e->d_name) >= sizeof v->name) continue;
+        int shard;
+        if (part_parse_name(e->d_name, &start, &shard) || strlen(e->d_name) >= sizeof v->name) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             part_name *nv = realloc(v, cap * sizeof *nv);

@@ -12,7 +12,8 @@
  * wait: until a bucket is built they read it from finer levels, raw
  * blocks and segments.
  *
- * Only partitions whose file is open are visited (every partition written
+ * Each writer compacts the partition files it owns (writer.c).  Only
+ * partitions whose file is open are visited (every partition written
  * since the start is); marks left in a partition nobody has opened since a
  * restart wait until a read or write opens it, and cost only speed.
  *
@@ -48,9 +49,10 @@
  * (bench_storage).  Not after every bucket: two fsyncs a small bucket
  * slowed a backfill's writer (bench_rollup). */
 #define PACK_TXN_BYTES (1u << 20)
-static store_status compact_txn(store *st, part *p, int64_t now_ms, uint32_t *budget, int *more,
+static store_status compact_txn(writer *wr, part *p, int64_t now_ms, uint32_t *budget, int *more,
                                 unsigned char resume[ROLLUP_PENDING_LEN], int *resuming, int *packed)
 {
+    store *st = wr->st;
     *packed = 0;
     MDB_txn *txn;
     int rc = mdb_txn_begin(part_env(p), NULL, 0, &txn);
@@ -72,7 +74,7 @@ static store_status compact_txn(store *st, part *p, int64_t now_ms, uint32_t *bu
      * bench_storage's load time.  So repacks wait for a step that finds no
      * write queued; the late profiles are read as raw blocks meanwhile. */
     pthread_mutex_lock(&st->lock);
-    int writes_wait = st->queue_head != NULL;
+    int writes_wait = wr->queue_head != NULL;
     pthread_mutex_unlock(&st->lock);
     MDB_val k = { ROLLUP_PENDING_LEN, resume }, v;
     for (rc = mdb_cursor_get(c, &k, &v, *resuming ? MDB_SET_RANGE : MDB_FIRST); rc == 0 && !ss && !*packed;
@@ -89,18 +91,18 @@ static store_status compact_txn(store *st, part *p, int64_t now_ms, uint32_t *bu
             *more = 1;
             break;
         }
-        if (!w && !(w = writer_maps(st, p, txn, &ss))) break;
+        if (!w && !(w = writer_maps(wr, p, txn, &ss))) break;
         if (!r && (ss = pdict_r_open(&r, txn, part_dbi(p, PART_META), part_dbi(p, PART_STRINGS),
                                      part_dbi(p, PART_NODES))))
             break;
         if (level < ROLLUP_LEVELS)
             ss = rollup_build(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_SEGMENTS), part_dbi(p, PART_ROLLUPS), r,
-                              w, st->zcctx, st->compact_scratch, level, sid, bucket);
+                              w, wr->zcctx, wr->compact_scratch, level, sid, bucket);
         /* Once its 10-minute rollup is built, the bucket's raw blocks go
          * into its segment, in the same transaction (segment.c). */
         if (!ss && level >= ROLLUP_LEVELS - 1) {
-            ss = seg_pack(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_SEGMENTS), r, st->zcctx,
-                          rollup_scratch_dec(st->compact_scratch), sid, bucket, INT64_MIN, NULL, &written);
+            ss = seg_pack(txn, part_dbi(p, PART_BLOCKS), part_dbi(p, PART_SEGMENTS), r, wr->zcctx,
+                          rollup_scratch_dec(wr->compact_scratch), sid, bucket, INT64_MIN, NULL, &written);
             if (written >= PACK_TXN_BYTES) {
                 memcpy(resume, k.mv_data, ROLLUP_PENDING_LEN); /* deleted below: the next mark is at or after it */
                 *resuming = *packed = 1;
@@ -115,26 +117,27 @@ static store_status compact_txn(store *st, part *p, int64_t now_ms, uint32_t *bu
     if (!ss && w) ss = pdict_w_flush(w, txn, part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES));
     if (ss || !built) {
         mdb_txn_abort(txn);
-        if (ss && w) writer_forget_part(st, p);
+        if (ss && w) writer_forget_part(wr, p);
         return ss;
     }
     if ((rc = mdb_txn_commit(txn))) {
-        if (w) writer_forget_part(st, p);
+        if (w) writer_forget_part(wr, p);
         return env_status(rc);
     }
     if (w) pdict_w_publish(w);
     pthread_mutex_lock(&st->lock);
     st->stats.rollups_built += (uint64_t)built;
     pthread_mutex_unlock(&st->lock);
+    wr->built += (uint64_t)built;
     return STORE_OK;
 }
 
-static store_status compact_part(store *st, part *p, int64_t now_ms, uint32_t *budget, int *more)
+static store_status compact_part(writer *w, part *p, int64_t now_ms, uint32_t *budget, int *more)
 {
     unsigned char resume[ROLLUP_PENDING_LEN];
     int resuming = 0, packed = 1;
     store_status ss = STORE_OK;
-    while (!ss && packed) ss = compact_txn(st, p, now_ms, budget, more, resume, &resuming, &packed);
+    while (!ss && packed) ss = compact_txn(w, p, now_ms, budget, more, resume, &resuming, &packed);
     return ss;
 }
 
@@ -162,8 +165,8 @@ static store_status compact_part(store *st, part *p, int64_t now_ms, uint32_t *b
  *      before keep the old object, its environment and its mapping of the
  *      old (now unlinked) file until they end; the writer's maps of the old
  *      object are dropped (late data reloads them from the new file).
- * Everything runs on the writer thread between batches, so no write can
- * fall between the copy and the swap.  kill -9 at any point leaves either
+ * Everything runs on the file's writer thread between batches, so no
+ * write can fall between the copy and the swap.  kill -9 at any point leaves either
  * file whole (the rename is the commit point; a stale .seal is overwritten
  * by the next attempt).  The copy costs a read and a write of the live
  * pages: in steady state (data in time order) the free pages stay a few
@@ -191,8 +194,9 @@ static int free_pages_worth_sealing(part *p)
     return ok && !pending && unused >= 64 && unused * 4 >= pages;
 }
 
-static store_status seal_part(store *st, part *old, int64_t now_ms)
+static store_status seal_part(writer *w, part *old, int64_t now_ms)
 {
+    store *st = w->st;
     if (part_end(old) + 2 * ROLLUP_GRACE_MS > now_ms || !free_pages_worth_sealing(old)) return STORE_OK;
     const char *path = part_path(old);
     size_t n = strlen(path) + 8;
@@ -200,7 +204,7 @@ static store_status seal_part(store *st, part *old, int64_t now_ms)
     /* made first: once the copy is renamed over the file, the old object
      * must leave the list whatever happens (writes through it would go to
      * the unlinked file); the new one opens on first use */
-    part *p = part_new(st->parts_dir, part_start(old), part_end(old) - part_start(old));
+    part *p = part_new(st->parts_dir, part_start(old), part_end(old) - part_start(old), part_shard(old));
     if (!tmp || !lock || !p) {
         free(tmp);
         free(lock);
@@ -233,7 +237,7 @@ static store_status seal_part(store *st, part *old, int64_t now_ms)
             close(dfd);
         }
     }
-    writer_forget_part(st, old);
+    writer_forget_part(w, old);
     int swapped = 0;
     pthread_rwlock_wrlock(&st->parts_lock);
     for (size_t i = 0; i < st->n_parts && !swapped; i++)
@@ -250,10 +254,11 @@ out:
     return ss;
 }
 
-store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int *more)
+store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int *more)
 {
+    store *st = w->st;
     *more = 0;
-    if (!st->compact_scratch && !(st->compact_scratch = rollup_scratch_new())) return STORE_ENOMEM;
+    if (!w->compact_scratch && !(w->compact_scratch = rollup_scratch_new())) return STORE_ENOMEM;
     uint32_t budget0 = budget;
     part **v;
     ssize_t n = store_parts_copy(st, 1, 0, &v);
@@ -262,9 +267,9 @@ store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int
     MDB_env **envs = malloc((n ? (size_t)n : 1) * sizeof *envs);
     size_t n_envs = 0;
     for (ssize_t i = 0; i < n; i++) {
-        if (!part_is_open(v[i])) continue;
-        if (!ss) ss = compact_part(st, v[i], now_ms, &budget, more);
-        if (!ss && !*more) ss = seal_part(st, v[i], now_ms);
+        if (!part_is_open(v[i]) || !writer_owns(w, v[i])) continue;
+        if (!ss) ss = compact_part(w, v[i], now_ms, &budget, more);
+        if (!ss && !*more) ss = seal_part(w, v[i], now_ms);
         if (envs) envs[n_envs++] = part_env(v[i]);
     }
     if (envs) env_release_maps(envs, n_envs);
@@ -279,10 +284,10 @@ store_status writer_compact_step(store *st, int64_t now_ms, uint32_t budget, int
      * allocating it again costs page faults, milliseconds a round), and
      * trim what glibc keeps in its arenas' free lists. */
     if (!*more && budget < budget0) {
-        rollup_scratch_free(st->compact_scratch);
-        st->compact_scratch = NULL;
+        rollup_scratch_free(w->compact_scratch);
+        w->compact_scratch = NULL;
         malloc_trim(0);
     }
-    evict_writer_maps(st);
+    evict_writer_maps(w);
     return ss;
 }

@@ -21,6 +21,7 @@
 
 struct part {
     int64_t start_ms, len_ms;
+    int shard;
     char *path;
     pthread_mutex_t open_lock;
     _Atomic int opened;
@@ -33,11 +34,11 @@ struct part {
 
 static _Atomic uint64_t next_token = 1;
 
-part *part_new(const char *dir, int64_t start_ms, int64_t len_ms)
+part *part_new(const char *dir, int64_t start_ms, int64_t len_ms, int shard)
 {
     part *p = calloc(1, sizeof *p);
     char name[64];
-    part_file_name(name, sizeof name, start_ms);
+    part_file_name(name, sizeof name, start_ms, shard);
     size_t n = strlen(dir) + strlen(name) + 2;
     if (!p || !(p->path = malloc(n))) {
         free(p);
@@ -46,6 +47,7 @@ part *part_new(const char *dir, int64_t start_ms, int64_t len_ms)
     snprintf(p->path, n, "%s/%s", dir, name);
     p->start_ms = start_ms;
     p->len_ms = len_ms;
+    p->shard = shard;
     pthread_mutex_init(&p->open_lock, NULL);
     atomic_init(&p->refs, 1);
     p->token = atomic_fetch_add(&next_token, 1);
@@ -106,46 +108,64 @@ void part_drop(part *p) { env_remove(p->path); }
 uint64_t part_token(const part *p) { return p->token; }
 int64_t part_start(const part *p) { return p->start_ms; }
 int64_t part_end(const part *p) { return p->start_ms + p->len_ms; }
+int part_shard(const part *p) { return p->shard; }
 const char *part_path(const part *p) { return p->path; }
 MDB_env *part_env(const part *p) { return p->env; }
 MDB_dbi part_dbi(const part *p, int which) { return p->dbi[which]; }
 pdict_w *part_writer(const part *p) { return p->writer; }
 void part_set_writer(part *p, pdict_w *w) { p->writer = w; }
 
-void part_file_name(char *buf, size_t cap, int64_t start_ms)
+void part_file_name(char *buf, size_t cap, int64_t start_ms, int shard)
 {
     struct tm tm;
     time_t t = (time_t)(start_ms / 1000);
+    char sfx[16] = "";
+    if (shard) snprintf(sfx, sizeof sfx, ".%d", shard);
     if (start_ms % 60000 == 0 && start_ms >= 0 && gmtime_r(&t, &tm) && tm.tm_year + 1900 <= 9999)
-        snprintf(buf, cap, "%04d%02d%02dT%02d%02dZ.mdb", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min);
+        snprintf(buf, cap, "%04d%02d%02dT%02d%02dZ%s.mdb", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, sfx);
     else
-        snprintf(buf, cap, "t%lld.mdb", (long long)start_ms);
+        snprintf(buf, cap, "t%lld%s.mdb", (long long)start_ms, sfx);
 }
 
-int part_parse_name(const char *name, int64_t *start_ms)
+int part_parse_name(const char *name, int64_t *start_ms, int *shard)
 {
     size_t n = strlen(name);
-    if (n < 5 || strcmp(name + n - 4, ".mdb")) return -1;
-    if (name[0] == 't') {
+    if (n < 5 || n > 40 || strcmp(name + n - 4, ".mdb")) return -1;
+    /* the shard: ".<1..PART_MAX_SHARDS-1>" before ".mdb", none for shard 0 */
+    char base[48];
+    memcpy(base, name, n - 4);
+    base[n - 4] = '\0';
+    *shard = 0;
+    char *dot = strrchr(base, '.');
+    if (dot) {
         char *end;
         errno = 0;
-        long long v = strtoll(name + 1, &end, 10);
-        if (errno || end != name + n - 4 || end == name + 1) return -1;
-        *start_ms = v;
-        return 0;
+        long v = strtol(dot + 1, &end, 10);
+        if (errno || *end || end == dot + 1 || dot[1] == '0' || v < 1 || v >= PART_MAX_SHARDS) return -1;
+        *shard = (int)v;
+        *dot = '\0';
     }
-    struct tm tm = { 0 };
-    int Y, M, D, h, m;
-    char z;
-    if (n != 18 || sscanf(name, "%4d%2d%2dT%2d%2d%c", &Y, &M, &D, &h, &m, &z) != 6 || z != 'Z') return -1;
-    tm.tm_year = Y - 1900;
-    tm.tm_mon = M - 1;
-    tm.tm_mday = D;
-    tm.tm_hour = h;
-    tm.tm_min = m;
-    *start_ms = (int64_t)timegm(&tm) * 1000;
-    char back[32];
-    part_file_name(back, sizeof back, *start_ms);
+    size_t bn = strlen(base);
+    if (base[0] == 't') {
+        char *end;
+        errno = 0;
+        long long v = strtoll(base + 1, &end, 10);
+        if (errno || *end || end == base + 1) return -1;
+        *start_ms = v;
+    } else {
+        struct tm tm = { 0 };
+        int Y, M, D, h, m;
+        char z;
+        if (bn != 14 || sscanf(base, "%4d%2d%2dT%2d%2d%c", &Y, &M, &D, &h, &m, &z) != 6 || z != 'Z') return -1;
+        tm.tm_year = Y - 1900;
+        tm.tm_mon = M - 1;
+        tm.tm_mday = D;
+        tm.tm_hour = h;
+        tm.tm_min = m;
+        *start_ms = (int64_t)timegm(&tm) * 1000;
+    }
+    char back[64];
+    part_file_name(back, sizeof back, *start_ms, *shard);
     return strcmp(back, name) ? -1 : 0;
 }

@@ -21,9 +21,15 @@ typedef struct pdict_w pdict_w;
  * file creates it when missing, so older files gain it empty. */
 enum { PART_META, PART_STRINGS, PART_NODES, PART_BLOCKS, PART_ROLLUPS, PART_PENDING, PART_SEGMENTS, PART_NDBS };
 
-/* A handle for the partition starting at start_ms, its file in dir.  Holds
- * one reference. */
-part *part_new(const char *dir, int64_t start_ms, int64_t len_ms);
+/* A partition may be split into shards, one file each, written by
+ * separate writer threads (writer.c): shard 0 is YYYYMMDDTHHMMZ.mdb, shard
+ * k > 0 YYYYMMDDTHHMMZ.k.mdb.  Each shard has its own dictionaries; a
+ * reader treats the shards of a start as partitions of the same time. */
+#define PART_MAX_SHARDS 64
+
+/* A handle for shard `shard` of the partition starting at start_ms, its
+ * file in dir.  Holds one reference. */
+part *part_new(const char *dir, int64_t start_ms, int64_t len_ms, int shard);
 /* Opens the file (creating it when create is set).  Thread-safe and
  * idempotent. */
 store_status part_open(part *p, uint64_t map_size, int fixed_map, int create, char *err, size_t errlen);
@@ -37,6 +43,7 @@ void part_drop(part *p);
 uint64_t part_token(const part *p);
 int64_t part_start(const part *p);
 int64_t part_end(const part *p);
+int part_shard(const part *p);
 const char *part_path(const part *p);
 MDB_env *part_env(const part *p);
 MDB_dbi part_dbi(const part *p, int which);
@@ -47,8 +54,9 @@ pdict_w *part_writer(const part *p);
 void part_set_writer(part *p, pdict_w *w);
 
 /* "YYYYMMDDTHHMMZ.mdb" for a partition start (years 1970..9999), or
- * "t<start ms>.mdb"; and back.  part_parse_name answers -1 for other names. */
-void part_file_name(char *buf, size_t cap, int64_t start_ms);
-int part_parse_name(const char *name, int64_t *start_ms);
+ * "t<start ms>.mdb", with ".<shard>" before ".mdb" for shards above 0; and
+ * back.  part_parse_name answers -1 for other names. */
+void part_file_name(char *buf, size_t cap, int64_t start_ms, int shard);
+int part_parse_name(const char *name, int64_t *start_ms, int *shard);
 
 #endif

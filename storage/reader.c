@@ -4,7 +4,9 @@
  * catalog's published counts; a partition's LMDB read transaction is begun
  * the first time a scan reaches it, and its dictionaries are read straight
  * from the memory map (pdict_r).  Scans visit the partitions of a range in
- * time order, so answers keep their order.  Inside a partition a series'
+ * time order, so answers keep their order (the shards of one partition,
+ * writer.c, like partitions of the same time, merged in time order when a
+ * series lies in several).  Inside a partition a series'
  * profiles are raw blocks and profiles packed into segments (segment.c),
  * walked together in time order (seg_iter); a packed profile is handed out
  * like a block, its bytes in the map, and decodes alone on any thread.
@@ -440,11 +442,91 @@ static int scan_part(store_reader *r, store_part *v, uint32_t sid, int64_t from_
     return 0;
 }
 
+/* Whether v holds a profile of sid starting in [from, until). */
+static int part_holds(store_reader *r, store_part *v, uint32_t sid, int64_t from_ms, int64_t until_ms)
+{
+    if (view_open(r, v)) return 0;
+    seg_iter it;
+    seg_item item;
+    seg_iter_begin(&it, v->cur, v->scur, sid, from_ms, until_ms);
+    return seg_iter_next(&it, &item);
+}
+
+typedef struct {
+    store_block *v;
+    size_t n, cap;
+    int oom;
+} block_list;
+
+static int collect(const store_block *b, void *ctx)
+{
+    block_list *l = ctx;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        store_block *nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv) {
+            l->oom = 1;
+            return 1;
+        }
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *b;
+    return 0;
+}
+
+/* Stable: collect appended shard after shard, each in time order. */
+static void sort_by_start(store_block *v, size_t n, store_block *tmp)
+{
+    if (n < 2) return;
+    size_t h = n / 2;
+    sort_by_start(v, h, tmp);
+    sort_by_start(v + h, n - h, tmp);
+    size_t a = 0, b = h, k = 0;
+    while (a < h && b < n) tmp[k++] = v[b].from_ms < v[a].from_ms ? v[b++] : v[a++];
+    while (a < h) tmp[k++] = v[a++];
+    while (b < n) tmp[k++] = v[b++];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+/* The shards of one partition (parts[a..b), one start): a series is in
+ * one of them unless it was written in a group led by another series or
+ * by a run with another number of writers (writer.c).  When several hold
+ * it, their profiles are gathered (their bytes stay in the maps until the
+ * reader ends) and handed out in time order. */
+static int scan_shards(store_reader *r, size_t a, size_t b, uint32_t sid, int64_t from_ms, int64_t until_ms,
+                       store_block_fn fn, void *ctx)
+{
+    size_t holding = 0, which = a;
+    for (size_t i = a; i < b; i++)
+        if (part_holds(r, &r->parts[i], sid, from_ms, until_ms)) {
+            holding++;
+            which = i;
+        }
+    if (!holding) return 0;
+    if (holding == 1) return scan_part(r, &r->parts[which], sid, from_ms, until_ms, fn, ctx);
+    block_list l = { 0 };
+    for (size_t i = a; i < b && !l.oom; i++) scan_part(r, &r->parts[i], sid, from_ms, until_ms, collect, &l);
+    store_block *tmp = l.oom ? NULL : malloc(l.n * sizeof *tmp);
+    int stop = 0;
+    if (tmp) {
+        sort_by_start(l.v, l.n, tmp);
+        for (size_t i = 0; i < l.n && !stop; i++) stop = fn(&l.v[i], ctx);
+    } else { /* out of memory: each shard in order, times interleaving */
+        for (size_t i = a; i < b && !stop; i++) stop = scan_part(r, &r->parts[i], sid, from_ms, until_ms, fn, ctx);
+    }
+    free(tmp);
+    free(l.v);
+    return stop;
+}
+
 int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn, void *ctx)
 {
-    for (size_t i = 0; i < r->n_parts; i++) {
+    for (size_t i = 0, j; i < r->n_parts; i = j) {
+        for (j = i + 1; j < r->n_parts && part_start(r->parts[j].p) == part_start(r->parts[i].p);) j++;
         if (!overlaps(&r->parts[i], from_ms, until_ms)) continue;
-        int stop = scan_part(r, &r->parts[i], sid, from_ms, until_ms, fn, ctx);
+        int stop = j - i == 1 ? scan_part(r, &r->parts[i], sid, from_ms, until_ms, fn, ctx)
+                              : scan_shards(r, i, j, sid, from_ms, until_ms, fn, ctx);
         if (stop) return stop;
     }
     return 0;
@@ -576,7 +658,8 @@ int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int6
  * selector has data when their range held none: block keys sort by series
  * then start, so a series' last (first) block in a partition is one cursor
  * seek away, and partitions are disjoint in time, so the first partition
- * holding the series, walking newest (oldest) first, has the answer.  Cost:
+ * holding the series, walking newest (oldest) first, has the answer (of
+ * its shards, the one with the newest (oldest) profile).  Cost:
  * one seek per partition walked and one block header; no block is decoded.
  * A block whose header cannot be read is stepped over, as scans do. */
 
@@ -635,38 +718,47 @@ static int raw_first(store_part *v, uint32_t sid, int64_t before_ms, int64_t *fr
  * after the segment was packed (the oldest: the segment's). */
 int store_series_last(store_reader *r, uint32_t sid, int64_t since_ms, int64_t *from_ms, int64_t *until_ms)
 {
+    int found = 0;
     for (size_t i = r->n_parts; i-- > 0;) {
         store_part *v = &r->parts[i];
         if (part_end(v->p) <= since_ms) break;
+        /* the other shards of the partition found may hold a newer one */
+        if (found && part_start(v->p) != part_start(r->parts[i + 1].p)) break;
         if (view_open(r, v)) continue;
         int64_t rf = 0, ru = 0, sf = 0, su = 0;
         int raw = raw_last(v, sid, since_ms, &rf, &ru);
         int seg = seg_edge(v->scur, sid, 1, since_ms, INT64_MAX, &sf, &su);
         if (!raw && !seg) continue;
         int use_raw = raw && (!seg || rf >= sf);
-        *from_ms = use_raw ? rf : sf;
+        int64_t f = use_raw ? rf : sf;
+        if (found && f <= *from_ms) continue;
+        *from_ms = f;
         *until_ms = use_raw ? ru : su;
-        return 1;
+        found = 1;
     }
-    return 0;
+    return found;
 }
 
 int store_series_first(store_reader *r, uint32_t sid, int64_t before_ms, int64_t *from_ms, int64_t *until_ms)
 {
+    int found = 0;
     for (size_t i = 0; i < r->n_parts; i++) {
         store_part *v = &r->parts[i];
         if (part_start(v->p) >= before_ms) break;
+        if (found && part_start(v->p) != part_start(r->parts[i - 1].p)) break;
         if (view_open(r, v)) continue;
         int64_t rf = 0, ru = 0, sf = 0, su = 0;
         int raw = raw_first(v, sid, before_ms, &rf, &ru);
         int seg = seg_edge(v->scur, sid, 0, INT64_MIN, before_ms, &sf, &su);
         if (!raw && !seg) continue;
         int use_seg = seg && (!raw || sf <= rf);
-        *from_ms = use_seg ? sf : rf;
+        int64_t f = use_seg ? sf : rf;
+        if (found && f >= *from_ms) continue;
+        *from_ms = f;
         *until_ms = use_seg ? su : ru;
-        return 1;
+        found = 1;
     }
-    return 0;
+    return found;
 }
 
 /* ---- decoding ---- */

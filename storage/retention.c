@@ -8,7 +8,8 @@
  * each series' expired blocks are a contiguous run at the front of its key
  * range: one seek per series, then deletes until the first young block, in
  * steps of a bounded number of deletions, each its own transaction, so the
- * writer thread serves ingest between steps.  Segments (segment.c) go the
+ * writer thread serves ingest between steps.  Each writer does this on the
+ * partition files it owns (writer.c).  Segments (segment.c) go the
  * same way, whole when their 10 minutes have expired; the one straddling
  * the cutoff is packed again without its expired profiles.  That
  * partition's dictionaries stay until it is dropped in its turn. */
@@ -79,16 +80,18 @@ static store_status seg_expire(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, pdict
     return ss;
 }
 
-/* Drops every partition ending at or before cutoff; counts its profiles. */
-static store_status drop_expired(store *st, int64_t cutoff, uint64_t *deleted)
+/* Drops every partition file of w ending at or before cutoff; counts its
+ * profiles. */
+static store_status drop_expired(writer *w, int64_t cutoff, uint64_t *deleted)
 {
+    store *st = w->st;
     part **v;
     ssize_t n = store_parts_copy(st, 1, 0, &v);
     if (n < 0) return STORE_ENOMEM;
     uint64_t dropped = 0;
     for (ssize_t i = 0; i < n; i++) {
         part *p = v[i];
-        if (part_end(p) <= cutoff) {
+        if (part_end(p) <= cutoff && writer_owns(w, p)) {
             MDB_txn *txn;
             MDB_stat ms;
             if (!part_open(p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0) &&
@@ -97,9 +100,10 @@ static store_status drop_expired(store *st, int64_t cutoff, uint64_t *deleted)
                 *deleted += seg_profiles(txn, part_dbi(p, PART_SEGMENTS));
                 mdb_txn_abort(txn);
             }
-            writer_forget_part(st, p);
+            writer_forget_part(w, p);
             store_part_remove(st, p);
-            dropped++;
+            /* counted once a partition, by the owner of its shard 0 */
+            if (part_shard(p) == 0) dropped++;
         }
         part_unref(p);
     }
@@ -110,24 +114,46 @@ static store_status drop_expired(store *st, int64_t cutoff, uint64_t *deleted)
     return STORE_OK;
 }
 
-store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished)
+/* The first file of w straddling cutoff at or after shard `from`, with a
+ * reference; NULL when none. */
+static part *straddling(writer *w, int64_t cutoff, int from)
 {
+    part **v;
+    ssize_t n = store_parts_copy(w->st, cutoff, cutoff + 1, &v);
+    part *found = NULL;
+    for (ssize_t i = 0; i < n; i++) {
+        part *p = v[i];
+        if (!found && part_start(p) < cutoff && part_end(p) > cutoff && part_shard(p) >= from && writer_owns(w, p))
+            found = p;
+        else
+            part_unref(p);
+    }
+    if (n >= 0) free(v);
+    return found;
+}
+
+/* One bounded step: first the expired partitions go whole; then the files
+ * of w straddling the cutoff, one after the other (shard order), series by
+ * series from where the last step stopped. */
+store_status writer_retention_step(writer *w, int64_t now_ms, uint32_t budget, uint64_t *deleted, int *finished)
+{
+    store *st = w->st;
     *finished = 0;
     if (st->opt.retention_ms <= 0) {
         *finished = 1;
         return STORE_OK;
     }
     int64_t cutoff = now_ms - st->opt.retention_ms;
-    if (st->retention_sid <= 1) {
-        store_status ss = drop_expired(st, cutoff, deleted);
+    if (w->retention_sid <= 1 && w->retention_shard == 0) {
+        store_status ss = drop_expired(w, cutoff, deleted);
         if (ss) return ss;
-        st->retention_sid = 1;
+        w->retention_sid = 1;
     }
-    part *p = store_part_at(st, cutoff, 0, NULL, 0);
-    if (!p || part_start(p) == cutoff) { /* nothing straddles the cutoff */
-        part_unref(p);
+    part *p = straddling(w, cutoff, w->retention_shard);
+    if (!p) { /* nothing (more) straddles the cutoff */
         *finished = 1;
-        st->retention_sid = 1;
+        w->retention_sid = 1;
+        w->retention_shard = 0;
         return STORE_OK;
     }
     store_status ss = part_open(p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0);
@@ -145,7 +171,7 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
     }
     uint32_t max = catalog_series_committed(st->cat);
     uint64_t n = 0, rollup_budget = budget;
-    uint32_t sid = st->retention_sid ? st->retention_sid : 1;
+    uint32_t sid = w->retention_sid ? w->retention_sid : 1;
     pdict_r *dr = NULL;
     seg_dec dec = { 0 };
     MDB_dbi dicts[3] = { part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES) };
@@ -193,13 +219,14 @@ store_status writer_retention_step(store *st, int64_t now_ms, uint32_t budget, u
         return env_status(rc);
     }
     rc = mdb_txn_commit(txn);
+    int shard = part_shard(p);
     part_unref(p);
     if (rc) return env_status(rc);
-    st->retention_sid = sid;
+    w->retention_sid = sid;
     *deleted += n;
-    if (sid >= max) {
-        *finished = 1;
-        st->retention_sid = 1;
+    if (sid >= max) { /* this file is done: the next one in the next step */
+        w->retention_sid = 1;
+        w->retention_shard = shard + 1;
     }
     return STORE_OK;
 }
@@ -262,14 +289,15 @@ static store_status delete_in_part(store *st, part *p, const uint32_t *ids, size
     return STORE_OK;
 }
 
-store_status writer_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted)
+store_status writer_delete_series(writer *w, const uint32_t *ids, size_t n, uint64_t *deleted)
 {
+    store *st = w->st;
     part **v;
     ssize_t np = store_parts_copy(st, 1, 0, &v);
     if (np < 0) return STORE_ENOMEM;
     store_status ss = STORE_OK;
     for (ssize_t i = 0; i < np; i++) {
-        if (!ss) ss = delete_in_part(st, v[i], ids, n, deleted);
+        if (!ss && writer_owns(w, v[i])) ss = delete_in_part(st, v[i], ids, n, deleted);
         part_unref(v[i]);
     }
     free(v);

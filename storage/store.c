@@ -111,23 +111,32 @@ static int insert_part(store *st, part *p)
         st->cap_parts = cap;
     }
     size_t i = lower_bound(st, part_start(p));
+    while (i < st->n_parts && part_start(st->parts[i]) == part_start(p) && part_shard(st->parts[i]) < part_shard(p)) i++;
     memmove(st->parts + i + 1, st->parts + i, (st->n_parts - i) * sizeof *st->parts);
     st->parts[i] = p;
     st->n_parts++;
     return 0;
 }
 
-part *store_part_at(store *st, int64_t t, int create, char *err, size_t errlen)
+/* The partition starting at start, shard `shard`: its index, or -1. */
+static ssize_t find_part(const store *st, int64_t start, int shard)
+{
+    for (size_t i = lower_bound(st, start); i < st->n_parts && part_start(st->parts[i]) == start; i++)
+        if (part_shard(st->parts[i]) == shard) return (ssize_t)i;
+    return -1;
+}
+
+part *store_part_at(store *st, int64_t t, int shard, int create, char *err, size_t errlen)
 {
     int64_t start = store_part_floor(st, t);
     pthread_rwlock_rdlock(&st->parts_lock);
-    size_t i = lower_bound(st, start);
-    part *p = i < st->n_parts && part_start(st->parts[i]) == start ? st->parts[i] : NULL;
+    ssize_t i = find_part(st, start, shard);
+    part *p = i >= 0 ? st->parts[i] : NULL;
     if (p) part_ref(p);
     pthread_rwlock_unlock(&st->parts_lock);
     if (p || !create) return p;
-    /* Only the writer thread creates partitions: no one else can race. */
-    p = part_new(st->parts_dir, start, st->part_ms);
+    /* Only the shard's writer creates its file: no one else can race. */
+    p = part_new(st->parts_dir, start, st->part_ms, shard);
     if (!p) {
         env_set_err(err, errlen, "out of memory");
         return NULL;
@@ -190,9 +199,9 @@ store_status store_part_reserve_stacks(store *st, part *p, size_t more)
 void store_part_remove(store *st, part *p)
 {
     pthread_rwlock_wrlock(&st->parts_lock);
-    size_t i = lower_bound(st, part_start(p));
-    if (i < st->n_parts && st->parts[i] == p) {
-        memmove(st->parts + i, st->parts + i + 1, (st->n_parts - i - 1) * sizeof *st->parts);
+    ssize_t i = find_part(st, part_start(p), part_shard(p));
+    if (i >= 0 && st->parts[i] == p) {
+        memmove(st->parts + i, st->parts + i + 1, (st->n_parts - (size_t)i - 1) * sizeof *st->parts);
         st->n_parts--;
     } else {
         p = NULL;
@@ -206,12 +215,37 @@ void store_part_remove(store *st, part *p)
     part_unref(p);
 }
 
-uint64_t store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves)
+int store_shard_of(const store *st, const store_label *labels, int n)
+{
+    if (st->n_writers <= 1) return 0;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(labels[i].name, "type")) continue;
+        for (const char *c = labels[i].name; *c; c++) h = (h ^ (unsigned char)*c) * UINT64_C(0x100000001b3);
+        h = (h ^ 0xff) * UINT64_C(0x100000001b3);
+        for (const char *c = labels[i].value; *c; c++) h = (h ^ (unsigned char)*c) * UINT64_C(0x100000001b3);
+        h = (h ^ 0xfe) * UINT64_C(0x100000001b3);
+    }
+    return (int)((h ^ (h >> 29)) % (uint64_t)st->n_writers);
+}
+
+int writer_owns(const writer *w, const part *p) { return part_shard(p) % w->st->n_writers == w->idx; }
+
+int store_writers(const store *st) { return st->n_writers; }
+
+int store_default_writers(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+uint64_t store_resolve(store *st, const store_label *labels, int n_labels, int64_t from_ms, const store_stack *stacks,
+                       size_t n, uint32_t *leaves)
 {
     int64_t start = store_part_floor(st, from_ms);
     pthread_rwlock_rdlock(&st->parts_lock);
-    size_t i = lower_bound(st, start);
-    part *p = i < st->n_parts && part_start(st->parts[i]) == start ? st->parts[i] : NULL;
+    ssize_t i = find_part(st, start, store_shard_of(st, labels, n_labels));
+    part *p = i >= 0 ? st->parts[i] : NULL;
     const pdict_w *w = p ? part_writer(p) : NULL;
     hash128 h[256];
     for (size_t k = 0; k < n; k += 256) {
@@ -240,6 +274,7 @@ static int list_parts(store *st, char *err, size_t errlen)
     int rc = 0;
     while (!rc && (e = readdir(d))) {
         int64_t start;
+        int shard;
         size_t len = strlen(e->d_name);
         /* the copy of a seal cut short (compact.c: seal_part): its file
          * was never renamed over the partition's, which is whole */
@@ -249,14 +284,14 @@ static int list_parts(store *st, char *err, size_t errlen)
             unlink(path);
             continue;
         }
-        if (part_parse_name(e->d_name, &start)) continue;
+        if (part_parse_name(e->d_name, &start, &shard)) continue;
         if (store_part_floor(st, start) != start) {
             env_set_err(err, errlen, "%s/%s does not start on a partition boundary of this store (%lld ms)",
                         st->parts_dir, e->d_name, (long long)st->part_ms);
             rc = -1;
             break;
         }
-        part *p = part_new(st->parts_dir, start, st->part_ms);
+        part *p = part_new(st->parts_dir, start, st->part_ms, shard);
         if (!p || insert_part(st, p)) {
             part_unref(p);
             env_set_err(err, errlen, "out of memory");
@@ -302,11 +337,14 @@ static void store_release(store *st)
     for (size_t i = 0; i < st->n_parts; i++) part_unref(st->parts[i]);
     free(st->parts);
     catalog_close(st->cat);
-    ZSTD_freeCCtx(st->zcctx);
+    for (int i = 0; i < STORE_MAX_WRITERS; i++) {
+        ZSTD_freeCCtx(st->writers[i].zcctx);
+        pthread_cond_destroy(&st->writers[i].work);
+    }
     if (st->lock_fd >= 0) close(st->lock_fd);
     pthread_rwlock_destroy(&st->parts_lock);
     pthread_mutex_destroy(&st->lock);
-    pthread_cond_destroy(&st->work);
+    pthread_mutex_destroy(&st->cat_lock);
     pthread_cond_destroy(&st->done);
     free(st->dir);
     free(st->parts_dir);
@@ -331,19 +369,28 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
     store *st = calloc(1, sizeof *st);
     if (!st) return STORE_ENOMEM;
     st->lock_fd = -1;
-    st->newest_write_ms = INT64_MIN;
     pthread_rwlock_init(&st->parts_lock, NULL);
     pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->work, NULL);
+    pthread_mutex_init(&st->cat_lock, NULL);
     pthread_cond_init(&st->done, NULL);
     st->opt = *opt;
+    st->n_writers = opt->writers > 0 ? opt->writers : store_default_writers();
+    if (st->n_writers > STORE_MAX_WRITERS) st->n_writers = STORE_MAX_WRITERS;
+    int zfail = 0;
+    for (int i = 0; i < STORE_MAX_WRITERS; i++) {
+        writer *w = &st->writers[i];
+        w->st = st;
+        w->idx = i;
+        w->newest_write_ms = INT64_MIN;
+        pthread_cond_init(&w->work, NULL);
+        if (i < st->n_writers && !(w->zcctx = ZSTD_createCCtx())) zfail = 1;
+    }
     if (!st->opt.retention_every_ms) st->opt.retention_every_ms = 60000;
     st->part_map_size = opt->map_size ? opt->map_size : UINT64_C(256) << 30;
     st->dir = strdup(opt->dir);
     size_t n = strlen(opt->dir) + 8;
     st->parts_dir = malloc(n);
-    st->zcctx = ZSTD_createCCtx();
-    if (!st->dir || !st->parts_dir || !st->zcctx) {
+    if (!st->dir || !st->parts_dir || zfail) {
         store_release(st);
         env_set_err(err, errlen, "out of memory opening the store");
         return STORE_ENOMEM;
@@ -395,10 +442,13 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
      * background: compaction visits open partitions. */
     for (size_t i = st->n_parts > 2 ? st->n_parts - 2 : 0; i < st->n_parts; i++)
         part_open(st->parts[i], st->part_map_size, opt->map_size != 0, 0, NULL, 0);
-    if (pthread_create(&st->writer, NULL, writer_main, st)) {
-        env_set_err(err, errlen, "cannot start the writer thread");
-        store_release(st);
-        return STORE_ENOMEM;
+    for (int i = 0; i < st->n_writers; i++) {
+        if (pthread_create(&st->writers[i].thread, NULL, writer_main, &st->writers[i])) {
+            env_set_err(err, errlen, "cannot start writer thread %d", i + 1);
+            store_close(st);
+            return STORE_ENOMEM;
+        }
+        st->writers[i].started = 1;
     }
     if (v4) {
         uint64_t profiles = 0;
@@ -418,9 +468,10 @@ void store_close(store *st)
     if (!st) return;
     pthread_mutex_lock(&st->lock);
     st->stopping = 1;
-    pthread_cond_broadcast(&st->work);
+    for (int i = 0; i < st->n_writers; i++) pthread_cond_broadcast(&st->writers[i].work);
     pthread_mutex_unlock(&st->lock);
-    pthread_join(st->writer, NULL);
+    for (int i = 0; i < st->n_writers; i++)
+        if (st->writers[i].started) pthread_join(st->writers[i].thread, NULL);
     store_release(st);
 }
 
@@ -436,8 +487,10 @@ void store_get_stats(store *st, store_stats *out)
     snprintf(path, sizeof path, "%s/catalog.mdb", st->dir);
     out->db_bytes = env_file_bytes(path);
     pthread_rwlock_rdlock(&st->parts_lock);
-    out->partitions = st->n_parts;
+    out->partitions = 0;
     for (size_t i = 0; i < st->n_parts; i++) {
+        if (!i || part_start(st->parts[i]) != part_start(st->parts[i - 1])) out->partitions++;
+        out->partition_files++;
         const pdict_w *w = part_writer(st->parts[i]);
         if (w) {
             out->nodes += pdict_w_nodes(w) - 1;

@@ -11,9 +11,11 @@
  * the node and string ids a reader answers are the reader's own, built as
  * it merges.  See docs/ARCHITECTURE.md for the layout on disk.
  *
- * Writes go through one writer thread that commits the profiles of
- * concurrent callers in one LMDB transaction (group commit); store_write
- * returns only once its profile is durable, or failed and left no trace.
+ * Writes go through writer threads, each committing the profiles of
+ * concurrent callers in one LMDB transaction (group commit) to its own
+ * shard of the partition (a file with its own dictionaries: a profile's
+ * shard is chosen by its labels, store_shard_of); store_write returns only
+ * once its profile is durable, or failed and left no trace.
  *
  * Reads take a store_reader: read snapshots of the partitions it touches
  * plus the catalog, valid until store_reader_end.  Readers never block
@@ -84,7 +86,12 @@ typedef struct {
                                      An existing store keeps its own (store_partition_ms) */
     int commit_wait_ms;           /* group commit: how long the writer may hold a batch for
                                      requests that are on their way (writer.c); 0 = never */
+    int writers;                  /* writer threads, each with its shard of every partition it
+                                     writes; 0 = store_default_writers(); at most 16 */
 } store_options;
+
+/* Half the online cores, 1 to 8: the writers a store gets by default. */
+int store_default_writers(void);
 
 /* The data directory's layout: LOCK, catalog.mdb, parts/<start>.mdb.  A
  * flamedb-4 directory (one data.mdb) is migrated by store_open. */
@@ -99,17 +106,22 @@ const char *store_format(void);
 
 /* The partition length of the open store, in ms. */
 int64_t store_partition_ms(const store *st);
+/* The number of writer threads of the open store. */
+int store_writers(const store *st);
 
-/* Finishes queued writes, stops the writer thread, closes LMDB. */
+/* Finishes queued writes, stops the writer threads, closes LMDB. */
 void store_close(store *st);
 
-/* Optional, on the caller's thread before a write of a profile starting at
- * from_ms: finds the call-tree node of every stack that partition has
- * already committed (leaves[i], or 0 when unknown), so that, passed as
- * profile.leaves, the writer thread only has to intern the new ones.  A
- * stack is known by its 128-bit hash.  Safe from any number of threads
- * while the writer runs. */
-uint64_t store_resolve(store *st, int64_t from_ms, const store_stack *stacks, size_t n, uint32_t *leaves);
+/* Optional, on the caller's thread before a write of a profile with these
+ * labels starting at from_ms: finds the call-tree node of every stack that
+ * its partition shard has already committed (leaves[i], or 0 when
+ * unknown), so that, passed as profile.leaves, the writer thread only has
+ * to intern the new ones.  A stack is known by its 128-bit hash.  For
+ * store_write_async_all, pass the first profile's labels for all (a group
+ * goes to the first one's shard).  Safe from any number of threads while
+ * the writers run. */
+uint64_t store_resolve(store *st, const store_label *labels, int n_labels, int64_t from_ms, const store_stack *stacks,
+                       size_t n, uint32_t *leaves);
 /* store_resolve answers a token naming the partition the leaves belong to
  * (0 when none was known); pass it as profile.part_token.  The writer uses
  * the leaves only if that partition is still the one the profile goes to
@@ -128,7 +140,7 @@ void store_prep_free(store_prep *p);
 store_status store_write(store *st, const store_profile *p, uint32_t *series_id,
                          char *err, size_t errlen);
 
-/* Called on the writer thread once the profile is durable (STORE_OK), or
+/* Called on its writer thread once the profile is durable (STORE_OK), or
  * failed and left no trace.  err is valid only during the call; keep the
  * callback short (it delays the next group commit). */
 typedef void (*store_write_done)(void *ctx, store_status ss, uint32_t series_id, const char *err);
@@ -140,8 +152,9 @@ store_status store_write_async(store *st, const store_profile *p, store_write_do
 
 /* Queues n profiles that are stored all or none (the sample types of one
  * pprof file): they share one transaction, so a failure of any leaves no
- * trace of the others.  They must start in the same time partition.  done
- * runs once a profile, all with the same status. */
+ * trace of the others.  They must start in the same time partition, and
+ * go to the first one's shard.  done runs once a profile, all with the
+ * same status. */
 store_status store_write_async_all(store *st, const store_profile *const *p, size_t n, store_write_done done,
                                    void *const *ctx);
 
@@ -308,7 +321,8 @@ extern const double store_commit_bucket_le[STORE_COMMIT_BUCKETS]; /* seconds */
 typedef struct {
     uint64_t series;
     uint64_t nodes, strings;           /* in the partitions the writer holds in memory */
-    uint64_t partitions;
+    uint64_t partitions;               /* time partitions */
+    uint64_t partition_files;          /* their files: a shard each (writer.c) */
     uint64_t db_bytes;                 /* size of the catalog and partition files */
     uint64_t dict_memory;              /* bytes of the writer's maps and the catalog */
     uint64_t commits;

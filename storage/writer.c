@@ -1,23 +1,38 @@
-/* writer.c — the single writer thread and group commit.
+/* writer.c — the writer threads and group commit.
  *
- * store_write queues a request and sleeps.  The writer takes every request
- * queued so far and writes them in one write transaction per file they
- * touch: the catalog (new series) and the partition of each profile.  Each
- * request runs in nested transactions of those (so one bad request is
- * rolled back alone) and writes its new dictionary entries there too, so a
- * rolled-back request only has to drop the partition's in-memory maps,
- * which are reloaded from the parent transaction on next use.  Then the
- * catalog commits (series first: a block never names a series that is not
- * durable), then each partition (one fsync each for the whole group), the
- * new entries are published and the callers woken.  Under load the batch
- * grows by itself: while one commit syncs, the next batch queues up.
- * Between batches the same thread builds the rollups of closed buckets
- * (compact.c) and runs retention, each in bounded steps.
+ * A store has n writer threads (store_options.writers: half the cores, 1
+ * to 8, by default).  Each owns a shard of every partition: its own file
+ * (part.h) with its own dictionaries, written by that thread alone, so n
+ * LMDB write transactions and n fsyncs run at once where one writer was the
+ * limit (bench_ingest's all-new stacks).  A profile goes to the shard
+ * store_shard_of picks from its labels (every label but `type`, so a
+ * source's sample types share their stacks); a group stored all or none
+ * (store_write_async_all) goes whole to its first profile's shard, so a
+ * series may sit in several shards of a partition, which readers handle
+ * (reader.c).  A writer owns the files of shards beyond the current count
+ * too (shard % n: written by a run with more writers): it compacts, seals
+ * and expires them, and writes new profiles to its own shard only.
  *
- * The writer keeps dictionary maps (pdict_w) for the STORE_WRITER_PARTS
- * partitions written most recently, and not for a partition that ended more
- * than STORE_MAPS_GRACE_MS of data time before the newest profile written;
- * late data for an older partition loads its maps from its file. */
+ * store_write queues a request on its writer and sleeps.  The writer takes
+ * every request queued so far: first the series of the batch, found in the
+ * catalog or created there in one catalog transaction committed before any
+ * block names them (the catalog is shared: writers change it one at a
+ * time, under cat_lock, and only when a series is new); then the profiles,
+ * in one write transaction per partition file they touch.  Each request
+ * (or group) runs in a nested transaction and writes its new dictionary
+ * entries there too, so a failed request is rolled back alone and only has
+ * to drop the partition's in-memory maps, which are reloaded from the
+ * parent transaction on next use.  Then each partition commits (one fsync
+ * each for the whole group), the new entries are published and the callers
+ * woken.  Under load the batch grows by itself: while one commit syncs,
+ * the next batch queues up.  Between batches the same thread builds the
+ * rollups of its closed buckets (compact.c) and runs retention on its
+ * files, each in bounded steps.
+ *
+ * A writer keeps dictionary maps (pdict_w) for the STORE_WRITER_PARTS
+ * partitions it wrote most recently, and not for a partition that ended
+ * more than STORE_MAPS_GRACE_MS of data time before the newest profile it
+ * wrote; late data for an older partition loads its maps from its file. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
@@ -108,24 +123,25 @@ static store_status put_block(MDB_txn *txn, MDB_dbi dbi, uint32_t sid, int64_t f
 /* Marks p as the most recently written partition with maps; the maps of
  * partitions beyond STORE_WRITER_PARTS go (only between batches: see
  * evict_maps). */
-static void touch_writer_part(store *st, part *p)
+static void touch_writer_part(writer *w, part *p)
 {
     int i = 0;
-    while (i < st->n_wparts && st->wparts[i] != p) i++;
-    if (i == st->n_wparts) {
-        if (st->n_wparts == (int)(sizeof st->wparts / sizeof *st->wparts)) return;
+    while (i < w->n_wparts && w->wparts[i] != p) i++;
+    if (i == w->n_wparts) {
+        if (w->n_wparts == (int)(sizeof w->wparts / sizeof *w->wparts)) return;
         part_ref(p);
-        st->n_wparts++;
+        w->n_wparts++;
     }
-    memmove(st->wparts + 1, st->wparts, (size_t)i * sizeof *st->wparts);
-    st->wparts[0] = p;
+    memmove(w->wparts + 1, w->wparts, (size_t)i * sizeof *w->wparts);
+    w->wparts[0] = p;
 }
 
-void evict_writer_maps(store *st)
+void evict_writer_maps(writer *w)
 {
+    store *st = w->st;
     int freed = 0;
-    while (st->n_wparts > STORE_WRITER_PARTS) {
-        part *p = st->wparts[--st->n_wparts];
+    while (w->n_wparts > STORE_WRITER_PARTS) {
+        part *p = w->wparts[--w->n_wparts];
         store_part_set_writer(st, p, NULL);
         part_unref(p);
         freed = 1;
@@ -133,12 +149,12 @@ void evict_writer_maps(store *st)
     /* A partition that writes have left behind by more than an hour of
      * data time (yesterday, once today is well under way) keeps no maps:
      * late data that old is rare, and reloads them. */
-    for (int i = st->n_wparts - 1; i >= 0; i--) {
-        part *p = st->wparts[i];
-        if (part_end(p) + STORE_MAPS_GRACE_MS > st->newest_write_ms) continue;
+    for (int i = w->n_wparts - 1; i >= 0; i--) {
+        part *p = w->wparts[i];
+        if (part_end(p) + STORE_MAPS_GRACE_MS > w->newest_write_ms) continue;
         store_part_set_writer(st, p, NULL);
-        memmove(st->wparts + i, st->wparts + i + 1, (size_t)(st->n_wparts - i - 1) * sizeof *st->wparts);
-        st->n_wparts--;
+        memmove(w->wparts + i, w->wparts + i + 1, (size_t)(w->n_wparts - i - 1) * sizeof *w->wparts);
+        w->n_wparts--;
         part_unref(p);
         freed = 1;
     }
@@ -147,35 +163,36 @@ void evict_writer_maps(store *st)
     if (freed) malloc_trim(0);
 }
 
-void writer_forget_part(store *st, part *p)
+void writer_forget_part(writer *w, part *p)
 {
-    for (int i = 0; i < st->n_wparts; i++) {
-        if (st->wparts[i] != p) continue;
-        store_part_set_writer(st, p, NULL);
-        memmove(st->wparts + i, st->wparts + i + 1, (size_t)(st->n_wparts - i - 1) * sizeof *st->wparts);
-        st->n_wparts--;
+    for (int i = 0; i < w->n_wparts; i++) {
+        if (w->wparts[i] != p) continue;
+        store_part_set_writer(w->st, p, NULL);
+        memmove(w->wparts + i, w->wparts + i + 1, (size_t)(w->n_wparts - i - 1) * sizeof *w->wparts);
+        w->n_wparts--;
         part_unref(p);
         return;
     }
 }
 
-pdict_w *writer_maps(store *st, part *p, MDB_txn *txn, store_status *ss)
+pdict_w *writer_maps(writer *w, part *p, MDB_txn *txn, store_status *ss)
 {
-    pdict_w *w = part_writer(p);
-    if (!w) {
-        *ss = pdict_w_load(&w, txn, part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES));
+    pdict_w *d = part_writer(p);
+    if (!d) {
+        *ss = pdict_w_load(&d, txn, part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES));
         if (*ss) return NULL;
-        store_part_set_writer(st, p, w);
+        store_part_set_writer(w->st, p, d);
     }
-    touch_writer_part(st, p);
-    return w;
+    touch_writer_part(w, p);
+    return d;
 }
 
-/* The batch's transaction on the partition of time t, begun on first use;
- * the partition's maps loaded. */
-static batch_part *batch_part_for(store *st, batch *b, int64_t t, char *err, size_t errlen, store_status *ss)
+/* The batch's transaction on the writer's shard of the partition of time
+ * t, begun on first use; the partition's maps loaded. */
+static batch_part *batch_part_for(writer *w, batch *b, int64_t t, char *err, size_t errlen, store_status *ss)
 {
-    part *p = store_part_at(st, t, 1, err, errlen);
+    store *st = w->st;
+    part *p = store_part_at(st, t, w->idx, 1, err, errlen);
     if (!p) {
         *ss = STORE_EIO;
         return NULL;
@@ -207,19 +224,19 @@ static batch_part *batch_part_for(store *st, batch *b, int64_t t, char *err, siz
     } else {
         part_unref(p);
     }
-    if (!writer_maps(st, bp->p, bp->txn, ss)) return NULL;
+    if (!writer_maps(w, bp->p, bp->txn, ss)) return NULL;
     return bp;
 }
 
-static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_txn *txn, writer_scratch *s,
-                                  write_req *rq)
+/* Writes rq's profile (its series known) into bp's nested transaction txn. */
+static store_status write_profile(writer *wr, batch_part *bp, MDB_txn *txn, writer_scratch *s, write_req *rq)
 {
+    store *st = wr->st;
     const store_profile *p = rq->profile;
     pdict_w *w = part_writer(bp->p);
-    if (p->from_ms > st->newest_write_ms) st->newest_write_ms = p->from_ms;
-    uint32_t sid, unit;
-    store_status ss = catalog_series_intern(st->cat, ctxn, p->labels, p->n_labels, &sid);
-    if (!ss) ss = pdict_w_string(w, p->unit, (uint32_t)strlen(p->unit), &unit);
+    if (p->from_ms > wr->newest_write_ms) wr->newest_write_ms = p->from_ms;
+    uint32_t sid = rq->series, unit;
+    store_status ss = pdict_w_string(w, p->unit, (uint32_t)strlen(p->unit), &unit);
     if (ss) return ss;
     /* Leaves resolved against this very partition object are durable ids
      * of it; against another (dropped by retention and made anew since),
@@ -237,7 +254,7 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
             else if ((ss = pdict_w_stack(w, k->frames, k->len, hash_bytes128(k->frames, k->len), &s->leaves[i])))
                 return ss;
         }
-        if ((ss = prep_build(p->stacks, s->leaves, p->n_stacks, st->zcctx, &own))) return ss;
+        if ((ss = prep_build(p->stacks, s->leaves, p->n_stacks, wr->zcctx, &own))) return ss;
         pr = own;
     }
     block_header h = {
@@ -253,13 +270,12 @@ static store_status write_profile(store *st, MDB_txn *ctxn, batch_part *bp, MDB_
         free(val);
     }
     if (!ss)
-        ss = rollup_on_write(txn, part_dbi(bp->p, PART_ROLLUPS), part_dbi(bp->p, PART_PENDING), w, st->zcctx, sid,
+        ss = rollup_on_write(txn, part_dbi(bp->p, PART_ROLLUPS), part_dbi(bp->p, PART_PENDING), w, wr->zcctx, sid,
                              p->from_ms, p->unit, &h, pr->nodes, pr->counts, pr->n);
     if (!ss)
         ss = pdict_w_flush(w, txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
                            part_dbi(bp->p, PART_NODES));
     store_prep_free(own);
-    rq->series = sid;
     return ss;
 }
 
@@ -289,26 +305,85 @@ static void fail_req(write_req *rq, store_status ss, const char *what, int rc)
     snprintf(rq->err, rq->errlen, "%s: %s", what, mdb_strerror(rc));
 }
 
-static void process_writes(store *st, writer_scratch *s, write_req *reqs)
+/* Gives every write request of the batch its series id.  New series are
+ * created in a catalog transaction of their own, committed (and published)
+ * before any block that names them; a series whose block then fails stays,
+ * without profiles, as after store_delete_series.  The requests whose
+ * series could not be created fail here.  Writers take turns (cat_lock),
+ * holding it for a lookup only unless a series is new. */
+static void resolve_series(writer *w, write_req *reqs)
 {
+    store *st = w->st;
+    catalog *cat = st->cat;
+    int missing = 0;
+    pthread_mutex_lock(&st->cat_lock);
+    for (write_req *rq = reqs; rq; rq = rq->next) {
+        if (rq->kind != REQ_WRITE) continue;
+        rq->series = catalog_series_find(cat, rq->profile->labels, rq->profile->n_labels);
+        rq->new_series = !rq->series;
+        missing |= rq->new_series;
+    }
+    if (!missing) {
+        pthread_mutex_unlock(&st->cat_lock);
+        return;
+    }
+    catalog_mark mark = catalog_mark_now(cat);
+    MDB_txn *txn = NULL;
+    int rc = mdb_txn_begin(catalog_env(cat), NULL, 0, &txn);
+    store_status ss = rc ? env_status(rc) : STORE_OK;
+    for (write_req *rq = reqs; rq && !ss; rq = rq->next)
+        if (rq->kind == REQ_WRITE && rq->new_series)
+            ss = catalog_series_intern(cat, txn, rq->profile->labels, rq->profile->n_labels, &rq->series);
+    if (!ss) ss = catalog_flush(cat, txn);
+    if (!ss) {
+        catalog_publish_pending(cat);
+        rc = mdb_txn_commit(txn);
+        txn = NULL;
+        if (rc) ss = env_status(rc);
+    }
+    if (txn) mdb_txn_abort(txn);
+    if (ss) catalog_rollback(cat, mark);
+    else catalog_publish_committed(cat);
+    pthread_mutex_unlock(&st->cat_lock);
+    if (!ss) return;
+    for (write_req *rq = reqs; rq; rq = rq->next) {
+        if (rq->kind != REQ_WRITE || !rq->new_series) continue;
+        rq->series = 0;
+        rq->status = ss;
+        if (rc) fail_req(rq, ss, "the data directory could not be written (is the disk full or failing?); "
+                                 "the catalog's commit of a new series failed", rc);
+        else snprintf(rq->err, rq->errlen, "a new series could not be recorded in the catalog: %s", status_text(ss));
+    }
+}
+
+static void process_writes(writer *w, writer_scratch *s, write_req *reqs)
+{
+    store *st = w->st;
     batch b = { 0 };
-    catalog_mark batch_mark = catalog_mark_now(st->cat);
-    int rc = mdb_txn_begin(catalog_env(st->cat), NULL, 0, &b.ctxn);
+    resolve_series(w, reqs);
     for (write_req *rq = reqs, *last; rq; rq = last->next) {
         /* a request, or a group (store_write_async_all: queued together,
-         * written in the same nested transactions, kept or dropped as one) */
+         * written in the same nested transaction, kept or dropped as one) */
         last = rq;
         while (last->group_left && last->next) last = last->next;
         if (rq->kind != REQ_WRITE) continue;
-        if (rc) {
+        const write_req *failed = NULL;
+        for (write_req *q = rq; !failed; q = q->next) {
+            if (q->status) failed = q;
+            if (q == last) break;
+        }
+        if (failed) { /* a series of the group could not be created: none is stored */
             for (write_req *q = rq;; q = q->next) {
-                fail_req(q, env_status(rc), "cannot begin a write", rc);
+                if (q != failed) {
+                    q->status = failed->status;
+                    snprintf(q->err, q->errlen, "%s", failed->err);
+                }
                 if (q == last) break;
             }
             continue;
         }
         store_status ss = STORE_OK;
-        batch_part *bp = batch_part_for(st, &b, rq->profile->from_ms, rq->err, rq->errlen, &ss);
+        batch_part *bp = batch_part_for(w, &b, rq->profile->from_ms, rq->err, rq->errlen, &ss);
         if (!bp) {
             for (write_req *q = rq;; q = q->next) {
                 q->status = ss ? ss : STORE_EIO;
@@ -318,36 +393,23 @@ static void process_writes(store *st, writer_scratch *s, write_req *reqs)
             }
             continue;
         }
-        MDB_txn *cchild = NULL, *pchild = NULL;
-        catalog_mark m = catalog_mark_now(st->cat);
-        int crc = mdb_txn_begin(catalog_env(st->cat), b.ctxn, 0, &cchild);
-        if (!crc) crc = mdb_txn_begin(part_env(bp->p), bp->txn, 0, &pchild);
+        MDB_txn *child = NULL;
+        int crc = mdb_txn_begin(part_env(bp->p), bp->txn, 0, &child);
         ss = crc ? env_status(crc) : STORE_OK;
         for (write_req *q = rq; !ss; q = q->next) {
-            ss = write_profile(st, cchild, bp, pchild, s, q);
+            ss = write_profile(w, bp, child, s, q);
             if (q == last) break;
         }
-        int series_kept = 0;
-        if (!ss) { /* the catalog first: a kept block always has its series */
-            crc = mdb_txn_commit(cchild);
-            cchild = NULL;
-            series_kept = !crc;
-            if (crc) ss = env_status(crc);
-        }
         if (!ss) {
-            crc = mdb_txn_commit(pchild);
-            pchild = NULL;
+            crc = mdb_txn_commit(child);
+            child = NULL;
             if (crc) ss = env_status(crc);
         }
         if (ss) {
-            if (pchild) mdb_txn_abort(pchild);
-            if (cchild) mdb_txn_abort(cchild);
-            /* A series already merged into the batch stays (harmless, and
-             * consistent with the catalog's transaction). */
-            if (!series_kept) catalog_rollback(st->cat, m);
+            if (child) mdb_txn_abort(child);
             /* The maps hold the failed request's entries: reload them from
              * the batch's transaction on next use. */
-            writer_forget_part(st, bp->p);
+            writer_forget_part(w, bp->p);
             snprintf(rq->err, rq->errlen, "%s", status_text(ss));
         }
         for (write_req *q = rq;; q = q->next) {
@@ -356,20 +418,12 @@ static void process_writes(store *st, writer_scratch *s, write_req *reqs)
             if (q == last) break;
         }
     }
-    if (rc) return;
-    /* Commit the catalog first: blocks name series that are then durable. */
-    store_status fs = catalog_flush(st->cat, b.ctxn);
-    if (!fs) catalog_publish_pending(st->cat);
     double t0 = mono_seconds();
-    int crc = fs ? (fs == STORE_EFULL ? MDB_MAP_FULL : EIO) : mdb_txn_commit(b.ctxn);
-    if (fs) mdb_txn_abort(b.ctxn);
-    if (crc) catalog_rollback(st->cat, batch_mark);
     for (int i = 0; i < b.n_parts; i++) {
         batch_part *bp = &b.parts[i];
-        int prc = crc ? crc : mdb_txn_commit(bp->txn);
-        if (crc) mdb_txn_abort(bp->txn);
+        int prc = mdb_txn_commit(bp->txn);
         if (prc) {
-            writer_forget_part(st, bp->p);
+            writer_forget_part(w, bp->p);
             for (write_req *rq = reqs; rq; rq = rq->next) {
                 if (rq->kind != REQ_WRITE || rq->status) continue;
                 if (store_part_floor(st, rq->profile->from_ms) != part_start(bp->p)) continue;
@@ -381,27 +435,26 @@ static void process_writes(store *st, writer_scratch *s, write_req *reqs)
         }
         part_unref(bp->p);
     }
-    if (!crc) catalog_publish_committed(st->cat);
-    evict_writer_maps(st);
-    record_commit(st, mono_seconds() - t0);
+    evict_writer_maps(w);
+    if (b.n_parts) record_commit(st, mono_seconds() - t0);
 }
 
-static void run_compact_now(store *st, write_req *rq)
+static void run_compact_now(writer *w, write_req *rq)
 {
-    uint64_t before = st->stats.rollups_built;
+    uint64_t before = w->built;
     int more = 1;
     rq->status = STORE_OK;
-    while (more && !rq->status) rq->status = writer_compact_step(st, rq->now_ms, 1000, &more);
-    rq->deleted = st->stats.rollups_built - before;
+    while (more && !rq->status) rq->status = writer_compact_step(w, rq->now_ms, 1000, &more);
+    rq->deleted = w->built - before;
 }
 
-static void run_retention_now(store *st, write_req *rq)
+static void run_retention_now(writer *w, write_req *rq)
 {
     uint64_t deleted = 0;
     int finished = 0;
     rq->status = STORE_OK;
     while (!finished && !rq->status)
-        rq->status = writer_retention_step(st, rq->now_ms, 10000, &deleted, &finished);
+        rq->status = writer_retention_step(w, rq->now_ms, 10000, &deleted, &finished);
     rq->deleted = deleted;
 }
 
@@ -430,8 +483,6 @@ static void finish_batch(store *st, write_req *batch)
     }
 }
 
-/* Background work between batches: one bounded compaction step when due,
- * one bounded retention step when due.  Called and returns unlocked. */
 /* Frees the LMDB reader slots of processes that died mid-read (a kill -9'd
  * `flamedb check`, say): a stale slot pins the snapshot it read, so pages
  * freed since are never reused and the files grow until a restart. */
@@ -445,37 +496,41 @@ static void sweep_readers(store *st)
     pthread_rwlock_unlock(&st->parts_lock);
 }
 
-static void background(store *st)
+/* Background work between batches: one bounded compaction step when due,
+ * one bounded retention step when due, on the writer's own files; the
+ * store-wide chores on writer 0.  Called and returns unlocked. */
+static void background(writer *w)
 {
+    store *st = w->st;
     int64_t now = now_ms();
-    if (now >= st->next_reader_check_ms) {
+    if (w->idx == 0 && now >= w->next_reader_check_ms) {
         sweep_readers(st);
-        st->next_reader_check_ms = now + 60000;
+        w->next_reader_check_ms = now + 60000;
     }
     /* Memory freed by request threads stays in their malloc arenas, and a
      * burst (requests queued while the machine was busy) leaves megabytes
      * there for good: 13 of bench_fleet's 116 MiB after a 3 s stall.
      * Giving free pages back every 30 s costs a walk of the free lists and
      * the page faults of the next burst. */
-    if (now >= st->next_trim_ms) {
+    if (w->idx == 0 && now >= w->next_trim_ms) {
         malloc_trim(0);
-        st->next_trim_ms = now + 30000;
+        w->next_trim_ms = now + 30000;
     }
-    if (now >= st->next_compact_ms) {
+    if (now >= w->next_compact_ms) {
         int more = 0;
-        store_status ss = writer_compact_step(st, now, 64, &more);
+        store_status ss = writer_compact_step(w, now, 64, &more);
         /* More closed buckets: go on after the next batch; otherwise look
          * again in a few seconds (buckets close as time passes). */
-        st->next_compact_ms = more && !ss ? now : now + 2000;
+        w->next_compact_ms = more && !ss ? now : now + 2000;
     }
-    if (st->opt.retention_ms > 0 && now >= st->next_retention_ms) {
+    if (st->opt.retention_ms > 0 && now >= w->next_retention_ms) {
         uint64_t deleted = 0;
         int finished = 0;
-        writer_retention_step(st, now, 5000, &deleted, &finished);
+        writer_retention_step(w, now, 5000, &deleted, &finished);
         pthread_mutex_lock(&st->lock);
         st->stats.retention_deleted += deleted;
         pthread_mutex_unlock(&st->lock);
-        if (finished) st->next_retention_ms = now + st->opt.retention_every_ms;
+        if (finished) w->next_retention_ms = now + st->opt.retention_every_ms;
     }
 }
 
@@ -494,30 +549,31 @@ static void background(store *st)
  * counts as a miss, like a hold that gathered nothing; each miss doubles the
  * number of batches that then skip holding (up to 1,024), so a closed loop
  * loses one hold in up to 1,024 batches, while a steady stream of pushes
- * keeps being grouped.  Called with the lock held; the lock is released
- * while it waits. */
-static void gather(store *st)
+ * keeps being grouped.  Each writer has its own arrivals.  Called with the
+ * lock held; the lock is released while it waits. */
+static void gather(writer *w)
 {
+    store *st = w->st;
     double wait = st->opt.commit_wait_ms / 1e3;
-    if (wait <= 0 || st->stopping || st->gap_ewma <= 0 || st->gap_ewma * 2 > wait) return;
-    if (st->gather_skip) {
-        st->gather_skip--;
+    if (wait <= 0 || st->stopping || w->gap_ewma <= 0 || w->gap_ewma * 2 > wait) return;
+    if (w->gather_skip) {
+        w->gather_skip--;
         return;
     }
     double start = mono_seconds(), until = start + wait;
-    uint64_t before = st->arrivals;
+    uint64_t before = w->arrivals;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += (long)(wait * 1e9);
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
     while (!st->stopping && mono_seconds() < until)
-        if (pthread_cond_timedwait(&st->work, &st->lock, &ts) == ETIMEDOUT) break;
-    if (st->arrivals > before && st->last_arrival - start >= wait / 2) {
-        st->gather_misses = 0;
+        if (pthread_cond_timedwait(&w->work, &st->lock, &ts) == ETIMEDOUT) break;
+    if (w->arrivals > before && w->last_arrival - start >= wait / 2) {
+        w->gather_misses = 0;
     } else {
-        if (st->gather_misses < 10) st->gather_misses++;
-        st->gather_skip = 1u << st->gather_misses;
+        if (w->gather_misses < 10) w->gather_misses++;
+        w->gather_skip = 1u << w->gather_misses;
     }
     st->stats.gather_waits++;
     st->stats.gather_wait_s += mono_seconds() - start;
@@ -525,60 +581,64 @@ static void gather(store *st)
 
 void *writer_main(void *arg)
 {
-    store *st = arg;
+    writer *w = arg;
+    store *st = w->st;
     writer_scratch s = { 0 };
-    pthread_setname_np(pthread_self(), "flamedb-writer");
+    char name[16];
+    snprintf(name, sizeof name, w->idx ? "flamedb-writer%d" : "flamedb-writer", w->idx);
+    pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        while (!st->queue_head && !st->stopping) {
-            int64_t due = st->next_compact_ms;
-            if (st->opt.retention_ms > 0 && st->next_retention_ms < due) due = st->next_retention_ms;
+        while (!w->queue_head && !st->stopping) {
+            int64_t due = w->next_compact_ms;
+            if (st->opt.retention_ms > 0 && w->next_retention_ms < due) due = w->next_retention_ms;
             if (now_ms() >= due) break;
             struct timespec ts = { (time_t)(due / 1000), (long)(due % 1000) * 1000000 };
-            pthread_cond_timedwait(&st->work, &st->lock, &ts);
+            pthread_cond_timedwait(&w->work, &st->lock, &ts);
         }
-        if (st->queue_head) {
-            gather(st);
-            write_req *batch = st->queue_head;
-            st->queue_head = st->queue_tail = NULL;
+        if (w->queue_head) {
+            gather(w);
+            write_req *batch = w->queue_head;
+            w->queue_head = w->queue_tail = NULL;
             pthread_mutex_unlock(&st->lock);
-            process_writes(st, &s, batch);
+            process_writes(w, &s, batch);
             for (write_req *rq = batch; rq; rq = rq->next) {
-                if (rq->kind == REQ_RETENTION) run_retention_now(st, rq);
-                if (rq->kind == REQ_COMPACT) run_compact_now(st, rq);
-                if (rq->kind == REQ_DELETE) rq->status = writer_delete_series(st, rq->delete_ids, rq->n_delete, &rq->deleted);
+                if (rq->kind == REQ_RETENTION) run_retention_now(w, rq);
+                if (rq->kind == REQ_COMPACT) run_compact_now(w, rq);
+                if (rq->kind == REQ_DELETE) rq->status = writer_delete_series(w, rq->delete_ids, rq->n_delete, &rq->deleted);
             }
             finish_batch(st, batch);
             pthread_mutex_lock(&st->lock);
         }
-        if (st->stopping && !st->queue_head) break;
+        if (st->stopping && !w->queue_head) break;
         pthread_mutex_unlock(&st->lock);
-        background(st);
+        background(w);
         pthread_mutex_lock(&st->lock);
     }
     pthread_mutex_unlock(&st->lock);
-    while (st->n_wparts) writer_forget_part(st, st->wparts[0]);
-    rollup_scratch_free(st->compact_scratch);
-    st->compact_scratch = NULL;
+    while (w->n_wparts) writer_forget_part(w, w->wparts[0]);
+    rollup_scratch_free(w->compact_scratch);
+    w->compact_scratch = NULL;
     free(s.leaves);
     return NULL;
 }
 
-/* Appends the requests first..last (linked) to the queue, counts one
+/* Appends the requests first..last (linked) to w's queue, counts one
  * arrival for group commit (gather) and wakes the writer; under the lock. */
-static void enqueue(store *st, write_req *first, write_req *last)
+static void enqueue(writer *w, write_req *first, write_req *last)
 {
-    if (st->queue_tail) st->queue_tail->next = first;
-    else st->queue_head = first;
-    st->queue_tail = last;
-    double now = mono_seconds(), gap = now - st->last_arrival;
-    if (st->arrivals) st->gap_ewma = st->arrivals == 1 ? gap : 0.875 * st->gap_ewma + 0.125 * gap;
-    st->last_arrival = now;
-    st->arrivals++;
-    pthread_cond_signal(&st->work);
+    if (w->queue_tail) w->queue_tail->next = first;
+    else w->queue_head = first;
+    w->queue_tail = last;
+    double now = mono_seconds(), gap = now - w->last_arrival;
+    if (w->arrivals) w->gap_ewma = w->arrivals == 1 ? gap : 0.875 * w->gap_ewma + 0.125 * gap;
+    w->last_arrival = now;
+    w->arrivals++;
+    pthread_cond_signal(&w->work);
 }
 
-/* Queues rq; a synchronous request (no callback) also waits for it. */
+/* Queues a write on its shard's writer; a synchronous request (no
+ * callback) also waits for it. */
 static store_status submit(store *st, write_req *rq)
 {
     pthread_mutex_lock(&st->lock);
@@ -587,7 +647,7 @@ static store_status submit(store *st, write_req *rq)
         snprintf(rq->err, rq->errlen, "the server is shutting down");
         return STORE_ECLOSED;
     }
-    enqueue(st, rq, rq);
+    enqueue(&st->writers[rq->shard], rq, rq);
     if (rq->cb) {
         pthread_mutex_unlock(&st->lock);
         return STORE_OK;
@@ -595,6 +655,37 @@ static store_status submit(store *st, write_req *rq)
     while (!rq->done) pthread_cond_wait(&st->done, &st->lock);
     pthread_mutex_unlock(&st->lock);
     return rq->status;
+}
+
+/* Queues a copy of proto on every writer (each does it on its own files)
+ * and waits for all; answers the first failure and the sum of *deleted. */
+static store_status submit_each(store *st, const write_req *proto, uint64_t *deleted)
+{
+    write_req rq[STORE_MAX_WRITERS];
+    char err[STORE_MAX_WRITERS][64];
+    pthread_mutex_lock(&st->lock);
+    if (st->stopping) {
+        pthread_mutex_unlock(&st->lock);
+        return STORE_ECLOSED;
+    }
+    for (int i = 0; i < st->n_writers; i++) {
+        rq[i] = *proto;
+        rq[i].err = err[i];
+        rq[i].errlen = sizeof err[i];
+        rq[i].next = NULL;
+        enqueue(&st->writers[i], &rq[i], &rq[i]);
+    }
+    for (int i = 0; i < st->n_writers; i++)
+        while (!rq[i].done) pthread_cond_wait(&st->done, &st->lock);
+    pthread_mutex_unlock(&st->lock);
+    store_status ss = STORE_OK;
+    uint64_t sum = 0;
+    for (int i = 0; i < st->n_writers; i++) {
+        if (!ss) ss = rq[i].status;
+        sum += rq[i].deleted;
+    }
+    if (deleted) *deleted = sum;
+    return ss;
 }
 
 static store_status check_profile(const store_profile *p, char *err, size_t errlen)
@@ -620,7 +711,8 @@ store_status store_write(store *st, const store_profile *p, uint32_t *series_id,
 {
     store_status ss = check_profile(p, err, errlen);
     if (ss) return ss;
-    write_req rq = { .kind = REQ_WRITE, .profile = p, .err = err, .errlen = errlen };
+    write_req rq = { .kind = REQ_WRITE, .profile = p, .err = err, .errlen = errlen,
+                     .shard = store_shard_of(st, p->labels, p->n_labels) };
     ss = submit(st, &rq);
     if (!ss && series_id) *series_id = rq.series;
     return ss;
@@ -638,6 +730,7 @@ store_status store_write_async(store *st, const store_profile *p, store_write_do
     rq->cb_ctx = ctx;
     rq->err = rq->own_err;
     rq->errlen = sizeof rq->own_err;
+    rq->shard = store_shard_of(st, p->labels, p->n_labels);
     ss = submit(st, rq);
     if (ss) free(rq);
     return ss;
@@ -654,6 +747,7 @@ store_status store_write_async_all(store *st, const store_profile *const *p, siz
     }
     write_req **rq = calloc(n, sizeof *rq);
     if (!rq) return STORE_ENOMEM;
+    int shard = store_shard_of(st, p[0]->labels, p[0]->n_labels);
     for (size_t i = 0; i < n; i++) {
         if (!(rq[i] = calloc(1, sizeof **rq))) {
             for (size_t j = 0; j < i; j++) free(rq[j]);
@@ -661,7 +755,7 @@ store_status store_write_async_all(store *st, const store_profile *const *p, siz
             return STORE_ENOMEM;
         }
         *rq[i] = (write_req){ .kind = REQ_WRITE, .profile = p[i], .cb = done, .cb_ctx = ctx[i],
-                              .errlen = sizeof rq[i]->own_err, .group_left = n - 1 - i };
+                              .errlen = sizeof rq[i]->own_err, .group_left = n - 1 - i, .shard = shard };
         rq[i]->err = rq[i]->own_err;
         if (i) rq[i - 1]->next = rq[i];
     }
@@ -674,7 +768,7 @@ store_status store_write_async_all(store *st, const store_profile *const *p, siz
         free(rq);
         return STORE_ECLOSED;
     }
-    enqueue(st, rq[0], rq[n - 1]);
+    enqueue(&st->writers[shard], rq[0], rq[n - 1]);
     pthread_mutex_unlock(&st->lock);
     free(rq);
     return STORE_OK;
@@ -682,30 +776,24 @@ store_status store_write_async_all(store *st, const store_profile *const *p, siz
 
 store_status store_retention_run(store *st, int64_t now, uint64_t *deleted)
 {
-    char err[16];
-    write_req rq = { .kind = REQ_RETENTION, .now_ms = now, .err = err, .errlen = sizeof err };
-    store_status ss = submit(st, &rq);
-    if (deleted) *deleted = rq.deleted;
+    write_req rq = { .kind = REQ_RETENTION, .now_ms = now };
+    uint64_t n = 0;
+    store_status ss = submit_each(st, &rq, &n);
+    if (deleted) *deleted = n;
     pthread_mutex_lock(&st->lock);
-    st->stats.retention_deleted += rq.deleted;
+    st->stats.retention_deleted += n;
     pthread_mutex_unlock(&st->lock);
     return ss;
 }
 
 store_status store_compact_run(store *st, int64_t now, uint64_t *built)
 {
-    char err[16];
-    write_req rq = { .kind = REQ_COMPACT, .now_ms = now, .err = err, .errlen = sizeof err };
-    store_status ss = submit(st, &rq);
-    if (built) *built = rq.deleted;
-    return ss;
+    write_req rq = { .kind = REQ_COMPACT, .now_ms = now };
+    return submit_each(st, &rq, built);
 }
 
 store_status store_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted)
 {
-    char err[16];
-    write_req rq = { .kind = REQ_DELETE, .delete_ids = ids, .n_delete = n, .err = err, .errlen = sizeof err };
-    store_status ss = submit(st, &rq);
-    if (deleted) *deleted = rq.deleted;
-    return ss;
+    write_req rq = { .kind = REQ_DELETE, .delete_ids = ids, .n_delete = n };
+    return submit_each(st, &rq, deleted);
 }

@@ -9,7 +9,12 @@
 #     different length is refused with exit status 2 and a message naming the
 #     stored length.
 #   * DATA/LOCK, DATA/catalog.mdb, DATA/parts/YYYYMMDDTHHMMZ.mdb each with its
-#     -lock file; a profile lives in the partition its window START is in.
+#     -lock file (YYYYMMDDTHHMMZ.N.mdb: shard N of the partition, written by
+#     writer N of `serve --writers`); a profile lives in the partition its
+#     window START is in.
+#   * queries answer the same bytes whatever the number of writers, also
+#     when a directory is reopened with another number (a series then lies
+#     in several shards of a partition).
 #   * queries answer the same bytes whatever the partitioning.
 #   * retention drops whole partitions (files and dictionaries) and, in the
 #     partition straddling the cutoff, the profiles that started before it.
@@ -41,7 +46,8 @@ pt_check_layout() {
     [ -d "$dir/parts" ] || { fail "$desc: $dir/parts/ missing; found: $(ls "$dir" | tr '\n' ' ')"; return 1; }
     [ ! -e "$dir/data.mdb" ] || fail "$desc: a single-file data.mdb exists in a v2 directory"
     for f in $(pt_parts "$dir"); do
-        [[ "$f" =~ ^[0-9]{8}T[0-9]{4}Z\.mdb$ ]] || fail "$desc: partition file name $f is not YYYYMMDDTHHMMZ.mdb"
+        [[ "$f" =~ ^[0-9]{8}T[0-9]{4}Z(\.[1-9][0-9]?)?\.mdb$ ]] ||
+            fail "$desc: partition file name $f is not YYYYMMDDTHHMMZ[.N].mdb"
         [ -e "$dir/parts/$f-lock" ] || fail "$desc: parts/$f has no $f-lock beside it"
     done
 }
@@ -122,9 +128,14 @@ pt_push() {
 # Several series (two plain cpu instances, a rated one, a bytes type) with
 # windows starting just before, on and after four hour boundaries (one of
 # them midnight), some ending past the boundary, one spanning two.
+# pt_load_boundaries [FIRST LAST] — the boundaries FIRST..LAST (0 3).
 pt_load_boundaries() {
-    local bi b off s k=0
+    local bi b off s k=0 first=${1:-0} last=${2:-3}
     for bi in 0 1 2 3; do
+        if [ "$bi" -lt "$first" ] || [ "$bi" -gt "$last" ]; then
+            k=$((k + 5))
+            continue
+        fi
         b=$((PT_T0 + bi * 3600))
         for off in -600 -1 0 1 1790; do
             s=$((b + off))
@@ -144,6 +155,7 @@ main;spin 2"
 main;compact;alloc 65536"
         done
     done
+    [ "$last" = 3 ] || return 0
     pt_push $((PT_T0 + 3500)) $((PT_T0 + 3500 + 7300)) i1 1 "service=api&instance=i-1" "main;long;window 11"
 }
 
@@ -276,6 +288,69 @@ test_partitions_boundaries_answer_the_same() {
     launch_server --partition 1h --retention 0
     pt_ask "$IT_TMP" again.folded /api/v1/query query='{}' from=$((PT_T0 - 3600)) until=$((PT_T0 + 5 * 3600)) format=folded
     cmp -s "$IT_TMP/again.folded" "$one/r1.s1.folded" || fail "1h directory: folded answer changed after a restart"
+}
+
+# ---- a') several writers: shard files, the same answers -------------------
+
+# pt_answers_edges OUT — answers over ranges without data, which say where
+# the newest and oldest profiles are (store_series_last/first walk shards).
+pt_answers_edges() {
+    local out=$1
+    pt_ask "$out" latest /api/v1/query query=api from=$((PT_T0 + 6 * 3600)) until=$((PT_T0 + 7 * 3600))
+    pt_ask "$out" earliest /api/v1/query 'query={}' from=$((PT_T0 - 3 * 3600)) until=$((PT_T0 - 2 * 3600))
+    pt_ask "$out" variance /api/v1/variance query=api from=$((PT_T0 - 3600)) until=$((PT_T0 + 5 * 3600)) step=1800
+}
+
+test_partitions_writers_answer_the_same() {
+    it_tmp
+    local one="$IT_TMP/answers.w1" many="$IT_TMP/answers.wN" files hour
+    PT_RECORD=0
+    start_server --partition 1h --retention 0 --writers 1
+    pt_load_boundaries
+    pt_answers "$one"
+    pt_answers_edges "$one"
+    assert_eq "one writer: no shard files" "" "$(pt_parts_in "$DATA" '[.][0-9]+[.]mdb$')"
+    stop_server || return
+
+    # three writers for the first half, two for the rest: the hour
+    # [T0+1h, T0+2h) gets profiles of the same series from both runs
+    start_server --partition 1h --retention 0 --writers 3
+    pt_load_boundaries 0 1
+    pt_check_layout "3 writers" "$DATA"
+    files=$(pt_parts_in "$DATA" '[.][12][.]mdb$')
+    [ -n "$files" ] || fail "3 writers: no shard file (YYYYMMDDTHHMMZ.N.mdb) among $(pt_parts "$DATA" | paste -sd ' ')"
+    assert_contains "the log says how many writers" "$(cat "$LOG")" "3 writers"
+    restart_server --partition 1h --retention 0 --writers 2
+    pt_load_boundaries 2 3
+    pt_check_layout "2 writers after 3" "$DATA"
+    hour=$(pt_part_name $((PT_T0 + 3600)) 3600)
+    hour=${hour%.mdb}
+    assert_ge "the hour written by both runs has several shard files" 2 \
+        "$(pt_parts "$DATA" | grep -c "^$hour")"
+    pt_answers "$many"
+    pt_answers_edges "$many"
+    local f bad=0
+    for f in "$one"/*; do
+        f=$(basename "$f")
+        if ! cmp -s "$one/$f" "$many/$f"; then
+            bad=$((bad + 1))
+            [ $bad -le 5 ] && fail "answer $f differs between 1 writer and 3 then 2 writers:
+      1:   $(head -c 400 "$one/$f" | tr '\n' '|')
+      3+2: $(head -c 400 "$many/$f" | tr '\n' '|')"
+        fi
+    done
+    [ $bad -eq 0 ] || fail "$bad of $(ls "$one" | wc -l) answers differ between 1 writer and 3 then 2 writers"
+    assert_eq "the same set of answers" "$(ls "$one")" "$(ls "$many")"
+    BODY=$(tail -n +2 "$many/latest")
+    assert_json "latest found across shards" '.latest.from' $((PT_T0 + 3 * 3600 + 1790))
+
+    # every file checks out, and a restart with one writer answers the same
+    stop_server || return
+    "$FLAMEDB" check "$DATA" >"$IT_TMP/check.out" 2>&1
+    assert_eq "flamedb check on a sharded directory" 0 $?
+    launch_server --partition 1h --retention 0 --writers 1
+    pt_ask "$IT_TMP" again.folded /api/v1/query query='{}' from=$((PT_T0 - 3600)) until=$((PT_T0 + 5 * 3600)) format=folded
+    cmp -s "$IT_TMP/again.folded" "$one/r1.s1.folded" || fail "sharded directory reopened with one writer: folded differs"
 }
 
 # ---- b) retention drops whole partitions and their dictionaries ----------
@@ -428,7 +503,9 @@ common;stack 1"
 }
 
 test_partitions_kill9_while_crossing_boundaries() {
-    start_server --partition 1h
+    # three writers (the workers' series spread over the shards), reopened
+    # with the default number (one on a 2-core machine)
+    start_server --partition 1h --writers 3
     it_tmp
     local h0 pids=() w tries=600 n=60
     h0=$(( ($(now) / 3600 - 3) * 3600 ))
