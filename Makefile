@@ -49,7 +49,7 @@ AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -liberty -lm
 AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/%,$(wildcard tests/agent/test_*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/bench_*.c))
 
-.PHONY: all deps run test unit integration doctest browser agent-unit agent-test test-san bench install clean
+.PHONY: all deps run test unit integration doctest browser agent-unit agent-test test-san bench install clean screenshot
 
 all: deps
 	@$(MAKE) --no-print-directory $(BIN)/flamedb $(AGENT_BIN) $(NODE_STAMP)
@@ -157,6 +157,11 @@ browser: $(BIN)/flamedb $(NODE_STAMP)
 # process churn (AGENT_CHURN_SECONDS, default 60), and scripts/run.sh).
 agent-unit: $(AGENT_TESTS)
 	@if [ -n "$(AGENT_TESTS)" ]; then bash tests/run_unit.sh $(AGENT_TESTS); fi
+
+# docs/screenshot.png, shown in README.md: the viewer on the real profile of
+# ../shared/data/system-mix.folded, split by process (tests/browser/screenshot.mjs).
+screenshot: $(BIN)/flamedb $(NODE_STAMP)
+	node tests/browser/screenshot.mjs $(abspath $(BIN)/flamedb) docs/screenshot.png
 
 agent-test: $(BIN)/flamedb $(AGENT_BIN) agent-unit
 	@if [ -n "$(AGENT_BIN)" ]; then \

@@ -1,12 +1,14 @@
-// app.js — flamedb's viewer: query bar, timeline, flamegraph, groups, diff,
+// app.js — flamedb's viewer: query bar, flamegraph, groups, diff,
 // stability and exports over the public HTTP API only; the function table
 // is table.js, transforms, the inverted tree and the sandwich views.js, the
-// label browser labels.js, the shortcuts keys.js (docs/viewer.md).
+// label browser labels.js, the shortcuts keys.js, the timeline and its
+// brush timeline.js, split by a label split.js, the outlier ranking
+// outliers.js (docs/viewer.md).
 //
 // All state lives in the URL, with the API's own parameter names (query,
 // from, until, group_by, left, right, left_from, ...), plus a few of the
-// viewer's own (view, search, layout, focus, tab, groups, transforms,
-// invert, sandwich, fn, tq, tsort). Every change pushes a history entry
+// viewer's own (view, split, search, layout, focus, tab, groups,
+// transforms, invert, sandwich, fn, tq, tsort, tl, brush, minsamples). Every change pushes a history entry
 // (typing in a box replaces it); popstate re-reads the URL, and data is
 // fetched again only when a data parameter changed.
 import { FlameGraph, wilson } from './flame.js';
@@ -15,11 +17,14 @@ import { initTable } from './table.js';
 import { initLabels } from './labels.js';
 import { initKeys } from './keys.js';
 import { authFetch } from './auth.js';
+import { splitAnswer, nodesPerGroup } from './split.js';
+import { initTimeline } from './timeline.js';
+import { rankGroups, MIN_SAMPLES, K as NOISE_K } from './outliers.js';
 
 const $ = (s) => document.querySelector(s);
-const DATA_KEYS = ['query', 'from', 'until', 'group_by', 'max_nodes', 'view', 'left', 'right',
+const DATA_KEYS = ['query', 'from', 'until', 'group_by', 'split', 'max_nodes', 'view', 'left', 'right',
   'left_from', 'left_until', 'right_from', 'right_until'];
-const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups', 'transforms', 'invert', 'sandwich', 'fn', 'tq', 'tsort'];
+const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups', 'transforms', 'invert', 'sandwich', 'fn', 'tq', 'tsort', 'tl', 'brush', 'minsamples'];
 
 let state = {};
 let loadedKey = null;
@@ -95,6 +100,8 @@ export function fmtValue(v, unit) {
   return Number.isInteger(v) ? v.toLocaleString('en-US') : v.toPrecision(4);
 }
 const pct = (p, d = 2) => (p * 100).toFixed(d) + '%';
+// the magnitude of a change of share: right / left
+const ratio = (l, r) => (l === 0 ? (r === 0 ? 'absent on both sides' : 'new in the comparison') : r === 0 ? 'gone in the comparison' : `×${(r / l).toFixed(r / l < 10 ? 2 : 1)} the baseline share`);
 /* An interval, or what stands for none: the samples behind the shares are
  * not known (a profile in bytes or nanoseconds that did not say). */
 const ci = (c) => (c ? `${(c[0] * 100).toFixed(2)}–${(c[1] * 100).toFixed(2)}%` : 'no interval');
@@ -182,7 +189,11 @@ function showTooltip(n, e, g) {
       <table><tr><th></th><th>total</th><th>share</th><th>self share</th></tr>
       <tr><td>left</td><td>${fmtValue(s.left_total, m.leftUnit)}</td><td>${pct(lp)}</td><td>${pct(L ? s.left_self / L : 0)}</td></tr>
       <tr><td>right</td><td>${fmtValue(s.right_total, m.rightUnit)}</td><td>${pct(rp)}</td><td>${pct(R ? s.right_self / R : 0)}</td></tr></table>
-      <div class="${d > 0 ? 'grew' : d < 0 ? 'shrank' : ''}">change of share: ${d >= 0 ? '+' : ''}${(d * 100).toFixed(2)} pp ${d > 0 ? '(grew)' : d < 0 ? '(shrank)' : ''}</div>`;
+      <div class="${d > 0 ? 'grew' : d < 0 ? 'shrank' : ''}">change of share: ${d >= 0 ? '+' : ''}${(d * 100).toFixed(2)} pp ${d > 0 ? '(grew)' : d < 0 ? '(shrank)' : ''} · ${ratio(lp, rp)}</div>
+      <div class="muted">${n.z === null || n.z === undefined ? 'no significance test (samples unknown)'
+    : `z = ${Number.isFinite(n.z) ? n.z.toFixed(2) : n.z > 0 ? '+∞' : '−∞'}: ${n.significant ? '<b>significant</b> (|z| > 1.96, 95%)' : 'within sampling noise'}`}</div>`;
+    ds.z = n.z === null || n.z === undefined ? '' : n.z;
+    ds.significant = String(n.significant);
   } else if (n.other) {
     const sh = n.total / m.total;
     ds.total = n.total; ds.totalShare = sh;
@@ -240,64 +251,8 @@ function renderSearchResult() {
   el.textContent = r.count ? `${r.count} frame${r.count > 1 ? 's' : ''} · ${pct(r.share)} of total` : 'no match';
 }
 
-// ---------- timeline ----------
-let tl = null;
-function drawTimeline(ans) {
-  tl = ans;
-  const c = $('#timeline');
-  const w = c.parentElement.clientWidth - 16, h = 56;
-  const dpr = devicePixelRatio || 1;
-  c.width = w * dpr; c.height = h * dpr; c.style.width = w + 'px'; c.style.height = h + 'px';
-  const ctx = c.getContext('2d');
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, w, h);
-  const pts = ans.points || [];
-  const max = Math.max(1, ...pts.map((p) => p[1]));
-  const span = ans.until - ans.from;
-  const cs = getComputedStyle(document.body);
-  ctx.fillStyle = cs.getPropertyValue('--accent');
-  for (const [t, v] of pts) {
-    const x = ((t - ans.from) / span) * w;
-    const bw = Math.max(1, (ans.step / span) * w - 1);
-    const bh = (v / max) * (h - 14);
-    ctx.fillRect(x, h - 12 - bh, bw, bh);
-  }
-  ctx.fillStyle = cs.getPropertyValue('--muted');
-  ctx.font = '10px system-ui, sans-serif';
-  ctx.textBaseline = 'bottom';
-  for (let k = 0; k <= 4; k++) {
-    const t = ans.from + (span * k) / 4;
-    const s = new Date(t * 1000).toISOString().slice(span > 2 * 86400 ? 5 : 11, 16).replace('T', ' ');
-    ctx.textAlign = k === 0 ? 'left' : k === 4 ? 'right' : 'center';
-    ctx.fillText(s, (w * k) / 4, h);
-  }
-  const total = pts.reduce((a, p) => a + p[1], 0);
-  $('#timeline-label').textContent = `${fmtTime(ans.from)} → ${fmtTime(ans.until)} · step ${ans.step}s · ${fmtValue(total, ans.unit)} · drag to zoom in`;
-}
-(function timelineDrag() {
-  const c = $('#timeline');
-  const sel = document.createElement('div');
-  sel.className = 'tl-sel'; sel.hidden = true;
-  c.parentElement.append(sel);
-  let x0 = null;
-  const xOf = (e) => Math.max(0, Math.min(c.clientWidth, e.clientX - c.getBoundingClientRect().left));
-  c.addEventListener('mousedown', (e) => { x0 = xOf(e); sel.hidden = false; sel.style.left = c.offsetLeft + x0 + 'px'; sel.style.width = '0px'; e.preventDefault(); });
-  addEventListener('mousemove', (e) => {
-    if (x0 === null) return;
-    const x = xOf(e);
-    sel.style.left = c.offsetLeft + Math.min(x0, x) + 'px';
-    sel.style.width = Math.abs(x - x0) + 'px';
-  });
-  addEventListener('mouseup', (e) => {
-    if (x0 === null) return;
-    const x = xOf(e), a = Math.min(x0, x), b = Math.max(x0, x);
-    x0 = null; sel.hidden = true;
-    if (!tl || b - a < 3) return;
-    const span = tl.until - tl.from, w = c.clientWidth;
-    const f = Math.floor(tl.from + (a / w) * span), u = Math.ceil(tl.from + (b / w) * span);
-    if (u > f) commit({ from: String(f), until: String(u), focus: undefined });
-  });
-})();
+// ---------- timeline (timeline.js) ----------
+const timeline = initTimeline({ commit, getState: () => state, fmtValue, fmtTime, esc });
 
 // ---------- views, table, labels, keys (views.js, table.js, labels.js, keys.js) ----------
 const views = initViews({ graph, commit, getState: () => state, fmtValue, pct, esc, showTooltip });
@@ -316,25 +271,44 @@ function renderGroups(stab, answers) {
   const tb = $('#groups tbody');
   const has = !!stab;
   $('#groups').hidden = !has;
+  $('#groups-min').hidden = !has;
+  const min = Number(state.minsamples) > 0 ? Number(state.minsamples) : MIN_SAMPLES;
   $('#groups-note').innerHTML = has
-    ? `Each group against the merge of the whole query, outliers first: ranked by how far its Manhattan distance exceeds what its number of samples explains by chance (a group of a few samples far off does not hide a large one that moved). Tick groups to see their flamegraphs.`
+    ? `Each group against the merge of the whole query. Ranked by the interval of its Manhattan distance (the lower end: how far the group is <i>at least</i>, after what its number of samples explains by chance, ±${NOISE_K.toFixed(2)} × its sampling noise), so a group of a few samples far off does not hide a large one that moved; ● marks a group farther than chance explains. Groups under the minimum of samples are listed apart. Tick groups to see their flamegraphs.`
     : 'Pick a <b>group by</b> label to compare its groups against the whole.';
   $('#groups-graphs').textContent = '';
   miniGraphs.length = 0;
   groupStab = stab;
-  groupsShown = state.groups || '';
+  groupsShown = (state.groups || '') + '|' + min;
   if (!has) { tb.textContent = ''; return; }
+  if (document.activeElement !== $('#minsamples')) $('#minsamples').value = min;
   const keyOf = (l) => JSON.stringify(l);
-  let selected = state.groups ? state.groups.split('|') : stab.groups.slice(0, 2).map((g) => labelsText(g.labels));
+  const { ranked, few, unknown } = rankGroups(stab.groups, min);
+  const order = [...ranked, ...few, ...unknown];
+  let selected = state.groups ? state.groups.split('|') : order.slice(0, 2).map((e) => labelsText(e.g.labels));
   const byKey = new Map((answers ? answers.groups : []).map((g) => [keyOf(g.labels), g]));
-  tb.innerHTML = stab.groups.map((g) => {
-    const name = labelsText(g.labels);
-    return `<tr data-group="${esc(name)}"><td><input type="checkbox" ${selected.includes(name) ? 'checked' : ''}></td>
-      <td class="fn" title="${esc(name)}">${esc(name)}</td><td class="num">${fmtValue(g.total, current ? current.unit : '')}</td>
-      <td class="num">${num(g.entropy, 2)}</td><td class="num" data-v="${g.manhattan}">${num(g.manhattan)}</td><td class="num">${num(g.jsd)}</td></tr>`;
-  }).join('');
+  // the bars' scale: the ranked groups' largest upper end (a group of too few samples may run off it)
+  const scale = Math.max(1e-9, ...(ranked.length ? ranked : order).map((e) => (e.ci ? e.ci[1] : e.g.manhattan || 0)));
+  const bar = (e) => {
+    if (!e.ci) return '';
+    const P = (v) => (Math.min(1, v / scale) * 100).toFixed(2);
+    return `<span class="ivl" title="95% interval ${num(e.ci[0])}–${num(e.ci[1])}"><i style="left:${P(e.ci[0])}%;width:${(P(e.ci[1]) - P(e.ci[0])).toFixed(2)}%"></i><b style="left:${P(e.g.manhattan)}%"></b></span>`;
+  };
+  const row = (e, cls) => {
+    const g = e.g, name = labelsText(g.labels);
+    return `<tr data-group="${esc(name)}" class="${cls}" data-lo="${e.ci ? e.ci[0] : ''}" data-hi="${e.ci ? e.ci[1] : ''}"><td><input type="checkbox" ${selected.includes(name) ? 'checked' : ''}></td>
+      <td class="fn" title="${esc(name)} · total ${esc(fmtValue(g.total, current ? current.unit : ''))} · entropy ${num(g.entropy, 2)} bits">${e.outlier ? '<span class="out" title="farther from the whole than its samples explain">●</span> ' : ''}${esc(name)}</td>
+      <td class="num">${g.samples === null || g.samples === undefined ? '?' : g.samples.toLocaleString('en-US')}</td>
+      <td class="num dist" data-v="${g.manhattan}">${num(g.manhattan)}${e.ci ? `<small>${num(e.ci[0])}–${num(e.ci[1])}</small>` : '<small>no interval</small>'}${bar(e)}</td><td class="num">${num(g.jsd)}</td></tr>`;
+  };
+  const sect = (text, n) => (n ? `<tr class="sect"><td colspan="5">${text}</td></tr>` : '');
+  tb.innerHTML = ranked.map((e) => row(e, 'ranked')).join('') +
+    sect(`too few samples (under ${min.toLocaleString('en-US')}): not ranked, their distance is mostly chance`, few.length) +
+    few.map((e) => row(e, 'few')).join('') +
+    sect('samples unknown: no interval, by distance', unknown.length) +
+    unknown.map((e) => row(e, 'unknown')).join('');
   const grid = $('#groups-graphs');
-  for (const g of stab.groups) {
+  for (const { g } of order) {
     const name = labelsText(g.labels);
     if (!selected.includes(name)) continue;
     const a = byKey.get(keyOf(g.labels));
@@ -359,8 +333,12 @@ function renderGroups(stab, answers) {
     miniGraphs.push(mg);
   }
 }
+$('#minsamples').addEventListener('change', (e) => {
+  const v = Math.max(0, Math.floor(Number(e.target.value) || 0));
+  commit({ minsamples: v === MIN_SAMPLES ? undefined : String(v) }, { replace: true });
+});
 $('#groups tbody').addEventListener('change', () => {
-  const names = [...document.querySelectorAll('#groups tbody tr')].filter((tr) => tr.querySelector('input').checked).map((tr) => tr.dataset.group);
+  const names = [...document.querySelectorAll('#groups tbody tr[data-group]')].filter((tr) => tr.querySelector('input').checked).map((tr) => tr.dataset.group);
   commit({ groups: names.join('|') || '-' });
 });
 
@@ -456,6 +434,7 @@ async function loadPickers() {
   fill($('#service'), services.values, 'any');
   fill($('#type'), types.values, 'auto');
   fill($('#group_by'), labels.labels.map((l) => l.name).filter((n) => n !== 'type'), 'none');
+  fill($('#split'), labels.labels.map((l) => l.name).filter((n) => n !== 'type'), 'none');
   syncPickers();
 }
 function ensureOption(sel, v) {
@@ -466,7 +445,9 @@ function syncPickers() {
   ensureOption($('#service'), matcherValue(state.query, 'service'));
   ensureOption($('#type'), matcherValue(state.query, 'type'));
   ensureOption($('#group_by'), state.group_by || '');
+  ensureOption($('#split'), state.split || '');
 }
+$('#split').onchange = (e) => commit({ split: e.target.value || undefined, focus: undefined });
 $('#service').onchange = (e) => commit({ query: setMatcher(state.query, 'service', e.target.value), focus: undefined, groups: undefined });
 $('#type').onchange = (e) => commit({ query: setMatcher(state.query, 'type', e.target.value), focus: undefined });
 $('#group_by').onchange = (e) => commit({ group_by: e.target.value || undefined, groups: undefined, tab: e.target.value ? 'groups' : undefined });
@@ -556,6 +537,7 @@ for (const b of document.querySelectorAll('#views button')) {
   b.onclick = () => {
     const v = b.dataset.view;
     if (v === state.view) return;
+    // the diff opens on the query against its previous period (loadDiff)
     if (v === 'diff') commit({ view: 'diff', left: state.left || state.query, right: state.right || state.query, tab: 'compare', focus: undefined });
     else commit({ view: 'flame', tab: undefined, focus: undefined });
   };
@@ -589,6 +571,31 @@ function updateExports() {
   Object.assign($('#exp-json'), { href: q({ format: 'json', max_nodes: state.max_nodes || '0' }), download: stem + '.json' });
   Object.assign($('#exp-pprof'), { href: q({ format: 'pprof' }), download: stem + '.pb.gz' });
 }
+// SVG: the frames the canvas shows now (zoom, search, transforms), drawn
+// again as vector shapes by the graph itself (FlameGraph.toSVG).
+function exportSVG() {
+  const m = graph.meta;
+  const describe = (n) => {
+    if (n.other) return `other (left out by max_nodes): ${fmtValue(n.total, m.unit)}`;
+    if (m.diff) {
+      const s = n.src;
+      return `${n.name}\nbaseline ${fmtValue(s.left_total, m.leftUnit)} (${pct(m.leftTotal ? s.left_total / m.leftTotal : 0)}), comparison ${fmtValue(s.right_total, m.rightUnit)} (${pct(m.rightTotal ? s.right_total / m.rightTotal : 0)})`;
+    }
+    return `${n.name}\ntotal ${fmtValue(n.total, m.unit)} (${pct(m.total ? n.total / m.total : 0)}), self ${fmtValue(n.self, m.unit)} (${pct(m.total ? n.self / m.total : 0)})`;
+  };
+  return graph.toSVG(describe);
+}
+function download(blob, name) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(a.href), 5000);
+}
+$('#exp-svg').onclick = (e) => {
+  e.preventDefault();
+  download(new Blob([exportSVG()], { type: 'image/svg+xml' }), 'flamedb-flamegraph.svg');
+};
 $('#exp-png').onclick = (e) => {
   e.preventDefault();
   graph.canvas.toBlob((blob) => {
@@ -629,7 +636,7 @@ addEventListener('resize', () => {
   graph.draw();
   if (graph.width !== Math.max(50, $('#flame').clientWidth)) graph.draw();
   for (const m of miniGraphs) m.draw();
-  if (tl) drawTimeline(tl);
+  timeline.render();
 });
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   graph.computeColours(); graph.draw();
@@ -653,6 +660,7 @@ function syncBar() {
   if (tab === 'stability' && lastStability) renderStability(lastStability);
   if ($('#search').value !== (state.search || '')) $('#search').value = state.search || '';
   syncPickers();
+  timeline.sync();
 }
 let lastStability = null;
 
@@ -673,7 +681,7 @@ function applyUI() {
     if (graph.width !== Math.max(50, $('#flame').clientWidth)) graph.draw();
     $('#flame').scrollTop = graph.icicle ? 0 : $('#flame').scrollHeight;
   }
-  if (groupStab && groupsShown !== (state.groups || '')) renderGroups(groupStab, groupAnswers);
+  if (groupStab && groupsShown !== (state.groups || '') + '|' + (Number(state.minsamples) > 0 ? Number(state.minsamples) : MIN_SAMPLES)) renderGroups(groupStab, groupAnswers);
   renderCrumbs();
   renderSearchResult();
   table.render();
@@ -737,8 +745,8 @@ async function loadFlame(mine) {
   const maxNodes = state.max_nodes || '8192';
   const stepStab = autoStep(base.from, base.until, 60);
   const [q, tlAns, top, stab, gstab, gq] = await Promise.all([
-    api('/api/v1/query', { ...base, max_nodes: maxNodes }),
-    api('/api/v1/timeline', base),
+    state.split ? querySplit(base, maxNodes) : api('/api/v1/query', { ...base, max_nodes: maxNodes }),
+    api('/api/v1/timeline', { ...base, group_by: state.group_by || state.split }),
     api('/api/v1/top', { ...base, limit: 0 }),
     api('/api/v1/stability', { ...base, step: stepStab }),
     state.group_by ? api('/api/v1/stability', { ...base, group_by: state.group_by }) : null,
@@ -746,7 +754,7 @@ async function loadFlame(mine) {
   ]);
   if (mine !== loads) return;
   current = q;
-  setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes }, q.total ? '' : 'No profiles match this selector in this range.');
+  setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes, split: state.split }, q.total ? '' : 'No profiles match this selector in this range.');
   renderLatest(q, base);
   const tr = $('#truncated');
   tr.hidden = !(q.truncated && q.truncated.nodes);
@@ -757,9 +765,9 @@ async function loadFlame(mine) {
   $('#legend').hidden = true;
   const others = q.other_types && q.other_types.length ? ` · other types: ${q.other_types.join(', ')}` : '';
   if (!q.type) $('#summary').textContent = 'no profiles in this range';
-  else $('#summary').innerHTML = `<b>${esc(q.type)}</b> · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
+  else $('#summary').innerHTML = `<b>${esc(q.type)}</b>${q.groups !== undefined ? ` · split by ${esc(state.split)}: ${q.groups} value${q.groups === 1 ? '' : 's'}${q.skipped.groups ? ` (${q.skipped.groups} in ${esc(q.skipped.units.join(', '))} left out)` : ''}` : ''} · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
-  drawTimeline(tlAns);
+  timeline.draw(tlAns, { label: state.group_by || state.split });
   table.setData(top);
   lastStability = stab;
   renderStability(stab);
@@ -768,28 +776,73 @@ async function loadFlame(mine) {
   renderCompare(null);
 }
 
+// Split by a label: the groups of one query as root frames (split.js). The
+// nodes kept per group share the budget by the label's number of values.
+async function querySplit(base, maxNodes) {
+  let per = maxNodes;
+  if (!state.max_nodes) {
+    const l = await api('/api/v1/labels', { query: base.query, from: base.from, until: base.until }).catch(() => ({ labels: [] }));
+    const n = (l.labels.find((x) => x.name === state.split) || {}).values;
+    per = String(nodesPerGroup(Number(maxNodes) * 2, n));
+  }
+  return splitAnswer(await api('/api/v1/query', { ...base, group_by: state.split, max_nodes: per }), state.split);
+}
+
+// The two sides of a diff. Each side is a selector over a range (left_from,
+// ... replace from and until for one side). Two sides that are the same
+// data (same selector, same range) compare nothing: the baseline becomes the
+// previous period of the same length, written into the URL.
+function diffSides(s, now = Date.now() / 1000) {
+  const from = s.from || 'now-1h', until = s.until || 'now';
+  const d = { left: s.left || s.query || '{}', right: s.right || s.query || '{}', from, until };
+  for (const k of ['left_from', 'left_until', 'right_from', 'right_until']) d[k] = s[k];
+  const lf = parseTime(d.left_from || from, now), lu = parseTime(d.left_until || until, now);
+  const rf = parseTime(d.right_from || from, now), ru = parseTime(d.right_until || until, now);
+  let defaulted = false;
+  if (normSel(d.left) === normSel(d.right) && Math.abs(lf - rf) < 1 && Math.abs(lu - ru) < 1) {
+    const a = Math.floor(rf), b = Math.ceil(ru);
+    Object.assign(d, { right_from: String(a), right_until: String(b), left_from: String(a - (b - a)), left_until: String(a) });
+    defaulted = true;
+  }
+  const R = { left: [parseTime(d.left_from || from, now), parseTime(d.left_until || until, now)], right: [parseTime(d.right_from || from, now), parseTime(d.right_until || until, now)] };
+  return { sides: d, defaulted, ranges: R };
+}
+
 async function loadDiff(mine) {
-  const sides = {};
-  for (const k of ['left', 'right', 'from', 'until', 'left_from', 'left_until', 'right_from', 'right_until']) sides[k] = state[k];
-  sides.left = sides.left || state.query || '{}';
-  sides.right = sides.right || state.query || '{}';
-  sides.from = sides.from || 'now-1h';
+  const { sides, defaulted, ranges } = diffSides(state);
+  if (defaulted) {
+    // the URL says what is compared; no second load for it
+    for (const k of ['left_from', 'left_until', 'right_from', 'right_until']) state[k] = sides[k];
+    loadedKey = dataKey(state);
+    history.replaceState(null, '', urlOf(state));
+    syncBar();
+  }
+  // the timeline spans both sides, a little wider, so that either can be brushed again
+  const lo = Math.min(ranges.left[0], ranges.right[0]), hi = Math.max(ranges.left[1], ranges.right[1]);
+  const pad = Math.max(10, Math.round((hi - lo) * 0.1));
   const [d, c, tlAns] = await Promise.all([
     api('/api/v1/diff', sides),
     api('/api/v1/compare', { ...sides, limit: 100 }),
-    api('/api/v1/timeline', { query: sides.right, from: sides.from, until: sides.until || 'now' }),
+    api('/api/v1/timeline', { query: sides.right, from: String(Math.floor(lo - pad)), until: String(Math.ceil(hi + pad)) }),
   ]);
   if (mine !== loads) return;
-  current = { unit: d.right_unit, diff: d };
-  setMainData(d.tree, { diff: true, leftTotal: d.left_total, rightTotal: d.right_total, leftUnit: d.left_unit, rightUnit: d.right_unit },
-    d.left_total || d.right_total ? '' : 'Neither side has profiles in its range.');
+  current = { unit: d.right_unit, diff: d, compare: c, defaulted };
+  const testable = c.left.samples > 0 && c.right.samples > 0;
+  setMainData(d.tree, { diff: true, leftTotal: d.left_total, rightTotal: d.right_total, leftUnit: d.left_unit, rightUnit: d.right_unit,
+    leftSamples: c.left.samples, rightSamples: c.right.samples },
+  d.left_total || d.right_total ? '' : 'Neither side has profiles in its range.');
   renderLatest(null);
   $('#truncated').hidden = true;
   const lg = $('#legend');
   lg.hidden = false;
-  lg.innerHTML = `<span class="sw grew"></span> share grew <span class="sw shrank"></span> share shrank <span class="muted">· intensity by the size of the change · width: left share + right share · left ${fmtValue(d.left_total, d.left_unit)}, right ${fmtValue(d.right_total, d.right_unit)}</span>`;
+  const side = (sel, r) => `<code>${esc(sel)}</code> ${esc(fmtTime(r[0]))} → ${esc(fmtTime(r[1]))}`;
+  lg.innerHTML = `<span class="sw grew"></span> share grew <span class="sw shrank"></span> share shrank ` +
+    (testable ? '<span class="sw same"></span> within sampling noise <span class="muted" title="two-proportion z-test on each frame\'s total share, 95%, as /api/v1/compare; deeper for a larger change">· by significance (z-test, 95%)</span>'
+      : '<span class="muted">· no significance test: a side does not say its samples; intensity by the size of the change</span>') +
+    `<div class="muted sides" id="diff-sides"><span class="side left">baseline</span> ${side(sides.left, ranges.left)}${defaulted ? ' <i>(the previous period, by default)</i>' : ''} · ${fmtValue(d.left_total, d.left_unit)} · ${fmtSamples(c.left.samples)}
+      &nbsp; <span class="side right">comparison</span> ${side(sides.right, ranges.right)} · ${fmtValue(d.right_total, d.right_unit)} · ${fmtSamples(c.right.samples)}</div>`;
   $('#summary').innerHTML = `diff · <b>${esc(d.left_type)}</b> vs <b>${esc(d.right_type)}</b> · Manhattan ${num(c.manhattan)} · JSD ${num(c.jsd)}`;
-  drawTimeline(tlAns);
+  timeline.draw(tlAns, { bands: [{ side: 'left', from: ranges.left[0], until: ranges.left[1], colour: '#2563eb' }, { side: 'right', from: ranges.right[0], until: ranges.right[1], colour: '#dc2626' }] });
   table.setData(null);
   renderCompare(c);
   renderGroups(null, null);
@@ -804,6 +857,8 @@ window.__flamedb = {
   get current() { return current; },
   get views() { return views; },
   get table() { return table; },
+  get timeline() { return timeline.model; },
+  exportSVG,
   loads: () => loads,
   // the frame drawn at page point (x, y): {name, self, total, depth} or null
   frameAt(x, y) {

@@ -74,6 +74,18 @@ function mix(a, b, t) {
   return `rgb(${Math.round(a[0] + (b[0] - a[0]) * t)},${Math.round(a[1] + (b[1] - a[1]) * t)},${Math.round(a[2] + (b[2] - a[2]) * t)})`;
 }
 
+/* The API's significance test (/api/v1/compare, docs/api.md): a
+ * two-proportion z-test with pooled standard error, each share standing for
+ * share × samples samples of its side. Here applied to a frame's total
+ * share on each side; |z| > 1.96 is significant at 95%. */
+export const Z95 = 1.96;
+export function zTest(pL, nL, pR, nR) {
+  const p = (pL * nL + pR * nR) / (nL + nR);
+  const se = Math.sqrt(p * (1 - p) * (1 / nL + 1 / nR));
+  if (!(se > 0)) return pR === pL ? 0 : Infinity * Math.sign(pR - pL);
+  return (pR - pL) / se;
+}
+
 function lowerBound(xs, n, v) {
   let lo = 0, hi = n;
   while (lo < hi) { const m = (lo + hi) >> 1; if (xs[m] < v) lo = m + 1; else hi = m; }
@@ -156,7 +168,10 @@ export class FlameGraph {
     const dark = matchMedia('(prefers-color-scheme: dark)').matches;
     this.dark = dark;
     if (!this.diff) {
-      for (const n of this.nodes) n.colour = n.other ? null : moduleColour(n.name, dark);
+      // split by a label: its value frames (`label=value`) in one cool hue
+      const sp = this.meta.split ? this.meta.split + '=' : null;
+      const splitColour = dark ? 'hsl(195,28%,36%)' : 'hsl(195,38%,80%)';
+      for (const n of this.nodes) n.colour = n.other ? null : sp && n.name.startsWith(sp) ? splitColour : moduleColour(n.name, dark);
       return;
     }
     const L = this.meta.leftTotal || 1, R = this.meta.rightTotal || 1;
@@ -166,9 +181,15 @@ export class FlameGraph {
       if (n.parent >= 0) maxAbs = Math.max(maxAbs, Math.abs(n.delta));
     }
     const neutral = dark ? [75, 80, 90] : [222, 224, 228];
+    // with both sides' samples known, only a significant change is coloured
+    const nL = this.meta.leftSamples, nR = this.meta.rightSamples;
+    const testable = nL > 0 && nR > 0;
     for (const n of this.nodes) {
       const t = maxAbs > 0 ? Math.min(1, Math.sqrt(Math.abs(n.delta) / maxAbs)) : 0;
-      n.colour = Math.abs(n.delta) < 1e-12 ? mix(neutral, neutral, 0) : mix(neutral, n.delta > 0 ? GREW_RGB : SHRANK_RGB, 0.25 + 0.75 * t);
+      n.z = testable ? zTest(n.src.left_total / L, nL, n.src.right_total / R, nR) : null;
+      n.significant = n.z === null ? null : Math.abs(n.z) > Z95;
+      n.colour = Math.abs(n.delta) < 1e-12 || n.significant === false ? mix(neutral, neutral, 0)
+        : mix(neutral, n.delta > 0 ? GREW_RGB : SHRANK_RGB, 0.25 + 0.75 * t);
     }
   }
 
@@ -277,38 +298,53 @@ export class FlameGraph {
     ctx.textBaseline = 'middle';
     const cw = ctx.measureText('MMMMMMMMMM').width / 10;
     const hatch = this.hatchPattern(ctx);
-    const f = this.nodes[this.focus];
-    const X0 = f.x, X1 = f.x + f.total, scale = width / f.total;
     const searching = !!this.searchResult;
     const rh = this.rowH - 1;
-
-    const box = (n, idx, px, pw, y) => {
-      let fill;
-      if (n.other) fill = hatch;
-      else if (searching) fill = this.matched[idx] ? highlight : dimColour;
-      else fill = n.colour;
-      ctx.fillStyle = fill;
+    this.cw = cw;
+    const fillOf = (n, idx) => (n.other ? hatch : searching ? (this.matched[idx] ? highlight : dimColour) : n.colour);
+    this.layout((kind, n, idx, px, pw, y, alpha) => {
+      if (kind === 'narrow') { ctx.fillStyle = narrowColour; ctx.fillRect(px, y, pw, rh); return; }
+      ctx.globalAlpha = alpha;
+      ctx.fillStyle = fillOf(n, idx);
       ctx.fillRect(px, y, pw - (pw > 2 ? 1 : 0), rh);
-      if (pw > cw * 3) {
-        const max = Math.floor((pw - 6) / cw);
-        const label = n.name.length > max ? n.name.slice(0, Math.max(1, max - 1)) + '…' : n.name;
+      const label = this.labelOf(n, pw);
+      if (label) {
         ctx.fillStyle = searching && this.matched[idx] ? '#fff' : textColour;
         ctx.fillText(label, px + 3, y + rh / 2 + 0.5);
       }
-    };
-    // ancestors of the focus span the whole width
-    for (let i = f.parent; i >= 0; i = this.nodes[i].parent) {
-      const a = this.nodes[i];
-      ctx.globalAlpha = 0.65;
-      box(a, i, 0, width, this.rowY(a.depth));
       ctx.globalAlpha = 1;
-    }
+    });
+    this.draws++;
+    this.lastDrawMs = performance.now() - t0;
+    this.drawOverlay();
+    if (this.opts.onDraw) this.opts.onDraw();
+  }
+
+  // The text drawn in a frame pw pixels wide: its name, cut with "…", or
+  // null when fewer than three characters fit.
+  labelOf(n, pw) {
+    const cw = this.cw || 7.2;
+    if (pw <= cw * 3) return null;
+    const max = Math.floor((pw - 6) / cw);
+    return n.name.length > max ? n.name.slice(0, Math.max(1, max - 1)) + '…' : n.name;
+  }
+
+  // What the current view draws, in drawing order: the focus's ancestors
+  // across the whole width (alpha .65), then each row from the focus down,
+  // frames narrower than MIN_PX merged into grey runs. Calls
+  //   fn('frame', node, idx, x, w, y, alpha)  or  fn('narrow', null, -1, x, w, y, 1)
+  // in CSS pixels. draw() and toSVG() share it, so an export is what is seen.
+  layout(fn) {
+    const width = this.width;
+    const f = this.nodes[this.focus];
+    const X0 = f.x, X1 = f.x + f.total, scale = width / f.total;
+    for (let i = f.parent; i >= 0; i = this.nodes[i].parent) fn('frame', this.nodes[i], i, 0, width, this.rowY(this.nodes[i].depth), 0.65);
     for (let d = f.depth; d < this.rows; d++) {
       const xs = this.rowsX[d], ns = this.rowsN[d];
       const y = this.rowY(d);
       let runA = -1, runB = -1;
       const flush = () => {
-        if (runA >= 0) { ctx.fillStyle = narrowColour; ctx.fillRect(runA, y, Math.max(runB - runA, 1), rh); }
+        if (runA >= 0) fn('narrow', null, -1, runA, Math.max(runB - runA, 1), y, 1);
         runA = -1;
       };
       for (let k = lowerBound(xs, xs.length, X0); k < xs.length && xs[k] < X1; k++) {
@@ -320,14 +356,36 @@ export class FlameGraph {
           continue;
         }
         flush();
-        box(n, idx, px, pw, y);
+        fn('frame', n, idx, px, pw, y, 1);
       }
       flush();
     }
-    this.draws++;
-    this.lastDrawMs = performance.now() - t0;
-    this.drawOverlay();
-    if (this.opts.onDraw) this.opts.onDraw();
+  }
+
+  // The current view as a standalone SVG document (the same frames, colours,
+  // labels and search highlight as the canvas; a <title> per frame with its
+  // name and values). `describe(node)` gives the title's text.
+  toSVG(describe = (n) => n.name) {
+    if (!this.nodes || !this.nodes.length) return '';
+    const xml = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+    const w = this.width, h = this.rows * this.rowH, rh = this.rowH - 1;
+    const searching = !!this.searchResult;
+    const highlight = getComputedStyle(this.container).getPropertyValue('--match').trim() || '#c026d3';
+    const textColour = this.dark ? '#f1f1f1' : '#1b1b1b';
+    const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace" font-size="12">`,
+      `<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse"><rect width="8" height="8" fill="${this.dark ? '#2b2d33' : '#f3f3f5'}"/><path d="M0 8L8 0M-2 2L2 -2M6 10L10 6" stroke="${this.dark ? '#777' : '#9a9aa3'}" stroke-width="1.2"/></pattern></defs>`,
+      `<rect width="${w}" height="${h}" fill="${this.dark ? '#17181c' : '#ffffff'}"/>`];
+    const r2 = (v) => Math.round(v * 100) / 100;
+    this.layout((kind, n, idx, px, pw, y, alpha) => {
+      if (kind === 'narrow') { out.push(`<rect class="narrow" x="${r2(px)}" y="${y}" width="${r2(pw)}" height="${rh}" fill="${this.dark ? '#a0a0aa' : '#787882'}" fill-opacity="${this.dark ? 0.45 : 0.35}"/>`); return; }
+      const fill = n.other ? 'url(#hatch)' : searching ? (this.matched[idx] ? highlight : (this.dark ? '#3a3d44' : '#e6e6e9')) : n.colour;
+      const label = this.labelOf(n, pw);
+      out.push(`<g class="frame" data-name="${xml(n.name)}"${alpha < 1 ? ` opacity="${alpha}"` : ''}><title>${xml(describe(n))}</title>` +
+        `<rect x="${r2(px)}" y="${y}" width="${r2(pw - (pw > 2 ? 1 : 0))}" height="${rh}" fill="${fill}"/>` +
+        (label ? `<text x="${r2(px + 3)}" y="${y + rh / 2 + 4}" fill="${searching && this.matched[idx] ? '#fff' : textColour}">${xml(label)}</text>` : '') + '</g>');
+    });
+    out.push('</svg>');
+    return out.join('\n');
   }
 
   hatchPattern(ctx) {

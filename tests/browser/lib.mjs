@@ -2,9 +2,10 @@
 // real flamedb server on a free port with a throw-away data directory, push
 // profiles through the HTTP API, and launch Debian's chromium.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve, extname } from 'node:path';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -34,7 +35,37 @@ export async function startServer(bin) {
     }
     rmSync(dir, { recursive: true, force: true });
   };
+  // FLAMEDB_WEB_DIR=web: a development aid. The pages are served from that
+  // directory on every request (no rebuild of the binary after each edit of
+  // web/), everything else is passed to the server. `make browser` never sets
+  // it: the tests run against the files compiled into the binary.
+  if (process.env.FLAMEDB_WEB_DIR) {
+    const px = await webProxy(url, resolve(process.env.FLAMEDB_WEB_DIR));
+    return { url: px.url, proc, dir, stop: async () => { px.server.close(); await stop(); } };
+  }
   return { url, proc, dir, stop };
+}
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
+async function webProxy(backend, dir) {
+  const server = createServer(async (req, res) => {
+    const path = req.url.split('?')[0];
+    const file = path === '/' ? join(dir, 'index.html') : join(dir, path);
+    if (!path.startsWith('/api/') && file.startsWith(dir) && existsSync(file)) {
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream' });
+      res.end(readFileSync(file));
+      return;
+    }
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const r = await fetch(backend + req.url, { method: req.method, headers: { ...req.headers, host: new URL(backend).host }, body: chunks.length ? Buffer.concat(chunks) : undefined });
+    const h = {};
+    r.headers.forEach((v, k) => { if (!['content-encoding', 'content-length', 'transfer-encoding'].includes(k)) h[k] = v; });
+    res.writeHead(r.status, h);
+    res.end(Buffer.from(await r.arrayBuffer()));
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${server.address().port}` };
 }
 
 export async function ingest(url, params, body) {

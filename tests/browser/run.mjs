@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { startServer, ingest, getJSON, launchChromium } from './lib.mjs';
 import { registerViewTests } from './views.mjs';
+import { registerNextTests, loadNextFixtures } from './next.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -57,6 +58,7 @@ async function loadFixtures(url) {
   const mix = resolve(repo, '../shared/data/system-mix.folded');
   if (existsSync(mix)) await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, readFileSync(mix));
   else await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, 'kernel;idle 9000\nuser;work 100\n');
+  await loadNextFixtures(url, T);
 }
 
 // ---------- helpers ----------
@@ -320,16 +322,17 @@ test('group_by lists groups outliers first (distance over sampling noise), with 
   const page = await open(ctx, flameURL(url, { group_by: 'instance' }));
   await ready(page);
   const st = await getJSON(url, '/api/v1/stability', { query: SHOP, from: FROM, until: UNTIL, group_by: 'instance' });
-  const rows = await page.$$eval('#groups tbody tr', (r) => r.map((x) => ({ g: x.dataset.group, m: Number(x.querySelector('td[data-v]').dataset.v) })));
+  const rows = await page.$$eval('#groups tbody tr[data-group]', (r) => r.map((x) => ({ g: x.dataset.group, m: Number(x.querySelector('td[data-v]').dataset.v) })));
   assert.equal(rows.length, st.groups.length);
-  assert.deepEqual(rows.map((r) => r.g), st.groups.map((g) => `instance=${g.labels.instance}`));
-  assert.deepEqual(rows.map((r) => r.m), st.groups.map((g) => g.manhattan), 'the API\'s distances');
-  const zs = st.groups.map((g) => g.manhattan_z);
-  assert.deepEqual(zs, [...zs].sort((a, b) => b - a), 'sorted by manhattan_z desc');
+  // ranked by the lower end of the distance's interval (M - 1.96*sqrt(pi/2)*noise), web/outliers.js
+  const lo = (g) => Math.max(0, g.manhattan - 1.96 * Math.sqrt(Math.PI / 2) * g.manhattan_noise);
+  const ref = [...st.groups].sort((a, b) => lo(b) - lo(a) || b.manhattan - a.manhattan);
+  assert.deepEqual(rows.map((r) => r.g), ref.map((g) => `instance=${g.labels.instance}`));
+  assert.deepEqual(rows.map((r) => r.m), ref.map((g) => g.manhattan), 'the API\'s distances');
   assert.equal(rows[0].g, 'instance=i-3', 'the outlier comes first');
   assert.equal(await page.$$eval('.mini', (m) => m.length), 2);
   await shot(page, '07-groups');
-  await page.click('#groups tbody tr:nth-child(3) input');
+  await page.click('#groups tbody tr[data-group]:nth-child(3) input');
   await page.waitForFunction(() => document.querySelectorAll('.mini').length === 3);
   assert.match(decodeURIComponent(page.url()), /groups=/);
 });
@@ -494,6 +497,7 @@ test('dark colour scheme at 1280x800', async (ctx, url, browser) => {
 });
 
 registerViewTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP });
+registerNextTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP, T, artifacts });
 
 // ---------- main ----------
 try {

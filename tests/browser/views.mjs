@@ -46,7 +46,7 @@ export function totalsOf(stacks) {
 const sorted = (m) => new Map([...m].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
 
 // what a FlameGraph holds, as path -> total ("other" frames as <other>)
-async function drawnTotals(page, which = 'graph') {
+export async function drawnTotals(page, which = 'graph') {
   return new Map(await page.evaluate((which) => {
     const g = which === 'graph' ? window.__flamedb.graph : window.__flamedb.views.sandwich[which];
     const out = [];
@@ -60,10 +60,10 @@ async function drawnTotals(page, which = 'graph') {
   }, which));
 }
 // merge "other" keys that the viewer may hold at one path as one
-const eqTotals = (got, want, msg) => assert.deepEqual(sorted(got), sorted(want), msg);
+export const eqTotals = (got, want, msg) => assert.deepEqual(sorted(got), sorted(want), msg);
 
 // the drawn rectangle and hit-test of the widest frame `name` at `depth`
-async function frameBox(page, name, depth, which = 'graph') {
+export async function frameBox(page, name, depth, which = 'graph') {
   return page.evaluate(([name, depth, which]) => {
     const g = which === 'graph' ? window.__flamedb.graph : window.__flamedb.views.sandwich[which];
     const r = g.canvas.getBoundingClientRect();
@@ -80,7 +80,7 @@ async function frameBox(page, name, depth, which = 'graph') {
 // wait until the elements `sel` carry `attr` values equal to `want` (the
 // list is drawn after asynchronous fetches), then compare: a failure names
 // what was drawn
-async function listIs(page, sel, attr, want, msg) {
+export async function listIs(page, sel, attr, want, msg) {
   await page.waitForFunction(([sel, attr, want]) => JSON.stringify([...document.querySelectorAll(sel)].map((x) => x.dataset[attr])) === want,
     [sel, attr, JSON.stringify(want)], { timeout: 5000 }).catch(() => {});
   assert.deepEqual(await page.$$eval(sel, (i, attr) => i.map((x) => x.dataset[attr]), attr), want, msg);
