@@ -98,7 +98,8 @@ $(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen
 	protoc-c --proto_path=proto --c_out=$(BUILD)/gen $<
 
-$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
+# every header first: querier.proto imports types.proto
+$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c $(PROTO_H)
 	$(CC) $(filter-out -Wextra,$(CFLAGS)) $(PKG_CFLAGS) -c -o $@ $<
 
 # The viewer's files are compiled into the binary: no files to ship beside it.

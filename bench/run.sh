@@ -10,6 +10,9 @@
 # Env: BENCH_ONLY="ingest merge"   run only these benchmarks (names without bench_)
 #      BENCH_INGEST_SECONDS=2      seconds per ingest scenario
 #      BENCH_FLEET_SECONDS=60      bench_fleet's duration (600 for the reference run)
+#      BENCH_ENCODE_BEFORE=BIN     bench_encode: a second flamedb (e.g. the previous
+#                                  commit's) measured beside, with ratios
+#      BENCH_PPROF_DIR=DIR         bench_encode: gen_pprof.py's output (else generated)
 #      BENCH_OUT=FILE              where the full output goes
 #                                  (default bench/out/results-YYYYmmdd-HHMMSS.txt, git-ignored)
 # Other processes on the machine skew the timings: the load average is
@@ -56,6 +59,7 @@ for n in "${order[@]}"; do
   args=()
   [ "$n" = ingest ] && args=("$flamedb" "${BENCH_INGEST_SECONDS:-2}")
   [ "$n" = fleet ] && args=("$flamedb" "${BENCH_FLEET_SECONDS:-60}")
+  [ "$n" = encode ] && args=("$flamedb" ${BENCH_ENCODE_BEFORE:+"$BENCH_ENCODE_BEFORE"})
   echo | tee -a "$out"
   echo "=== bench_$n  (load average before: $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$out"
   start=$EPOCHREALTIME

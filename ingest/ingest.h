@@ -148,6 +148,15 @@ int ingest_pyroscope_is_type(const char *s, size_t len);
 ingest_status ingest_gunzip(const void *in, size_t in_len, size_t max_out,
                             char **out, size_t *out_len, char *err, size_t errlen);
 
+/* protojson.c: a message of descriptor d read from JSON text (protobuf's
+ * JSON mapping; unknown keys ignored), or NULL with an error naming the
+ * path of the value at fault.  Free with protobuf_c_message_free_unpacked.
+ * (Also Connect's application/json: server/connect.c.) */
+struct ProtobufCMessageDescriptor;
+struct ProtobufCMessage;
+struct ProtobufCMessage *ingest_protojson_parse(const struct ProtobufCMessageDescriptor *d, const char *text,
+                                                size_t len, char *err, size_t errlen);
+
 /* Returns 1 when the bytes are valid UTF-8. */
 int ingest_utf8_valid(const char *s, size_t len);
 

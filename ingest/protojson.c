@@ -86,6 +86,29 @@ static void snake_case(const char *in, char *out, size_t cap)
     out[o] = '\0';
 }
 
+/* The field whose proto name or JSON name (protoc's: each '_' dropped and
+ * the letter after it upper-cased, the rest as it is) is key: for names
+ * that snake_case cannot undo, those with capitals of their own
+ * (Pyroscope's `profile_typeID`, JSON `profileTypeID`). */
+static const ProtobufCFieldDescriptor *field_by_json_name(const ProtobufCMessageDescriptor *d, const char *key)
+{
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const char *p = d->fields[i].name, *k = key;
+        int up = 0;
+        for (; *p; p++) {
+            if (*p == '_') {
+                up = 1;
+                continue;
+            }
+            char c = up && *p >= 'a' && *p <= 'z' ? (char)(*p - 'a' + 'A') : *p;
+            up = 0;
+            if (*k++ != c) break;
+        }
+        if ((!*p && !*k) || !strcmp(d->fields[i].name, key)) return &d->fields[i];
+    }
+    return NULL;
+}
+
 /* An integer from a JSON integer, an integral real, or a decimal string. */
 static int get_int(walker *w, const json_t *v, int is_signed, int64_t lo, uint64_t hi, uint64_t *bits)
 {
@@ -350,6 +373,7 @@ static int read_message(walker *w, const ProtobufCMessageDescriptor *d, const js
         char name[256];
         snake_case(key, name, sizeof name);
         const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, name);
+        if (!f) f = field_by_json_name(d, key);
         if (!f) continue; /* unknown keys are ignored (OTLP/JSON) */
         size_t old = path_key(w, key);
         int rc = read_field(w, m, f, v, depth);

@@ -2,57 +2,152 @@
  * {"name", "self", "total", "children": [...]}, children by total
  * descending then name, at most max_nodes nodes (see tree_view.c).  When
  * the reader keeps lines, nodes are locations and say "file", "line",
- * "mapping" and "build_id" where known. */
+ * "mapping" and "build_id" where known.
+ *
+ * Written straight into a growing buffer (buf.c) in one depth-first walk
+ * with an explicit stack (no recursion, however deep the stacks): no
+ * jansson value per node.  What comes before "self" in a node —
+ * {"name":..,"file":..,"line":..,"mapping":..,"build_id":.. — depends only
+ * on the node's name, so it is escaped once per distinct name (jansson's
+ * encoder, buf.c) and copied for every node of that name; values are
+ * integers written by hand, or for averaged gauges jansson's text of the
+ * same double query_value_json makes.  The text is byte for byte what
+ * json_dumps(JSON_COMPACT) made of the jansson tree this replaced (the
+ * unit tests compare it with json_loadb's reading and a tree built by
+ * hand; bench_encode measures both). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../storage/frame.h"
 #include "query_internal.h"
 
-static json_t *node_json(store_reader *r, const query_tree *t, const query_view *v, uint32_t id)
+/* The text of each distinct name's node opening, by string id. */
+typedef struct {
+    query_buf text;
+    size_t *off;      /* per string id: offset in text + 1; 0 not yet made */
+    uint32_t *len;
+    uint32_t n_ids;
+} open_cache;
+
+static void put_opening(query_buf *b, store_reader *r, uint32_t fn)
 {
-    json_t *o = json_object();
-    json_t *kids = json_array();
-    if (!o || !kids) {
-        json_decref(o);
-        json_decref(kids);
-        return NULL;
-    }
-    if (id) {
-        uint32_t len;
-        const char *s = store_string(r, store_node_func(r, id), &len);
-        frame_parts f;
-        frame_parse(s, len, &f);
-        json_object_set_new(o, "name", json_stringn(f.name, f.name_len));
-        if (f.located) { /* a reader with lines (store_reader_lines) */
-            if (f.file_len) json_object_set_new(o, "file", json_stringn(f.file, f.file_len));
-            if (f.line) json_object_set_new(o, "line", json_integer(f.line));
-            if (f.mapping_len) json_object_set_new(o, "mapping", json_stringn(f.mapping, f.mapping_len));
-            if (f.build_id_len) json_object_set_new(o, "build_id", json_stringn(f.build_id, f.build_id_len));
+    uint32_t len;
+    const char *s = store_string(r, fn, &len);
+    frame_parts f;
+    frame_parse(s, len, &f);
+    query_buf_puts(b, "{\"name\":");
+    query_buf_json_string(b, f.name, f.name_len);
+    if (f.located) { /* a reader with lines (store_reader_lines) */
+        if (f.file_len) {
+            query_buf_puts(b, ",\"file\":");
+            query_buf_json_string(b, f.file, f.file_len);
         }
-    } else {
-        json_object_set_new(o, "name", json_string("root"));
-    }
-    json_object_set_new(o, "self", query_value_json(t, id ? t->self[id] : 0));
-    json_object_set_new(o, "total", query_value_json(t, t->total[id]));
-    uint32_t first, n = query_view_children(v, id, &first);
-    for (uint32_t i = 0; i < n; i++) {
-        json_t *c = node_json(r, t, v, v->edges[first + i].id);
-        if (!c || json_array_append_new(kids, c)) {
-            json_decref(o);
-            json_decref(kids);
-            return NULL;
+        if (f.line) {
+            query_buf_puts(b, ",\"line\":");
+            query_buf_u64(b, f.line);
+        }
+        if (f.mapping_len) {
+            query_buf_puts(b, ",\"mapping\":");
+            query_buf_json_string(b, f.mapping, f.mapping_len);
+        }
+        if (f.build_id_len) {
+            query_buf_puts(b, ",\"build_id\":");
+            query_buf_json_string(b, f.build_id, f.build_id_len);
         }
     }
-    json_object_set_new(o, "children", kids);
-    return o;
+    query_buf_puts(b, ",\"self\":");
+}
+
+static void put_open(query_buf *b, open_cache *c, store_reader *r, uint32_t fn)
+{
+    if (fn >= c->n_ids) { /* not met by the reader when the cache was made: no caching */
+        put_opening(b, r, fn);
+        return;
+    }
+    if (!c->off[fn]) {
+        size_t at = c->text.len;
+        put_opening(&c->text, r, fn);
+        if (c->text.failed) {
+            b->failed = 1;
+            return;
+        }
+        c->off[fn] = at + 1;
+        c->len[fn] = (uint32_t)(c->text.len - at);
+    }
+    query_buf_put(b, c->text.data + c->off[fn] - 1, c->len[fn]);
+}
+
+typedef struct { uint32_t first, n, i; } walk_frame;
+
+int query_tree_json_write(query_buf *b, store_reader *r, const query_tree *t, size_t max_nodes,
+                          uint64_t *trunc_nodes, uint64_t *trunc_total)
+{
+    query_view v;
+    if (query_view_build(r, t, max_nodes, &v)) return -1;
+    *trunc_nodes = v.trunc_nodes;
+    *trunc_total = v.trunc_total;
+    open_cache c = { 0 };
+    c.n_ids = store_string_max(r) + 1;
+    c.off = calloc(c.n_ids, sizeof *c.off);
+    c.len = malloc(c.n_ids * sizeof *c.len);
+    size_t cap = 64, sp = 0;
+    walk_frame *st = malloc(cap * sizeof *st);
+    if (!c.off || !c.len || !st) b->failed = 1;
+
+    query_buf_puts(b, "{\"name\":\"root\",\"self\":");
+    query_buf_value(b, t, 0);
+    query_buf_puts(b, ",\"total\":");
+    query_buf_value(b, t, t->total[0]);
+    query_buf_puts(b, ",\"children\":[");
+    if (st) {
+        st[0].n = query_view_children(&v, 0, &st[0].first);
+        st[0].i = 0;
+        sp = 1;
+    }
+    while (sp && !b->failed) {
+        walk_frame *top = &st[sp - 1];
+        if (top->i == top->n) {
+            query_buf_put(b, "]}", 2);
+            sp--;
+            continue;
+        }
+        if (top->i) query_buf_put(b, ",", 1);
+        uint32_t id = v.edges[top->first + top->i++].id;
+        put_open(b, &c, r, store_node_func(r, id));
+        query_buf_value(b, t, t->self[id]);
+        query_buf_puts(b, ",\"total\":");
+        query_buf_value(b, t, t->total[id]);
+        query_buf_puts(b, ",\"children\":[");
+        if (sp == cap) {
+            walk_frame *ns = realloc(st, cap * 2 * sizeof *st);
+            if (!ns) {
+                b->failed = 1;
+                break;
+            }
+            st = ns;
+            cap *= 2;
+        }
+        st[sp].n = query_view_children(&v, id, &st[sp].first);
+        st[sp].i = 0;
+        sp++;
+    }
+    free(st);
+    free(c.off);
+    free(c.len);
+    query_buf_free(&c.text);
+    query_view_free(&v);
+    return b->failed ? -1 : 0;
 }
 
 json_t *query_tree_json(store_reader *r, const query_tree *t, size_t max_nodes,
                         uint64_t *trunc_nodes, uint64_t *trunc_total)
 {
-    query_view v;
-    if (query_view_build(r, t, max_nodes, &v)) return NULL;
-    json_t *root = node_json(r, t, &v, 0);
-    *trunc_nodes = v.trunc_nodes;
-    *trunc_total = v.trunc_total;
-    query_view_free(&v);
+    query_buf b = { 0 };
+    if (query_tree_json_write(&b, r, t, max_nodes, trunc_nodes, trunc_total)) {
+        query_buf_free(&b);
+        return NULL;
+    }
+    json_t *root = json_loadb(b.data, b.len, 0, NULL);
+    query_buf_free(&b);
     return root;
 }

@@ -202,13 +202,84 @@ int query_functions_build(store_reader *r, const query_tree *t, query_functions 
 void query_functions_sort_by_fn(query_functions *f);
 void query_functions_free(query_functions *f);
 
-/* ---- encoders (tree_view.c, encode_tree.c, encode_folded.c) ---------- */
+/* ---- a growing buffer for streamed answers (buf.c) ------------------- */
+
+/* Writes never fail one by one: an allocation failure sets failed, later
+ * writes do nothing, and query_buf_take answers NULL. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed;
+} query_buf;
+
+/* Room for n more bytes at data + len: 0, or -1 (failed set). */
+int query_buf_reserve(query_buf *b, size_t n);
+void query_buf_put(query_buf *b, const void *s, size_t n);
+void query_buf_puts(query_buf *b, const char *s);
+void query_buf_u64(query_buf *b, uint64_t v);
+void query_buf_i64(query_buf *b, int64_t v);
+/* v as compact JSON, jansson's own text (json_dumpb): the program's one
+ * JSON escaping.  A NULL v sets failed. */
+void query_buf_json(query_buf *b, const json_t *v);
+/* s (n bytes, UTF-8) as a JSON string. */
+void query_buf_json_string(query_buf *b, const char *s, size_t n);
+/* A value of tree t, the text query_value_json's value dumps to. */
+void query_buf_value(query_buf *b, const query_tree *t, uint64_t v);
+/* A non-empty object's members without its closing brace: the caller
+ * appends ",\"key\":..." members and the "}". */
+void query_buf_object_open(query_buf *b, const json_t *obj);
+/* The bytes (NUL-terminated, malloc'd: the caller frees them) and their
+ * length, the buffer emptied; NULL (buffer freed) when a write failed. */
+char *query_buf_take(query_buf *b, size_t *len);
+void query_buf_free(query_buf *b);
+
+/* ---- encoders (tree_view.c, encode_tree.c, encode_levels.c, encode_folded.c) */
 
 /* The tree as JSON: {"name","self","total","children"} nested, children by
  * total descending then name; at most max_nodes nodes (0 = all), the largest
- * totals kept; *trunc_nodes / *trunc_total say what was left out. */
+ * totals kept; *trunc_nodes / *trunc_total say what was left out.  Written
+ * into b in one walk (-1 when out of memory). */
+int query_tree_json_write(query_buf *b, store_reader *r, const query_tree *t, size_t max_nodes,
+                          uint64_t *trunc_nodes, uint64_t *trunc_total);
+/* The same text read back as a jansson value (for callers that edit it). */
 json_t *query_tree_json(store_reader *r, const query_tree *t, size_t max_nodes,
                         uint64_t *trunc_nodes, uint64_t *trunc_total);
+
+/* The tree as a flamegraph's levels (Pyroscope's flamebearer, Grafana's
+ * FlameGraph): level d holds the nodes at depth d (the root, named
+ * "total", is level 0) left to right, 4 values each: [x − where the node
+ * before it on the level ends, total, self, name index].  Same nodes and
+ * order as query_tree_json (max_nodes alike); values in whole units of the
+ * tree (averages of gauges rounded). */
+typedef struct {
+    int64_t *v;          /* 4 values a node */
+    size_t n, cap;       /* values */
+} query_level;
+
+typedef struct {
+    query_level *levels;
+    size_t n_levels;
+    const char **names;  /* the reader's strings (function names; not NUL-terminated with lines) */
+    uint32_t *name_lens;
+    size_t n_names;
+    int64_t total, max_self;
+    uint64_t trunc_nodes, trunc_total;  /* as query_tree_json's, raw values */
+    int width;           /* values a node: 4, or 7 for a diff */
+    int64_t left_total, right_total;    /* a diff's */
+} query_levels;
+
+int query_levels_build(store_reader *r, const query_tree *t, size_t max_nodes, query_levels *out);
+/* Two trees of one reader as one (Pyroscope's "double" flamebearer): the
+ * union of their nodes, children by left + right total descending then
+ * name, 7 values a node: [left x offset, left total, left self, right x
+ * offset, right total, right self, name index], each side's offsets on its
+ * own.  max_nodes keeps the largest left + right totals.  total is
+ * left_total + right_total, max_self the largest self of either side. */
+int query_levels_diff_build(store_reader *r, const query_tree *left, const query_tree *right, size_t max_nodes,
+                            query_levels *out);
+void query_levels_free(query_levels *l);
+/* "names":[...],"levels":[[...],...] (members of an object). */
+void query_levels_json_write(query_buf *b, const query_levels *l);
 
 /* Trees as a speedscope file: one "sampled" profile per tree (named by
  * names[i], in the tree's own unit), frames shared. */

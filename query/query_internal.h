@@ -16,10 +16,15 @@ typedef struct {
     uint32_t n_edges;
     uint64_t trunc_nodes;  /* nodes left out by max_nodes */
     uint64_t trunc_total;  /* sum of their self values */
+    uint32_t *child_at;    /* query_view_build's: per node id < n_ids, where its children start in
+                              edges + 1 (0: none); NULL in a view made by hand (binary search) */
+    uint32_t n_ids;
 } query_view;
 
 int query_view_build(store_reader *r, const query_tree *t, size_t max_nodes, query_view *v);
 void query_view_free(query_view *v);
+/* Fills child_at for a view whose edges are sorted by parent (node ids < n_ids). */
+int query_view_index(query_view *v, uint32_t n_ids);
 /* The children of node p: edges[*first .. *first + answer). */
 uint32_t query_view_children(const query_view *v, uint32_t p, uint32_t *first);
 

@@ -62,6 +62,9 @@ static const route_entry routes[] = {
     { "/api/v1/timeline", ROUTE_TIMELINE, "GET", SRV_SCOPE_READ, 0 },
     { "/api/v1/variance", ROUTE_VARIANCE, "GET", SRV_SCOPE_READ, 0 },
     { "/api/v1/hotspots/metrics", ROUTE_HOTSPOTS, "GET", SRV_SCOPE_READ, 0 },
+    { "/querier.v1.QuerierService/{name}", ROUTE_CONNECT, "POST", 0, SRV_SCOPE_READ },
+    { "/pyroscope/render", ROUTE_RENDER, "GET", SRV_SCOPE_READ, 0 },
+    { "/pyroscope/render-diff", ROUTE_RENDER_DIFF, "GET", SRV_SCOPE_READ, 0 },
     { "/healthz", ROUTE_HEALTHZ, "GET", SRV_SCOPE_OPEN, 0 },
     { "/metrics", ROUTE_METRICS, "GET", SRV_SCOPE_METRICS, 0 },
     { "/", ROUTE_WEB, "GET", SRV_SCOPE_OPEN, 0 },
@@ -153,6 +156,9 @@ static enum MHD_Result dispatch(srv_request *rq)
     case ROUTE_HEALTHZ: return srv_handle_healthz(rq);
     case ROUTE_METRICS: return srv_handle_metrics(rq);
     case ROUTE_WEB: return srv_handle_web(rq);
+    case ROUTE_CONNECT: return srv_handle_connect(rq);
+    case ROUTE_RENDER: return srv_handle_render(rq);
+    case ROUTE_RENDER_DIFF: return srv_handle_render_diff(rq);
     default: return srv_reply_error(rq, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", rq->url);
     }
 }
@@ -231,6 +237,7 @@ static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, 
     const route_entry *re = route_of(url, &rq->route, &rq->route_arg);
     const char *allowed = re ? re->methods : NULL;
     rq->allowed = allowed;
+    rq->connect = rq->route == ROUTE_CONNECT; /* every answer a Connect error (connect.c) */
     /* First the target cut by uri_received: refused whatever else. */
     if (rq->uri_len > SRV_MAX_URI)
         return srv_reply_error(rq, MHD_HTTP_URI_TOO_LONG,

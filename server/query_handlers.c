@@ -32,28 +32,67 @@ static json_t *string_array(char **items, size_t n)
     return a;
 }
 
-/* ext: where the selector's profiles are, when the range held none. */
-static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_series_set *set,
-                                  const query_tree *t, int64_t from, int64_t until, size_t max_nodes,
-                                  const query_extent *ext)
+/* The answer's members other than the tree: type, unit, figures, what was
+ * left out, where the selector's profiles are (ext, when the range held
+ * none). */
+static json_t *tree_envelope(const query_series_set *set, const query_tree *t, int64_t from, int64_t until,
+                             uint64_t tn, uint64_t tt, const query_extent *ext)
 {
-    uint64_t tn = 0, tt = 0;
-    json_t *tree = query_tree_json(r, t, max_nodes, &tn, &tt);
-    json_t *o = json_pack("{s:s?,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:{s:I,s:o},s:o}",
+    json_t *o = json_pack("{s:s?,s:s,s:s,s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:{s:I,s:o}}",
                           "type", set->type[0] ? set->type : NULL, "unit", t->unit, "aggregation",
                           query_aggregation_name(t), "from", query_time_json(from), "until", query_time_json(until),
                           "total", query_value_json(t, t->grand_total), "samples",
                           query_samples_json(t->samples, t->samples_unknown), "profiles", (json_int_t)t->profiles,
                           "series", (json_int_t)t->series, "other_types",
                           string_array(set->other_types, set->n_other_types), "truncated", "nodes", (json_int_t)tn,
-                          "total", query_value_json(t, tt), "tree", tree);
+                          "total", query_value_json(t, tt));
     if (o && t->inexact) json_object_set_new(o, "approximate", json_true());
     if (o && t->n_other_units) {
         json_object_set_new(o, "other_units", string_array(t->other_units, t->n_other_units));
         json_object_set_new(o, "skipped_profiles", json_integer((json_int_t)t->skipped_profiles));
     }
     query_extent_json(o, ext);
-    return srv_reply_json(rq, 200, o);
+    return o;
+}
+
+/* The envelope, then the tree ("tree": nested JSON) or the levels
+ * ("names", "levels", "max_self"), written as they are walked: no jansson
+ * value per node (query/encode_tree.c, encode_levels.c). */
+static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_series_set *set,
+                                  const query_tree *t, int64_t from, int64_t until, size_t max_nodes,
+                                  int levels, const query_extent *ext)
+{
+    query_buf tree = { 0 }, b = { 0 };
+    query_levels lv;
+    uint64_t tn = 0, tt = 0;
+    int rc = levels ? query_levels_build(r, t, max_nodes, &lv) : query_tree_json_write(&tree, r, t, max_nodes, &tn, &tt);
+    if (rc) {
+        query_buf_free(&tree);
+        return srv_reply_json(rq, 500, NULL);
+    }
+    if (levels) {
+        tn = lv.trunc_nodes;
+        tt = lv.trunc_total;
+    }
+    json_t *o = tree_envelope(set, t, from, until, tn, tt, ext);
+    query_buf_object_open(&b, o);
+    json_decref(o);
+    if (levels) {
+        query_buf_put(&b, ",", 1);
+        query_levels_json_write(&b, &lv);
+        query_buf_puts(&b, ",\"max_self\":");
+        query_buf_i64(&b, lv.max_self);
+        query_levels_free(&lv);
+    } else {
+        query_buf_puts(&b, ",\"tree\":");
+        query_buf_put(&b, tree.data, tree.len);
+        query_buf_free(&tree);
+    }
+    query_buf_puts(&b, "}\n");
+    size_t len;
+    char *text = query_buf_take(&b, &len);
+    if (!text) return srv_reply_error(rq, 500, "out of memory encoding the answer");
+    return srv_reply_bytes(rq, 200, "application/json", text, len, 1);
 }
 
 /* One group of a group-by answer, merged. */
@@ -66,10 +105,10 @@ static void group_name(const query_group_by *by, const query_group *g, char *buf
         len += (size_t)snprintf(buf + len, cap - len, "%s%s=%s", i ? "," : "", by->keys[i], g->values[i]);
 }
 
-/* group_by: every group merged, sorted by total; JSON trees or speedscope. */
+/* group_by: every group merged, sorted by total; JSON trees, levels or speedscope. */
 static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const query_series_set *set,
                                     const query_group_by *by, int64_t from, int64_t until, size_t max_nodes,
-                                    int speedscope, const query_extent *ext)
+                                    int speedscope, int levels, const query_extent *ext)
 {
     char err[256];
     query_group *g;
@@ -101,27 +140,58 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
         res = srv_reply_json(rq, 200, o);
         goto out;
     }
-    json_t *groups = json_array();
-    for (size_t i = 0; groups && i < ng; i++) {
-        uint64_t tn, tt;
-        const query_tree *t = &gt[i].tree;
-        json_t *e = json_pack("{s:o,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:I},s:o}", "labels",
-                              query_group_labels_json(by, &g[gt[i].group]), "unit", t->unit, "total",
-                              query_value_json(t, t->grand_total), "samples", query_samples_json(t->samples, t->samples_unknown), "profiles",
-                              (json_int_t)t->profiles, "series", (json_int_t)t->series, "truncated", "nodes",
-                              (json_int_t)0, "total", (json_int_t)0, "tree", query_tree_json(r, t, max_nodes, &tn, &tt));
-        if (e) {
-            json_t *tr = json_object_get(e, "truncated");
-            json_object_set_new(tr, "nodes", json_integer((json_int_t)tn));
-            json_object_set_new(tr, "total", query_value_json(t, tt));
-            json_array_append_new(groups, e);
-        }
-    }
-    json_t *o = json_pack("{s:s?,s:o,s:o,s:o,s:o}", "type", set->type[0] ? set->type : NULL, "from",
+    /* the groups' trees (or levels) written as they are walked, each
+     * after its group's figures; the list after the answer's own members */
+    query_buf b = { 0 };
+    json_t *o = json_pack("{s:s?,s:o,s:o,s:o}", "type", set->type[0] ? set->type : NULL, "from",
                           query_time_json(from), "until", query_time_json(until), "other_types",
-                          string_array(set->other_types, set->n_other_types), "groups", groups);
+                          string_array(set->other_types, set->n_other_types));
     query_extent_json(o, ext);
-    res = srv_reply_json(rq, 200, o);
+    query_buf_object_open(&b, o);
+    json_decref(o);
+    query_buf_puts(&b, ",\"groups\":[");
+    for (size_t i = 0; i < ng && !b.failed; i++) {
+        uint64_t tn = 0, tt = 0;
+        const query_tree *t = &gt[i].tree;
+        query_buf tree = { 0 };
+        query_levels lv;
+        int rc = levels ? query_levels_build(r, t, max_nodes, &lv)
+                        : query_tree_json_write(&tree, r, t, max_nodes, &tn, &tt);
+        if (rc) {
+            b.failed = 1;
+            break;
+        }
+        if (levels) {
+            tn = lv.trunc_nodes;
+            tt = lv.trunc_total;
+        }
+        json_t *e = json_pack("{s:o,s:s,s:o,s:o,s:I,s:I,s:{s:I,s:o}}", "labels",
+                              query_group_labels_json(by, &g[gt[i].group]), "unit", t->unit, "total",
+                              query_value_json(t, t->grand_total), "samples",
+                              query_samples_json(t->samples, t->samples_unknown), "profiles",
+                              (json_int_t)t->profiles, "series", (json_int_t)t->series, "truncated", "nodes",
+                              (json_int_t)tn, "total", query_value_json(t, tt));
+        if (i) query_buf_put(&b, ",", 1);
+        query_buf_object_open(&b, e);
+        json_decref(e);
+        if (levels) {
+            query_buf_put(&b, ",", 1);
+            query_levels_json_write(&b, &lv);
+        query_buf_puts(&b, ",\"max_self\":");
+        query_buf_i64(&b, lv.max_self);
+            query_levels_free(&lv);
+        } else {
+            query_buf_puts(&b, ",\"tree\":");
+            query_buf_put(&b, tree.data, tree.len);
+            query_buf_free(&tree);
+        }
+        query_buf_put(&b, "}", 1);
+    }
+    query_buf_puts(&b, "]}\n");
+    size_t len;
+    char *text = query_buf_take(&b, &len);
+    res = text ? srv_reply_bytes(rq, 200, "application/json", text, len, 1)
+               : srv_reply_error(rq, 500, "out of memory encoding the answer");
 out:
     query_group_trees_free(gt, gt ? ng : 0);
     query_groups_free(g, ng);
@@ -137,18 +207,18 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     int64_t from, until;
     uint64_t max_nodes;
     const char *format = srv_param(rq, "format");
-    if (format && strcmp(format, "json") && strcmp(format, "folded") && strcmp(format, "speedscope") &&
-        strcmp(format, "pprof"))
+    if (format && strcmp(format, "json") && strcmp(format, "levels") && strcmp(format, "folded") &&
+        strcmp(format, "speedscope") && strcmp(format, "pprof"))
         return srv_reply_error(rq, 400,
-                               "parameter 'format': unknown format '%s' (supported: json, folded, speedscope, pprof)",
-                               format);
+                               "parameter 'format': unknown format '%s' (supported: json, levels, folded, speedscope, "
+                               "pprof)", format);
     int folded = format && !strcmp(format, "folded"), speedscope = format && !strcmp(format, "speedscope");
-    int pprof = format && !strcmp(format, "pprof");
+    int pprof = format && !strcmp(format, "pprof"), levels = format && !strcmp(format, "levels");
     uint64_t lines = 0;
     if (srv_param_uint(rq, "max_nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes) ||
         srv_param_uint(rq, "lines", 0, 1, &lines))
         return MHD_YES;
-    if (lines && (folded || speedscope))
+    if (lines && (folded || speedscope || levels))
         return srv_reply_error(rq, 400, "parameter 'lines': format=%s has function names only (use json or pprof)",
                                format);
     if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
@@ -181,7 +251,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     query_extent ext = { 0 };
     if (!set.n_series && !folded && !pprof && !speedscope && query_extent_find(r, &sel, &ext)) ext.found = 0;
     if (grouped) {
-        res = reply_groups(rq, r, &set, &by, from, until, (size_t)max_nodes, speedscope, &ext);
+        res = reply_groups(rq, r, &set, &by, from, until, (size_t)max_nodes, speedscope, levels, &ext);
         goto out_set;
     }
     int mrc;
@@ -204,7 +274,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
         const char *names[1] = { set.type[0] ? set.type : "profile" };
         res = srv_reply_json(rq, 200, query_trees_speedscope(r, trees, names, 1, names[0]));
     } else {
-        res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes, &ext);
+        res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes, levels, &ext);
     }
     query_tree_free(&t);
 out_set:

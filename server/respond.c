@@ -78,6 +78,9 @@ enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ..
         for (char *p = msg; *p; p++)
             if ((unsigned char)*p >= 0x80) *p = '?';
     if (status >= 500) srv_log("%s %s: %d %s", rq->method, rq->url, status, msg);
+    /* a Connect call's errors are Connect's (connect.c) */
+    if (rq->connect) return srv_reply_json(rq, status, json_pack("{s:s,s:s}", "code", srv_connect_code(status),
+                                                                 "message", msg));
     json_t *o = json_object();
     if (o) json_object_set_new(o, "error", json_string(msg));
     return srv_reply_json(rq, status, o);

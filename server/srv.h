@@ -38,7 +38,8 @@
 typedef enum {
     ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_OTLP, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
     ROUTE_SERIES, ROUTE_TOP, ROUTE_STABILITY, ROUTE_COMPARE, ROUTE_DIFF, ROUTE_TIMELINE,
-    ROUTE_VARIANCE, ROUTE_HOTSPOTS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_UNKNOWN, ROUTE_COUNT
+    ROUTE_VARIANCE, ROUTE_HOTSPOTS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_CONNECT, ROUTE_RENDER,
+    ROUTE_RENDER_DIFF, ROUTE_UNKNOWN, ROUTE_COUNT
 } srv_route;
 
 #define SRV_STATUS_SLOTS 16
@@ -147,6 +148,8 @@ typedef struct {
     const char *allowed;   /* the route's methods, for the Allow header */
     int scoped;            /* acts for tenant (--auth): reads and writes are scoped to it */
     char tenant[SRV_TENANT_MAX + 1];
+    int connect;           /* a Connect call (connect.c): errors are {"code", "message"} */
+    int connect_json;      /* ... in application/json (else application/proto) */
     void *job;             /* a handler's state across a suspension */
     void (*job_free)(void *job);
 } srv_request;
@@ -295,6 +298,32 @@ enum MHD_Result srv_handle_hotspots(srv_request *rq);
 enum MHD_Result srv_handle_healthz(srv_request *rq);
 enum MHD_Result srv_handle_metrics(srv_request *rq);
 enum MHD_Result srv_handle_web(srv_request *rq);
+/* grafana_handlers.c: Grafana's Pyroscope data source (issue 11, point 3) */
+enum MHD_Result srv_handle_connect(srv_request *rq);
+enum MHD_Result srv_handle_render(srv_request *rq);
+enum MHD_Result srv_handle_render_diff(srv_request *rq);
+
+/* connect.c: the Connect protocol's unary calls. */
+struct ProtobufCMessage;
+struct ProtobufCMessageDescriptor;
+/* The Connect error code of an HTTP status (400 invalid_argument, 401
+ * unauthenticated, 404 not_found, 503 unavailable, ...). */
+const char *srv_connect_code(int status);
+/* A Connect error {"code", "message"} with the HTTP status given. */
+enum MHD_Result srv_connect_error(srv_request *rq, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The request's message (application/proto or application/json, gzip'd or
+ * not); answers 0, or replies the Connect error itself and answers -1.
+ * Free *out with protobuf_c_message_free_unpacked. */
+int srv_connect_read(srv_request *rq, const struct ProtobufCMessageDescriptor *d, struct ProtobufCMessage **out);
+/* The answer m in the request's codec. */
+enum MHD_Result srv_connect_reply(srv_request *rq, const struct ProtobufCMessage *m);
+/* The same for a message already packed (malloc'd; taken). */
+enum MHD_Result srv_connect_reply_packed(srv_request *rq, const struct ProtobufCMessageDescriptor *d, void *packed,
+                                         size_t len);
+/* m in protobuf's JSON mapping (lowerCamelCase keys, 64-bit integers as
+ * strings, defaults left out). */
+void srv_protojson_write(query_buf *b, const struct ProtobufCMessage *m);
 
 /* workpool.c */
 int srv_workpool_start(srv_workpool **out, unsigned n_threads);

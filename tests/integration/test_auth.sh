@@ -116,6 +116,20 @@ OTLP_MIN='{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"sampleType":{"ty
 "functionTable":[{},{"nameStrindex":3}],"locationTable":[{},{"lines":[{"functionIndex":1}]}],
 "stackTable":[{},{"locationIndices":[1]}]}}'
 
+# A Connect call's errors are Connect's {"code", "message"}
+# (server/connect.c): checked for the code of the status, then read as
+# {"error": message}.
+connect_as_error() {
+    [[ "$1" == /querier.* ]] || return 0
+    local code
+    code=$(jq -r .code <<<"$BODY")
+    case $STATUS in
+    401) [ "$code" = unauthenticated ] || fail "$1: Connect code $code for HTTP 401" ;;
+    403) [ "$code" = permission_denied ] || fail "$1: Connect code $code for HTTP 403" ;;
+    esac
+    BODY=$(jq -c '{error: .message}' <<<"$BODY")
+}
+
 test_auth_every_endpoint() {
     start_auth_server
     local table path methods gs os route m scope sname url good bad n=0 pushed=0 push_body
@@ -142,11 +156,14 @@ test_auth_every_endpoint() {
             esac
             sname=$(tr A-Z a-z <<<"${scope#SRV_SCOPE_}")
             BODY_IN=$'a;b 1\n' areq "$m" "" "$url"
+            connect_as_error "$path"
             assert_401 "$m $url without a token" "needs a token with the '$sname' scope"
             BODY_IN=$'a;b 1\n' areq "$m" "tok-not-in-the-file" "$url"
+            connect_as_error "$path"
             assert_401 "$m $url, unknown token" "not known"
             if [ -n "$bad" ]; then
                 ORG=a BODY_IN=$'a;b 1\n' areq "$m" "$bad" "$url"
+                connect_as_error "$path"
                 assert_error "$m $url, token without the scope" 403 "needs the '$sname' scope"
             fi
             ORG=a BODY_IN=$push_body areq "$m" "$good" "$url" query=nothing
@@ -361,6 +378,8 @@ declare -A ISO=(
     [/api/v1/timeline]='query=shop|step=60'
     [/api/v1/variance]='query=shop|step=60'
     [/api/v1/hotspots/metrics]='query=shop|group_by=host|range=1h'
+    [/pyroscope/render]='query=shop'
+    [/pyroscope/render-diff]='leftQuery=shop|rightQuery=shop{host=~"host-.*"}|rightFrom=T60'
 )
 # more cases of the same endpoints
 ISO_MORE=(
@@ -435,6 +454,7 @@ test_tenant_isolation_every_read_endpoint() {
     while IFS='|' read -r path methods gs os route; do
         [ "$gs" = SRV_SCOPE_READ ] || continue
         n=$((n + 1))
+        # the fleet registry holds no stored data and its answers carry times:
         [ -n "${ISO[$path]:-}" ] || fail "read endpoint $path has no tenant isolation case in test_auth.sh (ISO)"
     done <<<"$table"
     assert_ge "read endpoints" 11 "$n"
