@@ -19,6 +19,19 @@
  * without locations gets the single frame "[unknown]", so totals match
  * `go tool pprof`'s.
  *
+ * Decoding.  A body is read by pprof_wire.c straight into flat arrays
+ * (pprof_flat.h): no struct per Sample, Location or Line, strings copied
+ * once into one block.  (protobuf-c's unpack allocated all of those, and
+ * ids were found by bsearch six times a frame: 36 ms for a 2,000-stack
+ * profile, 12 times the same stacks as folded text; now 3 ms, issue 11
+ * point 6, bench/bench_pprof_ingest.c.)  OTLP hands
+ * protobuf-c structs it built (ingest_pprof_decode): they are copied into
+ * the same flat form.  Ids are found through a direct table (ids 1..n, as
+ * every producer numbers them) or, when sparse, a sorted one; each is
+ * looked up once: a sample's locations, a line's function and a
+ * location's mapping are resolved to indices while they are checked.  Of
+ * two messages with one id, the first counts.
+ *
  * Stacks.  Sample.location_id[0] is the leaf; stacks are written root
  * first into one arena, sized exactly in a first pass so it never moves
  * once stacks point into it.  Every profile's stacks point into the first
@@ -71,27 +84,48 @@
 #include <string.h>
 
 #include "../storage/frame.h"
+#include "pprof_flat.h"
 #include "profile.pb-c.h"
-
-typedef Perftools__Profiles__Profile pb_profile;
 
 typedef struct { uint64_t id; size_t idx; } id_slot;
 
 static int slot_cmp(const void *a, const void *b)
 {
-    uint64_t x = ((const id_slot *)a)->id, y = ((const id_slot *)b)->id;
-    return (x > y) - (x < y);
+    const id_slot *x = a, *y = b;
+    if (x->id != y->id) return (x->id > y->id) - (x->id < y->id);
+    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* An id -> index table: sorted, searched by bsearch. */
-typedef struct { id_slot *s; size_t n; } id_index;
+/* An id -> index table: direct (dense[id] = index + 1, 0 when absent)
+ * when the ids are at most a few times their number, else sorted by id
+ * then index and searched.  The first of equal ids wins in both. */
+typedef struct {
+    uint32_t *dense;
+    uint64_t dense_n;
+    id_slot *s;
+    size_t n;
+} id_index;
 
-static int index_build(id_index *ix, size_t n, uint64_t (*id_of)(const pb_profile *, size_t), const pb_profile *pb)
+static int index_build(id_index *ix, size_t n, const void *items, size_t stride)
 {
+    const char *it = items;
+    uint64_t max = 0;
+    memset(ix, 0, sizeof *ix);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = *(const uint64_t *)(const void *)(it + i * stride);
+        if (id > max) max = id;
+    }
+    if (n < UINT32_MAX && max < 4 * (uint64_t)n + 1024) {
+        ix->dense_n = max + 1;
+        ix->dense = calloc((size_t)ix->dense_n, sizeof *ix->dense);
+        if (!ix->dense) return -1;
+        for (size_t i = n; i-- > 0;) ix->dense[*(const uint64_t *)(const void *)(it + i * stride)] = (uint32_t)i + 1;
+        return 0;
+    }
     ix->n = n;
     ix->s = malloc((n ? n : 1) * sizeof *ix->s);
     if (!ix->s) return -1;
-    for (size_t i = 0; i < n; i++) ix->s[i] = (id_slot){ id_of(pb, i), i };
+    for (size_t i = 0; i < n; i++) ix->s[i] = (id_slot){ *(const uint64_t *)(const void *)(it + i * stride), i };
     qsort(ix->s, n, sizeof *ix->s, slot_cmp);
     return 0;
 }
@@ -99,19 +133,33 @@ static int index_build(id_index *ix, size_t n, uint64_t (*id_of)(const pb_profil
 /* Answers the index of id, or -1. */
 static long index_find(const id_index *ix, uint64_t id)
 {
-    id_slot key = { id, 0 };
-    const id_slot *s = bsearch(&key, ix->s, ix->n, sizeof *ix->s, slot_cmp);
-    return s ? (long)s->idx : -1;
+    if (ix->dense) return id < ix->dense_n ? (long)ix->dense[id] - 1 : -1;
+    size_t lo = 0, hi = ix->n; /* the first slot whose id >= id */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->s[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < ix->n && ix->s[lo].id == id ? (long)ix->s[lo].idx : -1;
 }
 
-static uint64_t loc_id(const pb_profile *pb, size_t i) { return pb->location[i]->id; }
-static uint64_t fn_id(const pb_profile *pb, size_t i) { return pb->function[i]->id; }
-static uint64_t map_id(const pb_profile *pb, size_t i) { return pb->mapping[i]->id; }
+static void index_free(id_index *ix)
+{
+    free(ix->dense);
+    free(ix->s);
+}
 
 /* Everything decoding needs while it runs. */
 typedef struct {
-    const pb_profile *pb;
+    const pprof_flat *pb;
     id_index locs, fns, maps;
+    size_t *sample_loc; /* per location id of a sample (as pb->location_ids): its location's index */
+    long *line_fn;      /* per line: its function's index, -1 without one */
+    long *loc_map;      /* per location: its mapping's index, -1 without one */
+    size_t *fn_len;     /* per function: its name's length once measured and found UTF-8, else SIZE_MAX */
+    size_t *keep;       /* per used sample: its kept locations (sample_keep's *m) */
+    uint32_t *take;     /* per used sample: the frames its root-most kept location gives */
+    unsigned char *cut; /* per used sample: whether frames were cut */
     char *loc_text;     /* per location: its needed frames, caller first, joined by ';' */
     size_t *loc_off;    /* n_location + 1 offsets into loc_text */
     uint32_t *loc_need; /* per location: how many of its leaf-most frames a kept stack uses */
@@ -163,17 +211,22 @@ static const char *field_at(const decoder *d, int64_t i)
  * it would repeat the binary's path in every distinct frame (+0.2 bytes a
  * stored pair in bench_storage's pprof case) for nothing a line view can
  * use; a frame without a name is already named after it. */
-static size_t location_put(const decoder *d, const Perftools__Profiles__Location *loc, long fi, int64_t line, char *buf)
+static size_t location_put(const decoder *d, size_t li, long fi, int64_t line, char *buf)
 {
-    const char *file = fi >= 0 ? field_at(d, d->pb->function[fi]->filename) : NULL, *map = NULL, *bid = NULL;
+    const char *file = fi >= 0 ? field_at(d, d->pb->function[fi].filename) : NULL, *map = NULL, *bid = NULL;
     if (!file && line <= 0) return 0;
-    long m = loc->mapping_id ? index_find(&d->maps, loc->mapping_id) : -1;
+    long m = d->loc_map[li];
     if (m >= 0) {
-        map = field_at(d, d->pb->mapping[m]->filename);
-        bid = field_at(d, d->pb->mapping[m]->build_id);
+        map = field_at(d, d->pb->mapping[m].filename);
+        bid = field_at(d, d->pb->mapping[m].build_id);
     }
-    char num[24] = "";
-    if (line > 0) snprintf(num, sizeof num, "%" PRId64, line);
+    char num[24] = "", digits[24];
+    if (line > 0) { /* in decimal, without snprintf's cost (one call a frame) */
+        size_t n = 0;
+        for (uint64_t v = (uint64_t)line; v; v /= 10) digits[n++] = (char)('0' + v % 10);
+        for (size_t i = 0; i < n; i++) num[i] = digits[n - 1 - i];
+        num[n] = '\0';
+    }
     const char *f[4] = { file, num, map, bid };
     const size_t max[4] = { MAX_FILE, sizeof num, MAX_FILE, MAX_BUILD_ID };
     size_t pos = 0;
@@ -186,12 +239,13 @@ static size_t location_put(const decoder *d, const Perftools__Profiles__Location
 }
 
 /* The name of a location without a function name. */
-static void fallback_name(const decoder *d, const Perftools__Profiles__Location *loc, char *out, size_t cap)
+static void fallback_name(const decoder *d, size_t li, char *out, size_t cap)
 {
-    long m = loc->mapping_id ? index_find(&d->maps, loc->mapping_id) : -1;
-    const char *file = m >= 0 ? str_at(d, d->pb->mapping[m]->filename) : NULL;
+    const pprof_location *loc = &d->pb->location[li];
+    long m = d->loc_map[li];
+    const char *file = m >= 0 ? str_at(d, d->pb->mapping[m].filename) : NULL;
     if (file && *file) {
-        const Perftools__Profiles__Mapping *mp = d->pb->mapping[m];
+        const pprof_mapping *mp = &d->pb->mapping[m];
         const char *base = strrchr(file, '/');
         uint64_t off = loc->address - mp->memory_start + mp->file_offset;
         snprintf(out, cap, "%s+0x%" PRIx64, base && base[1] ? base + 1 : file, off);
@@ -203,18 +257,27 @@ static void fallback_name(const decoder *d, const Perftools__Profiles__Location 
 /* The frames of a location: its lines, or 1 when it has none. */
 static uint64_t loc_frames(const decoder *d, size_t li)
 {
-    size_t n = d->pb->location[li]->n_line;
+    size_t n = d->pb->location[li].n_line;
     return n ? n : 1;
 }
 
 /* Checks that every line of every location names a function of the
- * profile whose name is in the string table. */
+ * profile whose name is in the string table; notes each line's function
+ * and each location's mapping. */
 static ingest_status check_locations(decoder *d)
 {
-    for (size_t li = 0; li < d->pb->n_location; li++) {
-        const Perftools__Profiles__Location *loc = d->pb->location[li];
+    const pprof_flat *pb = d->pb;
+    d->line_fn = malloc((pb->n_lines ? pb->n_lines : 1) * sizeof *d->line_fn);
+    d->loc_map = malloc((pb->n_location ? pb->n_location : 1) * sizeof *d->loc_map);
+    d->fn_len = malloc((pb->n_function ? pb->n_function : 1) * sizeof *d->fn_len);
+    if (!d->line_fn || !d->loc_map || !d->fn_len) return INGEST_ENOMEM;
+    for (size_t i = 0; i < pb->n_function; i++) d->fn_len[i] = SIZE_MAX;
+    for (size_t li = 0; li < pb->n_location; li++) {
+        const pprof_location *loc = &pb->location[li];
+        d->loc_map[li] = loc->mapping_id ? index_find(&d->maps, loc->mapping_id) : -1;
         for (size_t k = 0; k < loc->n_line; k++) {
-            const Perftools__Profiles__Line *ln = loc->line[k];
+            const pprof_line *ln = &pb->lines[loc->line0 + k];
+            d->line_fn[loc->line0 + k] = -1;
             if (!ln->function_id) continue;
             long fi = index_find(&d->fns, (uint64_t)ln->function_id);
             if (fi < 0) {
@@ -222,11 +285,12 @@ static ingest_status check_locations(decoder *d)
                          loc->id, k, ln->function_id);
                 return INGEST_EINVAL;
             }
-            if (!str_at(d, d->pb->function[fi]->name)) {
+            if (!str_at(d, pb->function[fi].name)) {
                 snprintf(d->err, d->errlen, "function %" PRIu64 ": name index %" PRId64 " is outside the string table (%zu strings)",
-                         d->pb->function[fi]->id, d->pb->function[fi]->name, d->pb->n_string_table);
+                         pb->function[fi].id, pb->function[fi].name, pb->n_string_table);
                 return INGEST_EINVAL;
             }
+            d->line_fn[loc->line0 + k] = fi;
         }
     }
     return INGEST_OK;
@@ -236,33 +300,39 @@ static ingest_status check_locations(decoder *d)
  * location (need <= its frames), caller first. */
 static ingest_status location_frames(decoder *d, size_t li, uint32_t need, char *buf, size_t *len)
 {
-    const Perftools__Profiles__Location *loc = d->pb->location[li];
+    const pprof_location *loc = &d->pb->location[li];
     size_t pos = 0;
     uint32_t n = 0;
     char fb[300];
     for (size_t k = need < loc->n_line ? need : loc->n_line; k-- > 0;) {
-        const Perftools__Profiles__Line *ln = loc->line[k];
-        long fi = ln->function_id ? index_find(&d->fns, (uint64_t)ln->function_id) : -1; /* found: check_locations */
-        const char *name = fi >= 0 ? str_at(d, d->pb->function[fi]->name) : NULL;
-        if (!name || !*name) {
-            fallback_name(d, loc, fb, sizeof fb);
-            name = fb;
-        }
-        size_t nl = strlen(name);
-        if (!ingest_utf8_valid(name, nl)) {
-            snprintf(d->err, d->errlen, "location %" PRIu64 ": function name is not valid UTF-8", loc->id);
-            return INGEST_EINVAL;
+        const pprof_line *ln = &d->pb->lines[loc->line0 + k];
+        long fi = d->line_fn[loc->line0 + k];
+        const char *name = fi >= 0 ? str_at(d, d->pb->function[fi].name) : NULL;
+        size_t nl;
+        if (name && *name && d->fn_len[fi] != SIZE_MAX) {
+            nl = d->fn_len[fi]; /* measured and checked before */
+        } else {
+            if (!name || !*name) {
+                fallback_name(d, li, fb, sizeof fb);
+                name = fb;
+            }
+            nl = strlen(name);
+            if (!ingest_utf8_valid(name, nl)) {
+                snprintf(d->err, d->errlen, "location %" PRIu64 ": function name is not valid UTF-8", loc->id);
+                return INGEST_EINVAL;
+            }
+            if (name != fb) d->fn_len[fi] = nl;
         }
         if (n) {
             if (buf) buf[pos] = ';';
             pos++;
         }
         pos += frame_put(buf ? buf + pos : NULL, name, nl);
-        pos += location_put(d, loc, fi, ln->line, buf ? buf + pos : NULL);
+        pos += location_put(d, li, fi, ln->line, buf ? buf + pos : NULL);
         n++;
     }
     if (!n && need) {
-        fallback_name(d, loc, fb, sizeof fb);
+        fallback_name(d, li, fb, sizeof fb);
         pos = frame_put(buf, fb, strlen(fb));
     }
     *len = pos;
@@ -300,10 +370,11 @@ static ingest_status render_locations(decoder *d)
 static const char unknown_frame[] = "[unknown]";
 
 /* Whether a sample has a value in some type (else it is in no profile). */
-static int sample_used(const Perftools__Profiles__Sample *s)
+static int sample_used(const decoder *d, const pprof_sample *s)
 {
-    for (size_t v = 0; v < s->n_value; v++)
-        if (s->value[v]) return 1;
+    const int64_t *value = d->pb->values + s->val0;
+    for (size_t v = 0; v < s->n_val; v++)
+        if (value[v]) return 1;
     return 0;
 }
 
@@ -311,13 +382,14 @@ static int sample_used(const Perftools__Profiles__Sample *s)
  * INGEST_MAX_DEPTH frames without rendering any: its *m leaf-most
  * locations, the last (root-most) of which gives its *take leaf-most
  * frames.  Answers 1 when frames were cut.  Locations were checked. */
-static int sample_keep(const decoder *d, const Perftools__Profiles__Sample *s, size_t *m, uint32_t *take)
+static int sample_keep(const decoder *d, const pprof_sample *s, size_t *m, uint32_t *take)
 {
+    const size_t *locs = d->sample_loc + s->loc0;
     uint64_t left = INGEST_MAX_DEPTH;
     size_t k = 0;
     *take = 0;
-    for (; k < s->n_location_id && left; k++) {
-        uint64_t n = loc_frames(d, (size_t)index_find(&d->locs, s->location_id[k]));
+    for (; k < s->n_loc && left; k++) {
+        uint64_t n = loc_frames(d, locs[k]);
         *take = (uint32_t)(n < left ? n : left);
         left -= *take;
         if (n > *take) {
@@ -326,7 +398,7 @@ static int sample_keep(const decoder *d, const Perftools__Profiles__Sample *s, s
         }
     }
     *m = k;
-    return k < s->n_location_id;
+    return k < s->n_loc;
 }
 
 /* Where the `take` leaf-most frames of location li start in its text. */
@@ -340,35 +412,42 @@ static size_t loc_suffix(const decoder *d, size_t li, uint32_t take)
     return i;
 }
 
-/* Checks a sample's values and locations, and notes in loc_need the
- * frames of each location that its kept stack uses. */
+/* Checks a sample's values and locations (resolved into sample_loc),
+ * notes what its stack keeps (keep, take, cut) and in loc_need the frames
+ * of each location that its kept stack uses. */
 static ingest_status sample_check(decoder *d, size_t si)
 {
-    const Perftools__Profiles__Sample *s = d->pb->sample[si];
-    if (s->n_value != d->pb->n_sample_type) {
-        snprintf(d->err, d->errlen, "sample %zu has %zu values for %zu sample types", si, s->n_value,
+    const pprof_sample *s = &d->pb->sample[si];
+    const int64_t *value = d->pb->values + s->val0;
+    const uint64_t *loc_id = d->pb->location_ids + s->loc0;
+    if (s->n_val != d->pb->n_sample_type) {
+        snprintf(d->err, d->errlen, "sample %zu has %zu values for %zu sample types", si, s->n_val,
                  d->pb->n_sample_type);
         return INGEST_EINVAL;
     }
-    for (size_t v = 0; v < s->n_value; v++) {
-        if (s->value[v] < 0 || (uint64_t)s->value[v] > INGEST_MAX_VALUE) {
-            snprintf(d->err, d->errlen, "sample %zu: value %" PRId64 " is negative or above %" PRIu64, si, s->value[v],
+    for (size_t v = 0; v < s->n_val; v++) {
+        if (value[v] < 0 || (uint64_t)value[v] > INGEST_MAX_VALUE) {
+            snprintf(d->err, d->errlen, "sample %zu: value %" PRId64 " is negative or above %" PRIu64, si, value[v],
                      (uint64_t)INGEST_MAX_VALUE);
             return INGEST_EINVAL;
         }
     }
-    for (size_t k = 0; k < s->n_location_id; k++) {
-        if (index_find(&d->locs, s->location_id[k]) < 0) {
-            snprintf(d->err, d->errlen, "sample %zu: location %" PRIu64 " is not in the profile", si, s->location_id[k]);
+    for (size_t k = 0; k < s->n_loc; k++) {
+        long li = index_find(&d->locs, loc_id[k]);
+        if (li < 0) {
+            snprintf(d->err, d->errlen, "sample %zu: location %" PRIu64 " is not in the profile", si, loc_id[k]);
             return INGEST_EINVAL;
         }
+        d->sample_loc[s->loc0 + k] = (size_t)li;
     }
-    if (!sample_used(s)) return INGEST_OK;
+    if (!sample_used(d, s)) return INGEST_OK;
     size_t m;
     uint32_t take;
-    sample_keep(d, s, &m, &take);
+    d->cut[si] = (unsigned char)sample_keep(d, s, &m, &take);
+    d->keep[si] = m;
+    d->take[si] = take;
     for (size_t k = 0; k < m; k++) {
-        size_t li = (size_t)index_find(&d->locs, s->location_id[k]);
+        size_t li = d->sample_loc[s->loc0 + k];
         uint32_t need = k + 1 < m ? (uint32_t)loc_frames(d, li) : take;
         if (need > d->loc_need[li]) d->loc_need[li] = need;
     }
@@ -379,16 +458,16 @@ static ingest_status sample_check(decoder *d, size_t si)
  * first; *truncated says whether frames were cut. */
 static size_t sample_write(const decoder *d, size_t si, char *buf, int *truncated)
 {
-    const Perftools__Profiles__Sample *s = d->pb->sample[si];
-    size_t m, pos = 0;
-    uint32_t take;
-    *truncated = sample_keep(d, s, &m, &take);
+    const pprof_sample *s = &d->pb->sample[si];
+    size_t m = d->keep[si], pos = 0;
+    uint32_t take = d->take[si];
+    *truncated = d->cut[si];
     if (!m) {
         if (buf) memcpy(buf, unknown_frame, sizeof unknown_frame - 1);
         return sizeof unknown_frame - 1;
     }
     for (size_t k = m; k-- > 0;) {
-        size_t li = (size_t)index_find(&d->locs, s->location_id[k]);
+        size_t li = d->sample_loc[s->loc0 + k];
         size_t from = k + 1 == m ? loc_suffix(d, li, take) : 0, n = d->loc_off[li + 1] - d->loc_off[li] - from;
         if (pos) {
             if (buf) buf[pos] = ';';
@@ -415,7 +494,7 @@ static ingest_status profile_labels(decoder *d, const ingest_profile *base, inge
 static ingest_status profile_setup(decoder *d, const ingest_profile *base, int window_given, size_t t,
                                    ingest_profile *p)
 {
-    const Perftools__Profiles__ValueType *vt = d->pb->sample_type[t];
+    const pprof_value_type *vt = &d->pb->sample_type[t];
     const char *type = str_at(d, vt->type), *unit = str_at(d, vt->unit);
     if (!type || !unit) {
         snprintf(d->err, d->errlen, "sample type %zu: string index outside the string table (%zu strings)", t,
@@ -454,7 +533,7 @@ static ingest_status profile_setup(decoder *d, const ingest_profile *base, int w
 
 static int type_is(const decoder *d, size_t t, const char *type, const char *unit)
 {
-    const Perftools__Profiles__ValueType *vt = d->pb->sample_type[t];
+    const pprof_value_type *vt = &d->pb->sample_type[t];
     const char *ty = str_at(d, vt->type), *un = str_at(d, vt->unit);
     return ty && un && (!type || strcmp(ty, type) == 0) && strcmp(un, unit) == 0;
 }
@@ -478,14 +557,16 @@ static long count_type(const decoder *d, size_t t)
  * period is of t's type and unit; else unknown. */
 static void set_samples(const decoder *d, size_t t, ingest_profile *p)
 {
-    const pb_profile *pb = d->pb;
+    const pprof_flat *pb = d->pb;
     long c = count_type(d, t);
     uint64_t n = 0;
     if (c >= 0) {
-        for (size_t i = 0; i < pb->n_sample; i++)
-            if (pb->sample[i]->value[t] > 0 && pb->sample[i]->value[c] > 0) n += (uint64_t)pb->sample[i]->value[c];
-    } else if (pb->period > 0 && pb->period_type) {
-        const char *pt = str_at(d, pb->period_type->type), *pu = str_at(d, pb->period_type->unit);
+        for (size_t i = 0; i < pb->n_sample; i++) {
+            const int64_t *value = pb->values + pb->sample[i].val0;
+            if (value[t] > 0 && value[c] > 0) n += (uint64_t)value[c];
+        }
+    } else if (pb->period > 0 && pb->has_period_type) {
+        const char *pt = str_at(d, pb->period_type.type), *pu = str_at(d, pb->period_type.unit);
         if (pt && pu && type_is(d, t, pt, pu)) n = (p->total + (uint64_t)pb->period / 2) / (uint64_t)pb->period;
     }
     p->samples_how = n ? INGEST_SAMPLES_KNOWN : INGEST_SAMPLES_UNKNOWN;
@@ -495,24 +576,28 @@ static void set_samples(const decoder *d, size_t t, ingest_profile *p)
 /* Builds every profile: stacks into out[0]'s arena. */
 static ingest_status build(decoder *d, const ingest_profile *base, int window_given, ingest_profile *out)
 {
-    const pb_profile *pb = d->pb;
+    const pprof_flat *pb = d->pb;
     size_t nt = pb->n_sample_type, total = 0;
     ingest_status s;
     for (size_t t = 0; t < nt; t++)
         if ((s = profile_setup(d, base, window_given, t, &out[t]))) return s;
     d->loc_need = calloc(pb->n_location ? pb->n_location : 1, sizeof *d->loc_need);
-    if (!d->loc_need) return INGEST_ENOMEM;
+    d->sample_loc = malloc((pb->n_location_ids ? pb->n_location_ids : 1) * sizeof *d->sample_loc);
+    d->keep = malloc((pb->n_sample ? pb->n_sample : 1) * sizeof *d->keep);
+    d->take = malloc((pb->n_sample ? pb->n_sample : 1) * sizeof *d->take);
+    d->cut = malloc(pb->n_sample ? pb->n_sample : 1);
+    if (!d->loc_need || !d->sample_loc || !d->keep || !d->take || !d->cut) return INGEST_ENOMEM;
     for (size_t i = 0; i < pb->n_sample; i++)
         if ((s = sample_check(d, i))) return s;
     if ((s = render_locations(d))) return s;
     int trunc;
     for (size_t i = 0; i < pb->n_sample; i++) {
-        if (sample_used(pb->sample[i])) total += sample_write(d, i, NULL, &trunc);
+        if (sample_used(d, &pb->sample[i])) total += sample_write(d, i, NULL, &trunc);
         if (total > d->max_text) return too_much_text(d);
     }
     for (size_t t = 0; t < nt; t++) {
         size_t n = 0;
-        for (size_t i = 0; i < pb->n_sample; i++) n += pb->sample[i]->value[t] != 0;
+        for (size_t i = 0; i < pb->n_sample; i++) n += pb->values[pb->sample[i].val0 + t] != 0;
         out[t].stacks = malloc((n ? n : 1) * sizeof *out[t].stacks);
         if (!out[t].stacks) return INGEST_ENOMEM;
         out[t].cap_stacks = n ? n : 1;
@@ -523,10 +608,10 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     out[0].arena_cap = total ? total : 1;
     size_t pos = 0;
     for (size_t i = 0; i < pb->n_sample; i++) {
-        if (!sample_used(pb->sample[i])) continue;
+        if (!sample_used(d, &pb->sample[i])) continue;
         size_t len = sample_write(d, i, arena + pos, &trunc);
         for (size_t t = 0; t < nt; t++) {
-            uint64_t v = (uint64_t)pb->sample[i]->value[t];
+            uint64_t v = (uint64_t)pb->values[pb->sample[i].val0 + t];
             if (!v) continue;
             ingest_profile *p = &out[t];
             if (p->total + v > INGEST_MAX_VALUE) {
@@ -553,10 +638,10 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
  * that sample types have distinct names, and every location's lines. */
 static ingest_status check_tables(decoder *d)
 {
-    const pb_profile *pb = d->pb;
+    const pprof_flat *pb = d->pb;
     for (size_t i = 0; i < pb->n_mapping; i++) {
-        if (!str_at(d, pb->mapping[i]->filename)) {
-            snprintf(d->err, d->errlen, "mapping %" PRIu64 ": file name index outside the string table", pb->mapping[i]->id);
+        if (!str_at(d, pb->mapping[i].filename)) {
+            snprintf(d->err, d->errlen, "mapping %" PRIu64 ": file name index outside the string table", pb->mapping[i].id);
             return INGEST_EINVAL;
         }
     }
@@ -565,9 +650,9 @@ static ingest_status check_tables(decoder *d)
         return INGEST_EINVAL;
     }
     for (size_t t = 1; t < pb->n_sample_type; t++) {
-        const char *name = str_at(d, pb->sample_type[t]->type);
+        const char *name = str_at(d, pb->sample_type[t].type);
         for (size_t u = 0; name && u < t; u++) {
-            const char *other = str_at(d, pb->sample_type[u]->type);
+            const char *other = str_at(d, pb->sample_type[u].type);
             if (other && strcmp(name, other) == 0) {
                 snprintf(d->err, d->errlen, "sample types %zu and %zu are both named '%.200s': each becomes the "
                          "profile's type label, so their names must differ", u, t, name);
@@ -578,25 +663,103 @@ static ingest_status check_tables(decoder *d)
     return check_locations(d);
 }
 
-static ingest_status decode(const pb_profile *pb, size_t max_out, const ingest_profile *base, int window_given,
+static ingest_status decode(const pprof_flat *pb, size_t max_out, const ingest_profile *base, int window_given,
                             ingest_profile *out, char *err, size_t errlen)
 {
     decoder d = { .pb = pb, .max_text = max_out, .err = err, .errlen = errlen };
     ingest_status s = INGEST_ENOMEM;
-    if (index_build(&d.locs, pb->n_location, loc_id, pb) || index_build(&d.fns, pb->n_function, fn_id, pb) ||
-        index_build(&d.maps, pb->n_mapping, map_id, pb))
+    if (index_build(&d.locs, pb->n_location, pb->n_location ? &pb->location[0].id : NULL, sizeof *pb->location) ||
+        index_build(&d.fns, pb->n_function, pb->n_function ? &pb->function[0].id : NULL, sizeof *pb->function) ||
+        index_build(&d.maps, pb->n_mapping, pb->n_mapping ? &pb->mapping[0].id : NULL, sizeof *pb->mapping))
         goto done;
     if ((s = check_tables(&d))) goto done;
     s = build(&d, base, window_given, out);
 done:
     if (s == INGEST_ENOMEM) snprintf(err, errlen, "out of memory decoding the pprof profile");
-    free(d.locs.s);
-    free(d.fns.s);
-    free(d.maps.s);
+    index_free(&d.locs);
+    index_free(&d.fns);
+    index_free(&d.maps);
+    free(d.sample_loc);
+    free(d.line_fn);
+    free(d.loc_map);
+    free(d.fn_len);
+    free(d.keep);
+    free(d.take);
+    free(d.cut);
     free(d.loc_text);
     free(d.loc_off);
     free(d.loc_need);
     return s;
+}
+
+ingest_status pprof_flat_decode(const pprof_flat *f, size_t max_out, const ingest_profile *base, int window_given,
+                                ingest_profile *out, char *err, size_t errlen)
+{
+    if (f->n_sample_type == 0 || f->n_sample_type > MAX_SAMPLE_TYPES) {
+        snprintf(err, errlen, "%zu sample types (1 to %d)", f->n_sample_type, MAX_SAMPLE_TYPES);
+        return INGEST_EINVAL;
+    }
+    return decode(f, max_out, base, window_given, out, err, errlen);
+}
+
+/* protobuf-c structs (OTLP's, built by hand) in the flat form: the arrays
+ * are new, the strings stay the caller's. */
+static ingest_status flat_from_pb(const struct Perftools__Profiles__Profile *pb, pprof_flat *f)
+{
+    memset(f, 0, sizeof *f);
+    size_t n_ids = 0, n_vals = 0, n_lines = 0;
+    for (size_t i = 0; i < pb->n_sample; i++) {
+        n_ids += pb->sample[i]->n_location_id;
+        n_vals += pb->sample[i]->n_value;
+    }
+    for (size_t i = 0; i < pb->n_location; i++) n_lines += pb->location[i]->n_line;
+#define ALLOC(field, n) (f->field = malloc(((n) ? (n) : 1) * sizeof *f->field)) == NULL
+    if (ALLOC(sample_type, pb->n_sample_type) || ALLOC(sample, pb->n_sample) || ALLOC(location_ids, n_ids) ||
+        ALLOC(values, n_vals) || ALLOC(mapping, pb->n_mapping) || ALLOC(location, pb->n_location) ||
+        ALLOC(lines, n_lines) || ALLOC(function, pb->n_function))
+        return INGEST_ENOMEM;
+#undef ALLOC
+    for (size_t t = 0; t < pb->n_sample_type; t++)
+        f->sample_type[t] = (pprof_value_type){ pb->sample_type[t]->type, pb->sample_type[t]->unit };
+    f->n_sample_type = pb->n_sample_type;
+    size_t vpos = 0;
+    for (size_t i = 0; i < pb->n_sample; i++) {
+        const Perftools__Profiles__Sample *s = pb->sample[i];
+        f->sample[i] = (pprof_sample){ f->n_location_ids, s->n_location_id, vpos, s->n_value };
+        if (s->n_location_id)
+            memcpy(f->location_ids + f->n_location_ids, s->location_id, s->n_location_id * sizeof *s->location_id);
+        if (s->n_value) memcpy(f->values + vpos, s->value, s->n_value * sizeof *s->value);
+        f->n_location_ids += s->n_location_id;
+        vpos += s->n_value;
+    }
+    f->n_sample = pb->n_sample;
+    for (size_t i = 0; i < pb->n_mapping; i++) {
+        const Perftools__Profiles__Mapping *m = pb->mapping[i];
+        f->mapping[i] = (pprof_mapping){ m->id, m->memory_start, m->file_offset, m->filename, m->build_id };
+    }
+    f->n_mapping = pb->n_mapping;
+    for (size_t i = 0; i < pb->n_location; i++) {
+        const Perftools__Profiles__Location *l = pb->location[i];
+        f->location[i] = (pprof_location){ l->id, l->mapping_id, l->address, f->n_lines, l->n_line };
+        for (size_t k = 0; k < l->n_line; k++)
+            f->lines[f->n_lines++] = (pprof_line){ l->line[k]->function_id, l->line[k]->line };
+    }
+    f->n_location = pb->n_location;
+    for (size_t i = 0; i < pb->n_function; i++) {
+        const Perftools__Profiles__Function *fn = pb->function[i];
+        f->function[i] = (pprof_function){ fn->id, fn->name, fn->filename };
+    }
+    f->n_function = pb->n_function;
+    f->string_table = pb->string_table;
+    f->n_string_table = pb->n_string_table;
+    f->time_nanos = pb->time_nanos;
+    f->duration_nanos = pb->duration_nanos;
+    f->period = pb->period;
+    if (pb->period_type) {
+        f->has_period_type = 1;
+        f->period_type = (pprof_value_type){ pb->period_type->type, pb->period_type->unit };
+    }
+    return INGEST_OK;
 }
 
 ingest_status ingest_pprof_decode(const struct Perftools__Profiles__Profile *pb, size_t max_out,
@@ -607,7 +770,13 @@ ingest_status ingest_pprof_decode(const struct Perftools__Profiles__Profile *pb,
         snprintf(err, errlen, "%zu sample types (1 to %d)", pb->n_sample_type, MAX_SAMPLE_TYPES);
         return INGEST_EINVAL;
     }
-    return decode(pb, max_out, base, window_given, out, err, errlen);
+    pprof_flat f;
+    ingest_status s = flat_from_pb(pb, &f);
+    if (s) snprintf(err, errlen, "out of memory decoding the pprof profile");
+    else s = decode(&f, max_out, base, window_given, out, err, errlen);
+    f.string_table = NULL; /* the caller's */
+    pprof_flat_free(&f);
+    return s;
 }
 
 void ingest_pprof_free(ingest_profile *profiles, size_t n)
@@ -633,18 +802,22 @@ ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, c
         }
         b = (const unsigned char *)plain;
     }
-    pb_profile *pb = perftools__profiles__profile__unpack(NULL, plain_len, b);
-    if (!pb) {
-        snprintf(err, errlen, plain ? "pprof body: the gunzipped bytes are not a valid profile.proto (truncated or not pprof)"
-                                    : "pprof body: neither gzip'd nor a valid raw profile.proto (truncated, or not pprof)");
-        free(plain);
-        return INGEST_EINVAL;
+    pprof_flat f;
+    char why[512];
+    int gzipped = plain != NULL;
+    ingest_status s = pprof_wire_decode(b, plain_len, &f, why, sizeof why);
+    free(plain); /* the flat form keeps no pointer into it */
+    if (s == INGEST_EINVAL) {
+        snprintf(err, errlen, gzipped ? "pprof body: the gunzipped bytes are not a valid profile.proto (truncated or not pprof): %s"
+                                    : "pprof body: neither gzip'd nor a valid raw profile.proto (truncated, or not pprof): %s", why);
+        pprof_flat_free(&f);
+        return s;
     }
-    free(plain);
-    ingest_status s;
-    size_t nt = pb->n_sample_type;
+    size_t nt = f.n_sample_type;
     ingest_profile *ps = NULL;
-    if (nt == 0) {
+    if (s) {
+        snprintf(err, errlen, "out of memory decoding the pprof profile");
+    } else if (nt == 0) {
         snprintf(err, errlen, "pprof body: the profile has no sample types (empty or not a profile)");
         s = INGEST_EINVAL;
     } else if (nt > MAX_SAMPLE_TYPES) {
@@ -654,9 +827,9 @@ ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, c
         snprintf(err, errlen, "out of memory decoding the pprof profile");
         s = INGEST_ENOMEM;
     } else {
-        s = decode(pb, max_out, base, window_given, ps, err, errlen);
+        s = decode(&f, max_out, base, window_given, ps, err, errlen);
     }
-    perftools__profiles__profile__free_unpacked(pb, NULL);
+    pprof_flat_free(&f);
     if (s) {
         if (ps) ingest_pprof_free(ps, nt);
         return s;
