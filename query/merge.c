@@ -529,11 +529,7 @@ oom:
 failed:
     if (mrc == -2) goto oom;
     query_tree_free(out);
-    if (mrc == -4) {
-        snprintf(err, errlen, "the query ran past its time limit (flamedb serve --query-timeout); narrow the range "
-                 "or the selector");
-        return QUERY_ETIMEOUT;
-    }
+    if (mrc == -4) return query_stopped(r, err, errlen);
     if (mrc == -3) {
         snprintf(err, errlen, "the profiles of this range add up to more than 2^63 %s: too much for exact "
                  "integers; narrow the range or the selector", unit ? unit : "in their unit");

@@ -133,9 +133,14 @@ int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
 /* query_merge's answer when the values would pass 2^63 (exact integers no
  * more): the client should narrow the range; -1 is any other failure. */
 #define QUERY_ETOOBIG (-2)
-/* query_merge's answer when the reader's deadline passed
- * (store_reader_set_deadline): nothing partial is answered. */
+/* query_merge's answers when the reader's work was stopped
+ * (store_reader_expired): its deadline passed, its pairs budget was spent,
+ * or its client went away; nothing partial is answered. */
 #define QUERY_ETIMEOUT (-4)
+#define QUERY_ELIMIT (-5)
+#define QUERY_EGONE (-6)
+/* Which of the three, with its error message (errors.c). */
+int query_stopped(const store_reader *r, char *err, size_t errlen);
 /* The same in a given unit (profiles in other units left out and listed):
  * windows and groups of one answer share the answer's unit. */
 int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,

@@ -178,7 +178,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     }
     query_groups_free(g, ng);
 out:
-    if (r) store_reader_end(r);
+    if (r) srv_reader_end(rq, r);
     side_free(&s);
     query_group_by_free(&by);
     return res;
@@ -225,7 +225,7 @@ enum MHD_Result srv_handle_stability(srv_request *rq)
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
-    if (r) store_reader_end(r);
+    if (r) srv_reader_end(rq, r);
     side_free(&s);
     query_group_by_free(&by);
     return res;
@@ -267,7 +267,7 @@ static enum MHD_Result two_sides(srv_request *rq, int diff)
     }
     res = srv_reply_json(rq, 200, o);
 out:
-    if (r) store_reader_end(r);
+    if (r) srv_reader_end(rq, r);
     side_free(&L);
     side_free(&R);
     return res;
@@ -338,7 +338,7 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
-    if (r) store_reader_end(r);
+    if (r) srv_reader_end(rq, r);
     side_free(&s);
     query_group_by_free(&by);
     return res;
@@ -382,7 +382,7 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
-    if (r) store_reader_end(r);
+    if (r) srv_reader_end(rq, r);
     side_free(&s);
     query_group_by_free(&by);
     return res;
@@ -408,7 +408,7 @@ enum MHD_Result srv_handle_delete(srv_request *rq)
     uint32_t *ids = NULL;
     size_t n = 0;
     int rc = query_match(r, &sel, INT64_MIN, INT64_MAX, &ids, &n);
-    store_reader_end(r);
+    srv_reader_end(rq, r);
     query_selector_free(&sel);
     if (rc) return srv_reply_error(rq, 500, "out of memory");
     uint64_t deleted = 0;

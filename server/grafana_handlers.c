@@ -866,7 +866,7 @@ enum MHD_Result srv_handle_connect(srv_request *rq)
         res = MHD_YES;
     } else {
         res = m->fn(&c, req);
-        store_reader_end(c.r);
+        srv_reader_end(rq, c.r);
     }
     pool_free(&c.pl);
     protobuf_c_message_free_unpacked(req, NULL);
@@ -982,7 +982,7 @@ enum MHD_Result srv_handle_render(srv_request *rq)
     res = text ? srv_reply_bytes(rq, 200, "application/json", text, len, 1)
                : srv_reply_error(rq, 500, "out of memory encoding the answer");
 out:
-    store_reader_end(r);
+    srv_reader_end(rq, r);
     return res;
 }
 
@@ -1042,6 +1042,6 @@ enum MHD_Result srv_handle_render_diff(srv_request *rq)
     render_side_free(&a);
     render_side_free(&b);
 out:
-    store_reader_end(r);
+    srv_reader_end(rq, r);
     return res;
 }

@@ -147,7 +147,7 @@ out_set:
     query_series_set_free(&set);
 out:
     free(t.buf);
-    store_reader_end(r);
+    srv_reader_end(rq, r);
     query_selector_free(&sel);
     query_group_by_free(&by);
     return res;

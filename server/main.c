@@ -85,6 +85,9 @@ static const char usage_serve[] =
     "                         answered); 0 = none (default 30s)\n"
     "  --max-series N         the most series one query may merge; more is a 400 naming the\n"
     "                         limit (default 100000)\n"
+    "  --max-pairs N          the most (stack, count) pairs one query may merge, rollups\n"
+    "                         counting as stored; more is a 422 naming the limit; suffixes\n"
+    "                         k, m, g (10^3, 10^6, 10^9); 0 = none (default 1g)\n"
     "  --max-groups N         the most groups one group_by answer splits into; with query\n"
     "                         and top also no more than 1 GiB of merged trees (default 10000)\n"
     "  --max-ingest-queue BYTES  pushes in flight (bodies being parsed or stored, and their\n"
@@ -133,6 +136,7 @@ typedef struct {
     const char *listen, *data;
     int64_t retention_ms, partition_ms;
     size_t max_body, min_free, max_queue, max_groups, max_series;
+    uint64_t max_pairs;
     int64_t query_timeout_ms;
     unsigned threads;
     int commit_wait_ms;
@@ -171,6 +175,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->max_queue = 512u << 20;
     f->max_groups = 10000;
     f->max_series = 100000;
+    f->max_pairs = UINT64_C(1000000000);
     f->query_timeout_ms = 30000;
     f->threads = 32;
     f->commit_wait_ms = 50;
@@ -195,7 +200,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
                                              "--cors-origin", "--commit-wait", "--writers",
-                                             "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--query-timeout",
+                                             "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--max-pairs", "--query-timeout",
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
                                              "--allowed-host", "--auth", "--tls-cert", "--tls-key",
                                              "--ingest-rate", "--ingest-burst", NULL };
@@ -281,6 +286,16 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --query-timeout '%s': expected a duration like 30s, or 0 for none\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--max-pairs")) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(v, &end, 10);
+            uint64_t mult = !strcmp(end, "k") ? 1000 : !strcmp(end, "m") ? 1000000 : !strcmp(end, "g") ? 1000000000 : 1;
+            if (errno || end == v || *v == '-' || (*end && mult == 1) || n > UINT64_MAX / mult) {
+                fprintf(stderr, "flamedb serve: --max-pairs '%s': expected a count like 500m or 2g, or 0 for none\n", v);
+                return -1;
+            }
+            f->max_pairs = n * mult;
         } else if (!strcmp(a, "--max-series")) {
             char *end;
             long n = strtol(v, &end, 10);
@@ -536,7 +551,7 @@ static int serve(int argc, char **argv)
     char err[1024];
     srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms, .data_dir = f.data,
                     .min_free_bytes = f.min_free, .max_ingest_held = f.max_queue,
-                    .max_groups = f.max_groups, .max_series = f.max_series, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
+                    .max_groups = f.max_groups, .max_series = f.max_series, .max_pairs = f.max_pairs, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
                     .conn_timeout_s = f.conn_timeout_s, .auth_path = f.auth, .metrics_auth = f.metrics_auth,
                     .insecure_no_auth = f.insecure_no_auth };
     pthread_rwlock_init(&srv.auth_lock, NULL);

@@ -96,6 +96,15 @@ enum MHD_Result srv_handle_metrics(srv_request *rq)
             "flamedb_http_connections_closed_total{reason=\"timeout\"} %llu\n"
             "flamedb_http_connections_closed_total{reason=\"evicted\"} %llu\n",
         (unsigned long long)cs.timed_out, (unsigned long long)cs.evicted);
+    put(&t, "# HELP flamedb_queries_stopped_total Reads whose work was stopped before their answer: past serve "
+            "--query-timeout, past --max-pairs, or because their client went away.\n"
+            "# TYPE flamedb_queries_stopped_total counter\n"
+            "flamedb_queries_stopped_total{reason=\"timeout\"} %llu\n"
+            "flamedb_queries_stopped_total{reason=\"max_pairs\"} %llu\n"
+            "flamedb_queries_stopped_total{reason=\"client_gone\"} %llu\n",
+        (unsigned long long)atomic_load(&srv->metrics.queries_stopped[STORE_STOP_DEADLINE]),
+        (unsigned long long)atomic_load(&srv->metrics.queries_stopped[STORE_STOP_PAIRS]),
+        (unsigned long long)atomic_load(&srv->metrics.queries_stopped[STORE_STOP_GONE]));
     put_one(&t, "flamedb_ingested_samples_total", "counter",
             "Samples (sums of stack counts) accepted by ingest.",
             (unsigned long long)atomic_load(&srv->metrics.ingested_samples));

@@ -2,6 +2,7 @@
  * from/until time range every endpoint shares.  Parse failures answer 400
  * naming the parameter and what it should look like. */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <stdlib.h>
 #include <time.h>
@@ -109,6 +110,20 @@ int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_
     return 0;
 }
 
+/* Whether the client closed its side of the connection: a read's answer
+ * would go nowhere.  POLLRDHUP: the peer sent its FIN (also under TLS,
+ * where a close_notify may sit unread before it).  A client that shuts
+ * down its writing side after the request and still reads the answer is
+ * taken for gone; HTTP clients do not do that. */
+static int client_gone(void *ctx)
+{
+    srv_request *rq = ctx;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 0;
+    struct pollfd p = { .fd = ci->connect_fd, .events = POLLIN | POLLRDHUP };
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 int srv_reader_begin(srv_request *rq, store_reader **r)
 {
     if (store_reader_begin(rq->srv->st, r)) {
@@ -117,7 +132,24 @@ int srv_reader_begin(srv_request *rq, store_reader **r)
     }
     rq->deadline_ms = rq->srv->query_timeout_ms ? store_mono_ms() + rq->srv->query_timeout_ms : 0;
     store_reader_set_deadline(*r, rq->deadline_ms);
+    store_reader_set_max_pairs(*r, rq->srv->max_pairs);
+    store_reader_set_cancel(*r, client_gone, rq);
+    rq->reader = *r;
+    rq->stopped = STORE_STOP_NONE;
     return 0;
+}
+
+void srv_reader_end(srv_request *rq, store_reader *r)
+{
+    if (!r) return;
+    if (rq->reader == r) {
+        rq->stopped = store_reader_stopped(r);
+        rq->reader = NULL;
+        if (rq->stopped) atomic_fetch_add(&rq->srv->metrics.queries_stopped[rq->stopped], 1);
+        if (rq->stopped == STORE_STOP_GONE)
+            srv_log("%s %s: the client went away; its query was stopped", rq->method, rq->url);
+    }
+    store_reader_end(r);
 }
 
 int srv_resolve(srv_request *rq, store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,

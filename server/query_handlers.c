@@ -280,7 +280,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
 out_set:
     query_series_set_free(&set);
 out:
-    store_reader_end(r);
+    srv_reader_end(rq, r);
     query_selector_free(&sel);
     query_group_by_free(&by);
     return res;
@@ -332,7 +332,7 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
         if (answer && rq->scoped) hide_tenant(answer, kind);
     }
     free(ids);
-    store_reader_end(r);
+    srv_reader_end(rq, r);
     query_selector_free(&sel);
     if (too_big)
         return srv_reply_error(rq, 422, "a series' profiles in this range add up to more than 2^63 in their unit: "

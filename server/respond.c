@@ -9,6 +9,11 @@
 #include "../ingest/ingest.h"
 #include "srv.h"
 
+static store_stop stop_of(const srv_request *rq)
+{
+    return rq->reader ? store_reader_stopped(rq->reader) : rq->stopped;
+}
+
 enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content_type,
                                 void *data, size_t len, int must_free)
 {
@@ -43,10 +48,10 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
 
 enum MHD_Result srv_reply_json(srv_request *rq, int status, json_t *body)
 {
-    /* analyses answer NULL when their reader's deadline passed (nothing
+    /* analyses answer NULL when their reader's work was stopped (nothing
      * partial is answered) */
-    if (!body && rq->deadline_ms && store_mono_ms() >= rq->deadline_ms)
-        return srv_reply_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", SRV_TIMEOUT_MSG);
+    if (!body && (stop_of(rq) || (rq->deadline_ms && store_mono_ms() >= rq->deadline_ms)))
+        return srv_reply_stopped(rq);
     if (!body) return srv_reply_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory building the answer");
     /* jansson's 17 significant digits: a client reads back the very double
      * (1795560608.4000001 is 1795560608.4 as a double; 15 digits would not
@@ -88,7 +93,27 @@ enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ..
 
 int srv_status_of_merge(int rc)
 {
-    return rc == QUERY_ETOOBIG ? 422 : rc == QUERY_ETIMEOUT ? 503 : 500;
+    /* 499: the client went away (nginx's "client closed request"); the
+     * answer goes nowhere, but MHD wants one to close the request */
+    return rc == QUERY_ETOOBIG || rc == QUERY_ELIMIT ? 422 : rc == QUERY_ETIMEOUT ? 503 : rc == QUERY_EGONE ? 499 : 500;
+}
+
+enum MHD_Result srv_reply_stopped(srv_request *rq)
+{
+    char err[512];
+    int rc = rq->reader ? query_stopped(rq->reader, err, sizeof err) : QUERY_ETIMEOUT;
+    if (!rq->reader && rq->stopped == STORE_STOP_GONE) {
+        rc = QUERY_EGONE;
+        snprintf(err, sizeof err, "the client went away");
+    } else if (!rq->reader && rq->stopped == STORE_STOP_PAIRS) {
+        rc = QUERY_ELIMIT;
+        snprintf(err, sizeof err, "the query merges more than the %llu (stack, count) pairs one query may (flamedb "
+                 "serve --max-pairs); narrow the range or the selector, or ask for a coarser step",
+                 (unsigned long long)rq->srv->max_pairs);
+    } else if (!rq->reader) {
+        snprintf(err, sizeof err, "%s", SRV_TIMEOUT_MSG);
+    }
+    return srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
 }
 
 int srv_status_of_store(store_status ss)

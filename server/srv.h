@@ -63,6 +63,7 @@ typedef struct {
     _Atomic uint64_t ingested_samples;
     _Atomic uint64_t ingested_bytes;
     _Atomic uint64_t ingested_profiles;
+    _Atomic uint64_t queries_stopped[4]; /* by store_stop: deadline, max pairs, client gone */
 } srv_metrics;
 
 /* The origins allowed by --cors-origin, each as browsers send it in the
@@ -98,6 +99,7 @@ typedef struct {
     size_t max_groups;         /* --max-groups: the most groups one group_by answer splits into; 0 = none */
     size_t max_series;         /* --max-series: the most series one query may merge; 0 = none */
     int64_t query_timeout_ms;  /* --query-timeout: a read's work ends by then (503); 0 = none */
+    uint64_t max_pairs;        /* --max-pairs: the most (stack, count) pairs one read merges (422); 0 = none */
     uint64_t max_ingest_held;  /* --max-ingest-queue: bytes of pushes in flight before 503; 0 = no limit */
     _Atomic uint64_t ingest_held;      /* bodies (and gunzipped text) of pushes not yet answered */
     srv_metrics metrics;
@@ -144,6 +146,8 @@ typedef struct {
     int status;            /* the status answered, for metrics */
     int retry_after;       /* seconds: a Retry-After header on the answer (503, 507); 0 none */
     int64_t deadline_ms;   /* CLOCK_MONOTONIC: --query-timeout of a read (srv_reader_begin); 0 none */
+    store_reader *reader;  /* the read's snapshot (srv_reader_begin) until srv_reader_end */
+    store_stop stopped;    /* why its work was stopped (srv_reader_end keeps it) */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
     const char *allowed;   /* the route's methods, for the Allow header */
     int scoped;            /* acts for tenant (--auth): reads and writes are scoped to it */
@@ -265,9 +269,17 @@ int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_
 /* An optional group_by parameter; *present says whether it was given.
  * The tenant label is refused under --auth. */
 int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *present);
-/* Begins a read snapshot with the request's deadline (--query-timeout);
- * answers 0, or replies 503 itself and answers -1. */
+/* Begins a read snapshot with the request's limits: its deadline
+ * (--query-timeout), its pairs budget (--max-pairs), and a check that its
+ * client is still connected; answers 0, or replies 503 itself and answers
+ * -1.  srv_reader_end ends it, keeping why its work stopped (if it did). */
 int srv_reader_begin(srv_request *rq, store_reader **r);
+void srv_reader_end(srv_request *rq, store_reader *r);
+/* A read whose work was stopped (store_reader_expired): 503 past
+ * --query-timeout, 422 past --max-pairs; a client that went away gets
+ * nothing (the connection is closed).  srv_reply_json calls it when an
+ * analysis answered nothing. */
+enum MHD_Result srv_reply_stopped(srv_request *rq);
 /* query_resolve bounded by --max-series: answers 0, or replies itself
  * (400 naming the limit, 500) and answers -1; set is empty then. */
 int srv_resolve(srv_request *rq, store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,

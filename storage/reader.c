@@ -20,6 +20,7 @@
  * "parent id < child id" order the merge's backwards pass relies on.  The
  * cost follows the nodes a query touches, not the size of the partitions.
  * Function names point into the maps and live as long as the reader. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -54,7 +55,12 @@ struct store_reader {
     store_part **sel;       /* store_reader_parts' answer */
     int use_rollups;
     int64_t deadline_ms;    /* CLOCK_MONOTONIC; 0 none */
-    int expired;
+    uint64_t max_pairs;     /* 0 none */
+    _Atomic uint64_t pairs; /* handed out by scans */
+    _Atomic int stop;       /* a store_stop: why the work should end */
+    int (*gone)(void *);    /* store_reader_set_cancel */
+    void *gone_ctx;
+    _Atomic int64_t next_gone_check;
     int64_t rollup_from[ROLLUP_LEVELS]; /* first bucket retention has not touched */
     /* the reader's call tree and names */
     uint32_t *tparent, *tfunc;
@@ -397,6 +403,16 @@ store_status store_postings(const store_reader *r, const char *name, const char 
 
 /* ---- scans ---- */
 
+/* The pairs of a block a scan hands out, against the budget. */
+static void count_pairs(store_reader *r, const store_block *b)
+{
+    uint64_t n = atomic_fetch_add_explicit(&r->pairs, b->n_pairs, memory_order_relaxed) + b->n_pairs;
+    if (r->max_pairs && n > r->max_pairs) {
+        int none = STORE_STOP_NONE;
+        atomic_compare_exchange_strong(&r->stop, &none, STORE_STOP_PAIRS);
+    }
+}
+
 /* Fills b from a stored value: a block, or a profile in a segment (the
  * caller sets series and times). */
 static int parse_value(const void *data, size_t len, store_part *pv, store_block *b)
@@ -436,6 +452,7 @@ static int scan_part(store_reader *r, store_part *v, uint32_t sid, int64_t from_
         b.series = sid;
         b.from_ms = item.from_ms;
         b.until_ms += item.from_ms;
+        count_pairs(r, &b);
         int stop = fn(&b, ctx);
         if (stop) return stop;
     }
@@ -544,13 +561,42 @@ int64_t store_mono_ms(void)
 void store_reader_set_deadline(store_reader *r, int64_t mono_ms)
 {
     r->deadline_ms = mono_ms;
-    r->expired = 0;
+    atomic_store(&r->stop, STORE_STOP_NONE);
 }
 
+void store_reader_set_max_pairs(store_reader *r, uint64_t max_pairs) { r->max_pairs = max_pairs; }
+
+void store_reader_set_cancel(store_reader *r, int (*gone)(void *ctx), void *ctx)
+{
+    r->gone = gone;
+    r->gone_ctx = ctx;
+}
+
+uint64_t store_reader_pairs(const store_reader *r) { return atomic_load(&r->pairs); }
+
+uint64_t store_reader_max_pairs(const store_reader *r) { return r->max_pairs; }
+
+store_stop store_reader_stopped(const store_reader *r) { return atomic_load(&r->stop); }
+
+
+/* Any thread (the parallel merge asks from its workers).  The client is
+ * asked at most every 50 ms: a poll(2) a time. */
 int store_reader_expired(store_reader *r)
 {
-    if (!r->expired && r->deadline_ms && store_mono_ms() >= r->deadline_ms) r->expired = 1;
-    return r->expired;
+    if (atomic_load_explicit(&r->stop, memory_order_relaxed)) return 1;
+    if (!r->deadline_ms && !r->gone) return 0;
+    int64_t now = store_mono_ms();
+    int why = STORE_STOP_NONE;
+    if (r->deadline_ms && now >= r->deadline_ms) why = STORE_STOP_DEADLINE;
+    int64_t next = atomic_load_explicit(&r->next_gone_check, memory_order_relaxed);
+    if (!why && r->gone && now >= next &&
+        atomic_compare_exchange_strong(&r->next_gone_check, &next, now + 50) && r->gone(r->gone_ctx))
+        why = STORE_STOP_GONE;
+    if (why) {
+        int none = STORE_STOP_NONE;
+        atomic_compare_exchange_strong(&r->stop, &none, why);
+    }
+    return atomic_load(&r->stop) != STORE_STOP_NONE;
 }
 
 void store_reader_lines(store_reader *r, int on) { r->lines = on; }
@@ -592,6 +638,7 @@ static int scan_rollups(store_reader *r, store_part *v, int level, uint32_t sid,
             blk.series = sid;
             blk.from_ms = bucket;
             blk.until_ms = bucket + size;
+            count_pairs(r, &blk);
             int stop = fn(&blk, ctx);
             if (stop) return stop;
         }

@@ -179,7 +179,21 @@ void store_reader_end(store_reader *r);
  * Scans do not stop by themselves (a cut scan would be a wrong answer):
  * the loops of a query ask store_reader_expired and give up whole. */
 void store_reader_set_deadline(store_reader *r, int64_t mono_ms);
+/* More limits of the same kind: a budget of (stack, count) pairs that scans
+ * may hand out (0: none; rollups count as their stored pairs), and a
+ * function asked now and then whether the reader's client is gone (a
+ * closed connection: the answer would go nowhere). */
+void store_reader_set_max_pairs(store_reader *r, uint64_t max_pairs);
+void store_reader_set_cancel(store_reader *r, int (*gone)(void *ctx), void *ctx);
+/* 1 once the work should end: the deadline passed, the pairs budget is
+ * spent or the client is gone.  Any thread. */
 int store_reader_expired(store_reader *r);
+typedef enum { STORE_STOP_NONE = 0, STORE_STOP_DEADLINE, STORE_STOP_PAIRS, STORE_STOP_GONE } store_stop;
+/* Why store_reader_expired said so (STORE_STOP_NONE while it did not). */
+store_stop store_reader_stopped(const store_reader *r);
+/* The pairs scans handed out so far, and the budget. */
+uint64_t store_reader_pairs(const store_reader *r);
+uint64_t store_reader_max_pairs(const store_reader *r);
 /* CLOCK_MONOTONIC in ms, the clock of deadlines. */
 int64_t store_mono_ms(void);
 

@@ -232,3 +232,60 @@ test_limits_max_series() {
     get /api/v1/query 'query={service="wide"}' from=now-1h
     assert_json "no limit: all three" .total 15
 }
+
+# --max-pairs (issue 12, point 6): the (stack, count) pairs one query may
+# merge.  Over it, every merging endpoint answers 422 naming the limit and
+# the flag, and nothing partial; a narrower range answers; /metrics counts
+# the stopped queries.
+test_limits_max_pairs() {
+    start_server --max-pairs 5
+    local t
+    t=$(($(now) - 600))
+    put "service=pairs&from=$t&until=$((t + 10))" $'main;a 1\nmain;b 2\nmain;c 3\n'
+    put "service=pairs&from=$((t + 300))&until=$((t + 310))" $'main;a 4\nmain;b 5\nmain;c 6\n'
+    get /api/v1/query 'query=pairs' from=$((t - 1)) until=$((t + 400))
+    assert_error "6 pairs, limit 5" 422 "more than the 5 (stack, count) pairs" "--max-pairs"
+    get /api/v1/timeline 'query=pairs' from=$((t - 1)) until=$((t + 400)) step=60
+    assert_error "timeline too" 422 "--max-pairs"
+    get /api/v1/top 'query=pairs' from=$((t - 1)) until=$((t + 400))
+    assert_error "top too" 422 "--max-pairs"
+    get /api/v1/query 'query=pairs' from=$((t - 1)) until=$((t + 100))
+    assert_status "3 pairs: answered" 200
+    assert_json "their total" .total 6
+    get /metrics
+    assert_eq "stopped queries counted" 3 "$(metric 'flamedb_queries_stopped_total{reason="max_pairs"}')"
+    restart_server --max-pairs 0
+    get /api/v1/query 'query=pairs' from=$((t - 1)) until=$((t + 400))
+    assert_json "no limit: both" .total 21
+    restart_server --max-pairs 1k
+    get /api/v1/query 'query=pairs' from=$((t - 1)) until=$((t + 400))
+    assert_json "1k: both" .total 21
+}
+
+# A read whose client went away stops.  The server is stopped (SIGSTOP)
+# while a client connects, sends its request whole and shuts the
+# connection, so when it goes on the request and the FIN wait together:
+# the query's work ends at its first check, the log says so, /metrics
+# counts it, and the answer (499) goes nowhere.
+test_limits_query_stops_when_client_goes() {
+    start_server
+    local t port
+    t=$(($(now) - 600))
+    put "service=gone&from=$t&until=$((t + 10))" $'main;a 1\nmain;b 2\n'
+    port=${BASE##*:}
+    kill -STOP "$PID"
+    python3 - "$port" "$PID" <<'PY' || fail "the raw client failed"
+import os, signal, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /api/v1/query?query=gone&from=now-1h HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+s.shutdown(socket.SHUT_WR)
+os.kill(int(sys.argv[2]), signal.SIGCONT)
+reply = s.recv(65536)
+assert reply == b"" or reply.startswith(b"HTTP/1.1 499"), reply[:200]
+PY
+    kill -CONT "$PID" 2>/dev/null
+    assert_eq "counted in /metrics" 1 "$(wait_metric 'flamedb_queries_stopped_total{reason="client_gone"}' 1)"
+    assert_contains "the log says so" "$(cat "$LOG")" "the client went away; its query was stopped"
+    get /api/v1/query 'query=gone' from=now-1h
+    assert_json "a client that stays gets its answer" .total 3
+}

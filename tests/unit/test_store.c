@@ -1217,6 +1217,65 @@ static void test_check_other_directories(void **state)
     assert_found(&fd, "note data.mdb: ", "needs migration");
 }
 
+/* A reader's limits (issue 12, point 6): a pairs budget spent by scans,
+ * a client that went away, a deadline; store_reader_stopped says which. */
+static int say_gone(void *ctx)
+{
+    (*(int *)ctx)++;
+    return 1;
+}
+
+static void test_reader_limits(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const char *f[] = { "main;a", "main;b", "main;c" };
+    uint64_t counts[] = { 1, 2, 3 };
+    assert_int_equal(write_stacks(st, api_labels, 3, 10000, f, counts, 3, 0), STORE_OK);
+    assert_int_equal(write_stacks(st, api_labels, 3, 20000, f, counts, 3, 0), STORE_OK);
+    store_reader *r;
+    int profiles = 0;
+    /* no limits: six pairs handed out, never expired */
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    store_blocks_scan(r, 1, INT64_MIN, INT64_MAX, count_profiles, &profiles);
+    assert_int_equal(profiles, 2);
+    assert_int_equal(store_reader_pairs(r), 6);
+    assert_false(store_reader_expired(r));
+    assert_int_equal(store_reader_stopped(r), STORE_STOP_NONE);
+    store_reader_end(r);
+    /* a budget of 5: the scan hands every block out (scans never stop by
+     * themselves), and the reader says the budget is spent */
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    store_reader_set_max_pairs(r, 5);
+    assert_false(store_reader_expired(r));
+    profiles = 0;
+    store_blocks_scan(r, 1, INT64_MIN, 15000, count_profiles, &profiles);
+    assert_false(store_reader_expired(r)); /* 3 of 5 */
+    store_blocks_scan(r, 1, 15000, INT64_MAX, count_profiles, &profiles);
+    assert_int_equal(profiles, 2);
+    assert_true(store_reader_expired(r));
+    assert_int_equal(store_reader_stopped(r), STORE_STOP_PAIRS);
+    assert_int_equal(store_reader_max_pairs(r), 5);
+    store_reader_end(r);
+    /* a client gone: asked on the first check, and the reason sticks */
+    int asked = 0;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    store_reader_set_cancel(r, say_gone, &asked);
+    assert_true(store_reader_expired(r));
+    assert_int_equal(asked, 1);
+    assert_int_equal(store_reader_stopped(r), STORE_STOP_GONE);
+    assert_true(store_reader_expired(r));
+    assert_int_equal(asked, 1); /* stopped: not asked again */
+    store_reader_end(r);
+    /* a deadline already past wins over a client that is there */
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    store_reader_set_deadline(r, store_mono_ms() - 1);
+    assert_true(store_reader_expired(r));
+    assert_int_equal(store_reader_stopped(r), STORE_STOP_DEADLINE);
+    store_reader_end(r);
+    store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1241,6 +1300,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_sealing_keeps_answers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_reader_limits, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
