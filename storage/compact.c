@@ -276,13 +276,9 @@ store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int
     free(envs);
     for (ssize_t i = 0; i < n; i++) part_unref(v[i]);
     free(v);
-    /* The scratch's accumulator has 8 bytes a node of the partition (28
-     * MiB for bench_fleet's 3.5 M nodes), and a round of builds touches
-     * nearly all of it; kept, it stayed resident for good after the first
-     * bucket closed.  Buckets close every 10 minutes: free it once a round
-     * is done (rollup.c maps it from the system, so it goes back at once;
-     * allocating it again costs page faults, milliseconds a round), and
-     * trim what glibc keeps in its arenas' free lists. */
+    /* The scratch's sums table follows the largest build of the round
+     * (rollup.c); buckets close every 10 minutes: free it once a round is
+     * done, and trim what glibc keeps in its arenas' free lists. */
     if (!*more && budget < budget0) {
         rollup_scratch_free(w->compact_scratch);
         w->compact_scratch = NULL;

@@ -40,7 +40,6 @@
 
 #include "block.h"
 #include "env.h"
-#include "idset.h"
 #include "rollup.h"
 #include "segment.h"
 
@@ -208,29 +207,29 @@ store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdi
     return ss;
 }
 
+/* A build sums the pairs of a bucket's profiles by node.  A dense array
+ * by node id (8 bytes a node of the partition: 28 MiB for bench_fleet's
+ * 3.5 M nodes, nearly all of it touched by a round of builds, and a scan
+ * of its bitmap after every build) made compaction's memory and time
+ * follow the partition; the table here follows the pairs one build meets
+ * (open addressing on the node id, grown at half load, kept between builds
+ * and freed with the scratch after a round). */
+typedef struct {
+    uint32_t key;             /* node + 1; 0: empty */
+    uint64_t count;
+} acc_slot;
+
 struct rollup_scratch {
     seg_dec dec;              /* reads raw blocks and segments */
-    uint64_t *acc, *touched;
-    uint32_t cap;             /* nodes the arrays hold */
-    uint32_t *nodes;
+    acc_slot *tab;
+    size_t tab_cap, tab_n;    /* slots (a power of two), used */
+    uint32_t *dnodes;         /* one profile's pairs, decoded */
+    uint64_t *dcounts;
+    size_t dcap;
+    uint32_t *nodes;          /* the build's sums, nodes ascending */
     uint64_t *counts;
     size_t pairs_cap;
-    char *raw;
-    size_t raw_cap;
 };
-
-/* The accumulators take 8 bytes a node of the partition (28 MiB for
- * bench_fleet's 3.5 M nodes); they come from idset_zalloc so that freeing
- * them gives the pages back to the system whatever malloc's thresholds
- * (compact.c frees the scratch after every round of builds). */
-static void scratch_release(rollup_scratch *s)
-{
-    if (s->acc) idset_zfree(s->acc, (size_t)s->cap * sizeof *s->acc);
-    if (s->touched) idset_zfree(s->touched, (size_t)(s->cap + 63) / 64 * sizeof *s->touched);
-    s->acc = NULL;
-    s->touched = NULL;
-    s->cap = 0;
-}
 
 rollup_scratch *rollup_scratch_new(void) { return calloc(1, sizeof(rollup_scratch)); }
 
@@ -239,60 +238,95 @@ seg_dec *rollup_scratch_dec(rollup_scratch *s) { return &s->dec; }
 void rollup_scratch_free(rollup_scratch *s)
 {
     if (!s) return;
-    scratch_release(s);
     seg_dec_free(&s->dec);
+    free(s->tab);
+    free(s->dnodes);
+    free(s->dcounts);
     free(s->nodes);
     free(s->counts);
-    free(s->raw);
     free(s);
 }
 
-static int scratch_fit(rollup_scratch *s, uint32_t n_nodes, size_t raw_len)
+static size_t slot_of(uint32_t key, size_t cap) { return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (cap - 1); }
+
+static int tab_grow(rollup_scratch *s)
 {
-    if (n_nodes > s->cap) {
-        scratch_release(s);
-        s->acc = idset_zalloc((size_t)n_nodes * sizeof *s->acc);
-        s->touched = idset_zalloc((size_t)(n_nodes + 63) / 64 * sizeof *s->touched);
-        if (!s->acc || !s->touched) {
-            scratch_release(s);
-            return -1;
-        }
-        s->cap = n_nodes;
+    size_t cap = s->tab_cap ? s->tab_cap * 2 : 4096;
+    acc_slot *t = calloc(cap, sizeof *t);
+    if (!t) return -1;
+    for (size_t i = 0; i < s->tab_cap; i++) {
+        if (!s->tab[i].key) continue;
+        size_t j = slot_of(s->tab[i].key, cap);
+        while (t[j].key) j = (j + 1) & (cap - 1);
+        t[j] = s->tab[i];
     }
-    if (raw_len > s->raw_cap) {
-        char *r = realloc(s->raw, raw_len);
-        if (!r) return -1;
-        s->raw = r;
-        s->raw_cap = raw_len;
+    free(s->tab);
+    s->tab = t;
+    s->tab_cap = cap;
+    return 0;
+}
+
+/* Adds one profile's pairs times weight into the table. */
+static int tab_add(rollup_scratch *s, const uint32_t *nodes, const uint64_t *counts, uint32_t n, uint64_t weight)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (2 * (s->tab_n + 1) > s->tab_cap && tab_grow(s)) return -1;
+        uint32_t key = nodes[i] + 1;
+        size_t j = slot_of(key, s->tab_cap);
+        while (s->tab[j].key && s->tab[j].key != key) j = (j + 1) & (s->tab_cap - 1);
+        if (!s->tab[j].key) {
+            s->tab[j].key = key;
+            s->tab_n++;
+        }
+        s->tab[j].count += counts[i] * weight;
     }
     return 0;
 }
 
-/* Moves the accumulated pairs (ascending) into s->nodes/counts and clears
- * the accumulators; answers how many. */
-static int64_t gather(rollup_scratch *s, uint32_t n_nodes)
+/* Decodes the value's pairs into the scratch and adds them. */
+static int accumulate(rollup_scratch *s, const void *val, size_t len, uint32_t n_pairs, uint64_t weight)
+{
+    if (n_pairs > s->dcap) {
+        size_t cap = n_pairs;
+        uint32_t *nd = realloc(s->dnodes, cap * sizeof *nd);
+        if (nd) s->dnodes = nd;
+        uint64_t *ct = realloc(s->dcounts, cap * sizeof *ct);
+        if (ct) s->dcounts = ct;
+        if (!nd || !ct) return -1;
+        s->dcap = cap;
+    }
+    if (seg_value_decode(&s->dec, val, len, s->dnodes, s->dcounts)) return -1;
+    return tab_add(s, s->dnodes, s->dcounts, n_pairs, weight);
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const acc_slot *)a)->key, y = ((const acc_slot *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* Moves the sums (nodes ascending) into s->nodes/counts and empties the
+ * table; answers how many. */
+static int64_t gather(rollup_scratch *s)
 {
     size_t n = 0;
-    for (size_t w = 0; w < (n_nodes + 63) / 64; w++) {
-        uint64_t bits = s->touched[w];
-        s->touched[w] = 0;
-        while (bits) {
-            uint32_t id = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
-            bits &= bits - 1;
-            if (n == s->pairs_cap) {
-                size_t cap = s->pairs_cap ? s->pairs_cap * 2 : 4096;
-                uint32_t *nd = realloc(s->nodes, cap * sizeof *nd);
-                if (nd) s->nodes = nd;
-                uint64_t *ct = realloc(s->counts, cap * sizeof *ct);
-                if (ct) s->counts = ct;
-                if (!nd || !ct) return -1;
-                s->pairs_cap = cap;
-            }
-            s->nodes[n] = id;
-            s->counts[n++] = s->acc[id];
-            s->acc[id] = 0;
-        }
+    for (size_t i = 0; i < s->tab_cap; i++)
+        if (s->tab[i].key) s->tab[n++] = s->tab[i]; /* packed to the front: n <= i */
+    qsort(s->tab, n, sizeof *s->tab, slot_cmp);
+    if (n > s->pairs_cap) {
+        uint32_t *nd = realloc(s->nodes, n * sizeof *nd);
+        if (nd) s->nodes = nd;
+        uint64_t *ct = realloc(s->counts, n * sizeof *ct);
+        if (ct) s->counts = ct;
+        if (!nd || !ct) return -1;
+        s->pairs_cap = n;
     }
+    for (size_t i = 0; i < n; i++) {
+        s->nodes[i] = s->tab[i].key - 1;
+        s->counts[i] = s->tab[i].count;
+    }
+    if (s->tab) memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
+    s->tab_n = 0;
     return (int64_t)n;
 }
 
@@ -319,7 +353,6 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, MDB_dbi ro
                           void *zcctx, rollup_scratch *s, int level, uint32_t sid, int64_t bucket)
 {
     int64_t end = bucket + rollup_size_ms[level];
-    uint32_t n_nodes = pdict_r_nodes(r);
     uint32_t units[16];
     int n_units = 0, done_units = 0, elide = 0;
     int64_t first = INT64_MAX, last = INT64_MIN;
@@ -329,6 +362,10 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, MDB_dbi ro
     if (!rc && (rc = mdb_cursor_open(txn, segs, &sc))) mdb_cursor_close(c);
     if (rc) return env_status(rc);
     seg_dec_reset(&s->dec);
+    if (s->tab_n) { /* a build that failed left its sums */
+        memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
+        s->tab_n = 0;
+    }
     /* One pass per value unit and kind (nearly always one). */
     do {
         uint32_t want = 0;
@@ -365,9 +402,7 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, MDB_dbi ro
             }
             if (!want) want = units[done_units];
             if (vid != want) continue;
-            uint64_t sum;
-            if (scratch_fit(s, n_nodes, 0) ||
-                seg_value_accumulate(&s->dec, item.data, item.data_len, n_nodes, weight, s->acc, s->touched, &sum)) {
+            if (accumulate(s, item.data, item.data_len, h.n_pairs, weight)) {
                 ss = STORE_EIO;
                 break;
             }
@@ -377,7 +412,7 @@ store_status rollup_build(MDB_txn *txn, MDB_dbi blocks, MDB_dbi segs, MDB_dbi ro
         }
         if (it.err && !ss) ss = env_status(it.err);
         if (ss || !want) break;
-        int64_t n = scratch_fit(s, n_nodes, 0) ? -1 : gather(s, n_nodes);
+        int64_t n = gather(s);
         if (n < 0) {
             ss = STORE_ENOMEM;
             break;
