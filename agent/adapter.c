@@ -14,8 +14,12 @@
  * The tool runs for one interval in the background; its collapsed output
  * ("frame;frame;frame count" lines) is added to the interval's profile.
  */
-#include "agent.h"
+#include "adapter.h"
+#include "fold.h"
+#include "proc.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

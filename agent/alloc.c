@@ -24,7 +24,7 @@
  * a calloc whose product overflows) is a call that fails: it counts as an
  * object of 0 bytes.
  */
-#include "agent.h"
+#include "alloc.h"
 
 #include <string.h>
 

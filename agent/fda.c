@@ -10,8 +10,10 @@
  * Functions are named by the name part of their frame text: the lines of
  * one function (frames with lines, issue 15) are one function here.
  */
-#include "agent.h"
+#include "fda.h"
+#include "frametext.h"
 
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

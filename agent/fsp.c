@@ -5,7 +5,7 @@
  * least P of the interval's total.  The rest (idle or nearly idle threads)
  * are dropped before aggregation.  Pure: no I/O, no globals.
  */
-#include "agent.h"
+#include "fsp.h"
 
 #include <stdlib.h>
 

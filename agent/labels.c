@@ -27,8 +27,11 @@
  * The parsers take text, so synthetic /proc files test them
  * (tests/agent/test_agent_labels.c); agent_proc_identity reads the real ones.
  */
-#include "agent.h"
+#include "labels.h"
+#include "proc.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,4 +237,88 @@ char *agent_labels_key(const agent_labels *l)
     }
     *p = 0;
     return key;
+}
+
+
+/* ---- labels ---- */
+
+static int label_name_ok(const char *s)
+{
+    if (!*s || isdigit((unsigned char)*s)) return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.') return 0;
+    return 1;
+}
+
+int agent_labels_set(agent_labels *l, const char *name, const char *value)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->name[i], name) == 0) {
+            char *v = strdup(value);
+            if (!v) return -1;
+            free(l->value[i]);
+            l->value[i] = v;
+            return 0;
+        }
+    if (l->n >= AGENT_MAX_LABELS) return -1;
+    l->name[l->n] = strdup(name);
+    l->value[l->n] = strdup(value);
+    if (!l->name[l->n] || !l->value[l->n]) {
+        free(l->name[l->n]); free(l->value[l->n]);
+        return -1;
+    }
+    l->n++;
+    return 0;
+}
+
+const char *agent_labels_get(const agent_labels *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->name[i], name) == 0) return l->value[i];
+    return NULL;
+}
+
+int agent_labels_parse(agent_labels *l, const char *spec, char *err, size_t errlen)
+{
+    char *copy = strdup(spec), *save = NULL;
+    if (!copy) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            snprintf(err, errlen, "--labels: '%s' is not name=value", tok);
+            free(copy); return -1;
+        }
+        *eq = 0;
+        if (!label_name_ok(tok)) {
+            snprintf(err, errlen, "--labels: bad label name '%s' (letters, digits, '_' and '.', not starting with a digit)", tok);
+            free(copy); return -1;
+        }
+        static const char *const reserved[] = { "rate", "from", "until", "format", "unit", "locations", NULL };
+        for (int i = 0; reserved[i]; i++)
+            if (strcmp(tok, reserved[i]) == 0) {
+                snprintf(err, errlen, "--labels: '%s' is an ingest parameter, not a label", tok);
+                free(copy); return -1;
+            }
+        if (!eq[1]) {
+            snprintf(err, errlen, "--labels: label '%s' has an empty value", tok);
+            free(copy); return -1;
+        }
+        if (agent_labels_set(l, tok, eq + 1) < 0) {
+            snprintf(err, errlen, "--labels: more than %d labels", AGENT_MAX_LABELS);
+            free(copy); return -1;
+        }
+    }
+    free(copy);
+    return 0;
+}
+
+void agent_labels_free(agent_labels *l)
+{
+    for (int i = 0; i < l->n; i++) { free(l->name[i]); free(l->value[i]); }
+    l->n = 0;
+}
+
+void agent_labels_copy(agent_labels *dst, const agent_labels *src)
+{
+    for (int i = 0; i < src->n; i++) agent_labels_set(dst, src->name[i], src->value[i]);
 }

@@ -34,8 +34,9 @@
  * names answered point into libdw's memory and live as long as the
  * agent_lines.
  */
-#include "agent.h"
+#include "lines.h"
 
+#include <stdio.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>

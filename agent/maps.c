@@ -5,8 +5,10 @@
  * still resolved against the mappings in force when they were taken (the
  * snapshot is refreshed when an address falls outside it).
  */
-#include "agent.h"
+#include "maps.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

@@ -37,8 +37,9 @@
  * and those not counted as calls an allocator made (alloc_nested); the log
  * line gains them when they are not all 0.
  */
-#include "agent.h"
+#include "metrics.h"
 
+#include <stdio.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>

@@ -40,8 +40,10 @@
  *
  * Also here: finding a tracepoint's id and a raw field's offset in tracefs.
  */
-#include "agent.h"
+#include "offcpu.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -36,8 +36,10 @@
  * be opened disables its kind with the reason (agent_perf_why_not); the
  * on-CPU sampling goes on.
  */
-#include "agent.h"
+#include "perf.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -459,6 +461,15 @@ int agent_perf_set_freq(agent_perf *p, double freq)
     for (size_t i = 0; i < p->nfds; i++)
         if (p->fdkind[i] == AGENT_SAMPLE_CPU && ioctl(p->fds[i], PERF_EVENT_IOC_PERIOD, &f) < 0) rc = -1;
     p->o.freq = freq;
+    return rc;
+}
+
+int agent_perf_pause(agent_perf *p, int paused)
+{
+    int rc = 0;
+    for (size_t i = 0; i < p->nfds; i++)
+        if (p->fdkind[i] != AGENT_SAMPLE_ALLOC &&
+            ioctl(p->fds[i], paused ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE, 0) < 0) rc = -1;
     return rc;
 }
 

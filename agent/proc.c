@@ -1,40 +1,15 @@
 /* proc.c — what /proc tells about a process: command name, executable,
- * build-id (the `build` label), and reading small files whole. */
-#include "agent.h"
+ * build-id (the `build` label). */
+#include "proc.h"
+#include "elf.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int agent_read_file(const char *path, char **text, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb; cap *= 2;
-        }
-        ssize_t r = read(fd, buf + n, cap - n - 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            if (r < 0) { free(buf); buf = NULL; }
-            break;
-        }
-        n += (size_t)r;
-    }
-    close(fd);
-    if (!buf) return -1;
-    buf[n] = 0;
-    *text = buf;
-    if (len) *len = n;
-    return 0;
-}
 
 int agent_proc_comm(pid_t pid, char *buf, size_t cap)
 {

@@ -10,7 +10,7 @@
  * system's authorities.  A 401 or 403 is a 4xx: the profile is dropped
  * (the server will not take it), and the answer says why.
  */
-#include "agent.h"
+#include "push.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -22,6 +22,7 @@
 struct agent_push {
     CURL *curl;
     struct curl_slist *headers;
+    struct curl_slist *jheaders;    /* agent_push_json: JSON, not gzip'd */
     char answer[512];
     size_t answer_len;
     char *ca;
@@ -58,6 +59,45 @@ static size_t push_write(char *data, size_t size, size_t n, void *arg)
     return len;
 }
 
+/* POSTs body with headers; 0 on 2xx (p->answer holds the answer's first
+ * bytes), -1 with err; *status the HTTP status (0: none). */
+static int push_post(agent_push *p, const char *url, struct curl_slist *headers, const void *body,
+                     size_t len, long timeout_s, int *retryable, long *status, char *err, size_t errlen)
+{
+    CURL *c = p->curl;
+    *retryable = 0;
+    if (status) *status = 0;
+    p->answer_len = 0;
+    p->answer[0] = 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, push_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, p);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (p->ca) curl_easy_setopt(c, CURLOPT_CAINFO, p->ca);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK) {
+        snprintf(err, errlen, "%s%s", curl_easy_strerror(rc),
+                 rc == CURLE_PEER_FAILED_VERIFICATION ? " (the server's certificate is not signed by an authority "
+                                                        "this machine trusts: give it with --ca FILE)" : "");
+        *retryable = 1;
+        return -1;
+    }
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    if (status) *status = code;
+    if (code >= 200 && code < 300) return 0;
+    snprintf(err, errlen, "HTTP %ld: %s", code, p->answer);
+    *retryable = code >= 500 || code == 429 || code == 408;
+    return -1;
+}
+
 agent_push *agent_push_new(void)
 {
     static int inited;
@@ -69,6 +109,8 @@ agent_push *agent_push_new(void)
     p->headers = curl_slist_append(NULL, "Content-Encoding: gzip");
     p->headers = curl_slist_append(p->headers, "Content-Type: text/plain");
     p->headers = curl_slist_append(p->headers, "Expect:");
+    p->jheaders = curl_slist_append(NULL, "Content-Type: application/json");
+    p->jheaders = curl_slist_append(p->jheaders, "Expect:");
     return p;
 }
 
@@ -76,6 +118,7 @@ void agent_push_free(agent_push *p)
 {
     if (!p) return;
     curl_slist_free_all(p->headers);
+    curl_slist_free_all(p->jheaders);
     curl_easy_cleanup(p->curl);
     free(p->ca);
     free(p);
@@ -91,36 +134,17 @@ int agent_push_send(agent_push *p, const char *url, const void *body,
         snprintf(err, errlen, "gzip failed");
         return -1;
     }
-    CURL *c = p->curl;
-    p->answer_len = 0;
-    p->answer[0] = 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, gz);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gzlen);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, push_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, p);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-    if (p->ca) curl_easy_setopt(c, CURLOPT_CAINFO, p->ca);
-    CURLcode rc = curl_easy_perform(c);
+    int rc = push_post(p, url, p->headers, gz, gzlen, 30L, retryable, NULL, err, errlen);
     free(gz);
-    if (rc != CURLE_OK) {
-        snprintf(err, errlen, "%s%s", curl_easy_strerror(rc),
-                 rc == CURLE_PEER_FAILED_VERIFICATION ? " (the server's certificate is not signed by an authority "
-                                                        "this machine trusts: give it with --ca FILE)" : "");
-        *retryable = 1;
-        return -1;
-    }
-    long code = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    if (code >= 200 && code < 300) return 0;
-    snprintf(err, errlen, "HTTP %ld: %s", code, p->answer);
-    *retryable = code >= 500 || code == 429 || code == 408;
-    return -1;
+    return rc;
+}
+
+int agent_push_json(agent_push *p, const char *url, const char *body, size_t len,
+                    long *status, const char **answer, char *err, size_t errlen)
+{
+    int retryable;
+    return push_post(p, url, p->jheaders, body, len, 5L, &retryable, status, err, errlen) < 0 ? -1
+           : (*answer = p->answer, 0);
 }
 
 /* A token or tenant fit for a header line: printable, no blanks. */
@@ -140,11 +164,13 @@ int agent_push_auth(agent_push *p, const char *token, const char *tenant, const 
         if (!header_safe(token)) { snprintf(err, errlen, "the token must be 1 to 1000 printable characters"); return -1; }
         snprintf(line, sizeof line, "Authorization: Bearer %s", token);
         p->headers = curl_slist_append(p->headers, line);
+        p->jheaders = curl_slist_append(p->jheaders, line);
     }
     if (tenant) {
         if (!header_safe(tenant)) { snprintf(err, errlen, "--tenant '%s': not a tenant name", tenant); return -1; }
         snprintf(line, sizeof line, "X-Scope-OrgID: %s", tenant);
         p->headers = curl_slist_append(p->headers, line);
+        p->jheaders = curl_slist_append(p->jheaders, line);
     }
     if (ca) {
         FILE *f = fopen(ca, "r");
@@ -153,7 +179,7 @@ int agent_push_auth(agent_push *p, const char *token, const char *tenant, const 
         free(p->ca);
         if (!(p->ca = strdup(ca))) { snprintf(err, errlen, "out of memory"); return -1; }
     }
-    if (!p->headers) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (!p->headers || !p->jheaders) { snprintf(err, errlen, "out of memory"); return -1; }
     return 0;
 }
 

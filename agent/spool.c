@@ -11,8 +11,10 @@
  * the largest name found, so a restarted agent replays what an earlier one
  * left behind.
  */
-#include "agent.h"
+#include "spool.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>

@@ -65,8 +65,9 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "agent.h"
+#include "unwind_dwarf.h"
 
+#include <stdio.h>
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
 #include <errno.h>

@@ -22,8 +22,11 @@
  * are already counted, with `operator new` in their stacks; a probe on it
  * would count each of them twice.
  */
-#include "agent.h"
+#include "uprobe.h"
+#include "maps.h"
+#include "readfile.h"
 
+#include <stdio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

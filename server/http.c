@@ -62,6 +62,8 @@ static const route_entry routes[] = {
     { "/api/v1/timeline", ROUTE_TIMELINE, "GET", SRV_SCOPE_READ, 0 },
     { "/api/v1/variance", ROUTE_VARIANCE, "GET", SRV_SCOPE_READ, 0 },
     { "/api/v1/hotspots/metrics", ROUTE_HOTSPOTS, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/agents", ROUTE_AGENTS, "GET", SRV_SCOPE_READ, 0 },
+    { "/api/v1/agents/heartbeat", ROUTE_AGENT_HEARTBEAT, "POST", 0, SRV_SCOPE_WRITE },
     { "/querier.v1.QuerierService/{name}", ROUTE_CONNECT, "POST", 0, SRV_SCOPE_READ },
     { "/pyroscope/render", ROUTE_RENDER, "GET", SRV_SCOPE_READ, 0 },
     { "/pyroscope/render-diff", ROUTE_RENDER_DIFF, "GET", SRV_SCOPE_READ, 0 },
@@ -153,6 +155,8 @@ static enum MHD_Result dispatch(srv_request *rq)
     case ROUTE_TIMELINE: return srv_handle_timeline(rq);
     case ROUTE_VARIANCE: return srv_handle_variance(rq);
     case ROUTE_HOTSPOTS: return srv_handle_hotspots(rq);
+    case ROUTE_AGENTS: return srv_handle_agents(rq);
+    case ROUTE_AGENT_HEARTBEAT: return srv_handle_agent_heartbeat(rq);
     case ROUTE_HEALTHZ: return srv_handle_healthz(rq);
     case ROUTE_METRICS: return srv_handle_metrics(rq);
     case ROUTE_WEB: return srv_handle_web(rq);

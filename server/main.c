@@ -65,6 +65,12 @@ static const char usage_serve[] =
     "                         suffixes k, m, g; 0 = none (default 0)\n"
     "  --ingest-burst BYTES   what a tenant may push at once above the rate (default: ten\n"
     "                         seconds of --ingest-rate)\n"
+    "  --fleet-duty F         fleet control: the fraction of the agents that sample at any\n"
+    "                         moment, chosen at random and rotating (GET /api/v1/agents\n"
+    "                         lists them; default 1: all of them, always)\n"
+    "  --fleet-period DURATION  how long an agent's turn lasts (default 60s)\n"
+    "  --fleet-rate HZ        the sampling frequency the plan gives agents (default 0: each\n"
+    "                         agent's own --frequency)\n"
     "  --data DIR             data directory, created if missing (default ./data)\n"
     "  --retention DURATION   delete profiles whose window started longer ago than this,\n"
     "                         e.g. 30d, 12h, 90m; 0 keeps everything (default 30d)\n"
@@ -148,6 +154,8 @@ typedef struct {
     const char *auth, *tls_cert, *tls_key;
     int metrics_auth, insecure_no_auth;
     size_t ingest_rate, ingest_burst;
+    double fleet_duty, fleet_rate;       /* fleet control (agents.c) */
+    int64_t fleet_period_ms;
 } serve_flags;
 
 #define DEFAULT_MAX_CONNECTIONS 4096
@@ -187,6 +195,9 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->auth = f->tls_cert = f->tls_key = NULL;
     f->metrics_auth = f->insecure_no_auth = 0;
     f->ingest_rate = f->ingest_burst = 0;
+    f->fleet_duty = 1;
+    f->fleet_rate = 0;
+    f->fleet_period_ms = 60000;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char err[256];
@@ -203,7 +214,8 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                                              "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--max-pairs", "--query-timeout",
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
                                              "--allowed-host", "--auth", "--tls-cert", "--tls-key",
-                                             "--ingest-rate", "--ingest-burst", NULL };
+                                             "--ingest-rate", "--ingest-burst",
+                                             "--fleet-duty", "--fleet-period", "--fleet-rate", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -226,6 +238,22 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 return -1;
             }
             if (!strcmp(v, "0")) *to = 0;
+        } else if (!strcmp(a, "--fleet-duty") || !strcmp(a, "--fleet-rate")) {
+            int duty = !strcmp(a, "--fleet-duty");
+            char *end;
+            double d = strtod(v, &end);
+            if (*end || end == v || (duty ? !(d > 0 && d <= 1) : !(d >= 0 && d <= 100000))) {
+                fprintf(stderr, "flamedb serve: %s '%s': expected %s\n", a, v,
+                        duty ? "a fraction in (0, 1], like 0.1" : "a frequency in Hz from 0 (the agents' own) to 100000");
+                return -1;
+            }
+            *(duty ? &f->fleet_duty : &f->fleet_rate) = d;
+        } else if (!strcmp(a, "--fleet-period")) {
+            if (query_duration_parse(v, &f->fleet_period_ms, err, sizeof err) || f->fleet_period_ms < 1000 ||
+                f->fleet_period_ms > 86400000 || f->fleet_period_ms % 1000) {
+                fprintf(stderr, "flamedb serve: --fleet-period '%s': expected whole seconds from 1s to 1d, like 60s\n", v);
+                return -1;
+            }
         } else if (!strcmp(a, "--tls-cert")) {
             f->tls_cert = v;
         } else if (!strcmp(a, "--tls-key")) {
@@ -564,7 +592,8 @@ static int serve(int argc, char **argv)
          * the tokens in use stay) */
         srv_log("--auth %s", err);
         rc = 2;
-    } else if (f.ingest_rate && !(srv.ingest_rate = srv_ratelimit_new(f.ingest_rate, f.ingest_burst))) {
+    } else if (!(srv.fleet = srv_fleet_new(f.fleet_duty, f.fleet_period_ms, f.fleet_rate)) ||
+               (f.ingest_rate && !(srv.ingest_rate = srv_ratelimit_new(f.ingest_rate, f.ingest_burst)))) {
         srv_log("out of memory");
         rc = 1;
     } else {
@@ -573,6 +602,7 @@ static int serve(int argc, char **argv)
         rc = run(&srv, &f, &sigs);
     }
     srv_ratelimit_free(srv.ingest_rate);
+    srv_fleet_free(srv.fleet);
     srv_access_free(&srv);
     pthread_rwlock_destroy(&srv.auth_lock);
     free(pem_cert);

@@ -15,7 +15,8 @@ static const int status_slots[SRV_STATUS_SLOTS] = { 200, 400, 403, 404, 405, 413
 static const char *route_names[ROUTE_COUNT] = {
     "/api/v1/ingest", "/ingest", "/v1development/profiles", "/api/v1/query", "/api/v1/labels", "/api/v1/label/values",
     "/api/v1/series", "/api/v1/top", "/api/v1/stability", "/api/v1/compare", "/api/v1/diff",
-    "/api/v1/timeline", "/api/v1/variance", "/api/v1/hotspots/metrics", "/healthz", "/metrics", "/",
+    "/api/v1/timeline", "/api/v1/variance", "/api/v1/hotspots/metrics", "/api/v1/agents",
+    "/api/v1/agents/heartbeat", "/healthz", "/metrics", "/",
     "/querier.v1.QuerierService", "/pyroscope/render", "/pyroscope/render-diff", "other",
 };
 

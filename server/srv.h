@@ -38,7 +38,7 @@
 typedef enum {
     ROUTE_INGEST, ROUTE_PYROSCOPE, ROUTE_OTLP, ROUTE_QUERY, ROUTE_LABELS, ROUTE_LABEL_VALUES,
     ROUTE_SERIES, ROUTE_TOP, ROUTE_STABILITY, ROUTE_COMPARE, ROUTE_DIFF, ROUTE_TIMELINE,
-    ROUTE_VARIANCE, ROUTE_HOTSPOTS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_CONNECT, ROUTE_RENDER,
+    ROUTE_VARIANCE, ROUTE_HOTSPOTS, ROUTE_AGENTS, ROUTE_AGENT_HEARTBEAT, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_WEB, ROUTE_CONNECT, ROUTE_RENDER,
     ROUTE_RENDER_DIFF, ROUTE_UNKNOWN, ROUTE_COUNT
 } srv_route;
 
@@ -83,6 +83,11 @@ typedef struct {
 typedef struct srv_conns srv_conns;
 
 typedef struct srv_workpool srv_workpool;
+/* Fleet control (agents.c): the registry of agents and their plan. */
+typedef struct srv_fleet srv_fleet;
+#define SRV_FLEET_CAP 10000                 /* agents in the registry */
+#define SRV_FLEET_EXPIRE_PERIODS 10         /* an agent not seen this long is forgotten ... */
+#define SRV_FLEET_EXPIRE_MIN_MS (600 * 1000) /* ... and not before 10 minutes */
 typedef struct srv_ratelimit srv_ratelimit;
 typedef void (*srv_work_fn)(void *arg);
 
@@ -118,6 +123,7 @@ typedef struct {
     int insecure_no_auth;         /* --insecure-no-auth: any address without --auth */
     const char *tls_cert, *tls_key; /* PEM text of --tls-cert and --tls-key; NULL: plain HTTP */
     srv_ratelimit *ingest_rate;   /* --ingest-rate: each tenant's push bytes a second; NULL: none */
+    srv_fleet *fleet;             /* fleet control (--fleet-duty, agents.c) */
 } srv_ctx;
 
 /* The memory the merged trees of one grouped answer may take (query, top
@@ -310,6 +316,12 @@ enum MHD_Result srv_handle_hotspots(srv_request *rq);
 enum MHD_Result srv_handle_healthz(srv_request *rq);
 enum MHD_Result srv_handle_metrics(srv_request *rq);
 enum MHD_Result srv_handle_web(srv_request *rq);
+/* agents.c: fleet control.  duty: the fraction of the agents sampling at
+ * a time (1: all), period_ms: whole seconds, rate: Hz (0: the agents'). */
+srv_fleet *srv_fleet_new(double duty, int64_t period_ms, double rate);
+void srv_fleet_free(srv_fleet *f);
+enum MHD_Result srv_handle_agent_heartbeat(srv_request *rq);
+enum MHD_Result srv_handle_agents(srv_request *rq);
 /* grafana_handlers.c: Grafana's Pyroscope data source (issue 11, point 3) */
 enum MHD_Result srv_handle_connect(srv_request *rq);
 enum MHD_Result srv_handle_render(srv_request *rq);

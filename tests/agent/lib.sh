@@ -16,7 +16,8 @@
 #                    spin_cpp (C++, mangled names: fixtures/spin_cpp.cc)
 #                    offcpu alloc (fixtures/offcpu.c, alloc.c: issue 13)
 #
-# Processes:  start_server [PORT]   fresh data dir (port 0 = any), sets BASE PORT
+# Processes:  start_server [PORT]   fresh data dir (port 0 = any), sets BASE PORT;
+#                                   flags from AT_SERVER_ARGS (fleet control)
 #             restart_server        the same data dir and port
 #             stop_server
 #             start_workload BIN ARGS...   sets WPID (background)
@@ -70,7 +71,8 @@ perf_context() {
 _launch_server() {
     local before tries=300 line
     before=$(wc -l <"$SLOG")
-    "$FLAMEDB" serve --listen "127.0.0.1:$PORT" --data "$DATA" >>"$SLOG" 2>&1 &
+    # shellcheck disable=SC2086  # AT_SERVER_ARGS: extra flags, split on blanks
+    "$FLAMEDB" serve --listen "127.0.0.1:$PORT" --data "$DATA" ${AT_SERVER_ARGS:-} >>"$SLOG" 2>&1 &
     SPID=$!
     while [ $tries -gt 0 ]; do
         line=$(tail -n +"$((before + 1))" "$SLOG" | grep -o 'listening on http://127\.0\.0\.1:[0-9]*' | head -1)

@@ -455,6 +455,8 @@ test_tenant_isolation_every_read_endpoint() {
         [ "$gs" = SRV_SCOPE_READ ] || continue
         n=$((n + 1))
         # the fleet registry holds no stored data and its answers carry times:
+        # its tenant isolation is tests/agent/test_fleet.sh's (agents listed per tenant)
+        [ "$path" = /api/v1/agents ] && continue
         [ -n "${ISO[$path]:-}" ] || fail "read endpoint $path has no tenant isolation case in test_auth.sh (ISO)"
     done <<<"$table"
     assert_ge "read endpoints" 11 "$n"

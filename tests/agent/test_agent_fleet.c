@@ -1,0 +1,160 @@
+/* test_agent_fleet.c — fleet control, the agent's side (issue 13, point 5):
+ * the heartbeat answer parsed (and refused when it is not a plan), its
+ * times moved to the agent's clock, the state at each moment around the
+ * period boundaries, unmanaged once the plan runs out, ceasing when pushes
+ * keep failing and sampling again after the cool-off, and the heartbeat's
+ * JSON body. */
+#include <string.h>
+
+#include "../unit/testutil.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../agent/agent.h"
+
+static const char *ANSWER =
+    "{\"agent\": \"n1\", \"now\": 1000, \"period\": 60, \"duty\": 0.1, \"sample\": false,"
+    " \"from\": 960, \"until\": 1020, \"rate\": 49.5, \"next_sample\": true, \"next_until\": 1080}";
+
+static void plan_parse(void **state)
+{
+    (void)state;
+    agent_fleet_plan p;
+    char err[200];
+    assert_int_equal(agent_fleet_plan_parse(ANSWER, strlen(ANSWER), &p, err, sizeof err), 0);
+    assert_true(p.now > 999.99 && p.now < 1000.01);
+    assert_int_equal(p.period, 60);
+    assert_true(p.duty > 0.099 && p.duty < 0.101);
+    assert_int_equal(p.step[0].sample, 0);
+    assert_int_equal(p.step[0].from, 960);
+    assert_int_equal(p.step[0].until, 1020);
+    assert_int_equal(p.step[1].sample, 1);
+    assert_int_equal(p.step[1].from, 1020);
+    assert_int_equal(p.step[1].until, 1080);
+    assert_true(p.step[1].rate > 49.4 && p.step[1].rate < 49.6);
+
+    /* a field missing, a bool that is not one, steps out of order */
+    const char *missing = "{\"now\": 1000, \"period\": 60, \"duty\": 1, \"sample\": true, \"from\": 960,"
+                          " \"until\": 1020, \"next_sample\": true, \"next_until\": 1080}";
+    assert_int_equal(agent_fleet_plan_parse(missing, strlen(missing), &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "\"rate\""));
+    const char *notbool = "{\"now\": 1000, \"period\": 60, \"duty\": 1, \"sample\": 1, \"from\": 960,"
+                          " \"until\": 1020, \"rate\": 0, \"next_sample\": true, \"next_until\": 1080}";
+    assert_int_equal(agent_fleet_plan_parse(notbool, strlen(notbool), &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "sample"));
+    const char *order = "{\"now\": 1000, \"period\": 60, \"duty\": 1, \"sample\": true, \"from\": 960,"
+                        " \"until\": 1020, \"rate\": 0, \"next_sample\": true, \"next_until\": 1000}";
+    assert_int_equal(agent_fleet_plan_parse(order, strlen(order), &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "inconsistent"));
+    assert_int_equal(agent_fleet_plan_parse("{\"error\": \"no\"}", 15, &p, err, sizeof err), -1);
+}
+
+static void plan_states(void **state)
+{
+    (void)state;
+    agent_fleet f;
+    memset(&f, 0, sizeof f);
+    double rate;
+    /* no plan: today's behaviour */
+    assert_int_equal(agent_fleet_state_at(&f, 5000, &rate), AGENT_FLEET_UNMANAGED);
+    assert_int_equal(agent_fleet_next_change(&f, 5000), INT64_MAX);
+    agent_fleet_plan p;
+    char err[200];
+    assert_int_equal(agent_fleet_plan_parse(ANSWER, strlen(ANSWER), &p, err, sizeof err), 0);
+    /* one machine: the answer read 0.3 s later, across a second boundary,
+     * moves nothing */
+    agent_fleet_set_plan(&f, &p, 1000.3);
+    assert_int_equal(agent_fleet_state_at(&f, 1019, &rate), AGENT_FLEET_IDLE);
+    assert_int_equal(agent_fleet_state_at(&f, 1020, &rate), AGENT_FLEET_SAMPLING);
+    /* the agent's clock is 5 s behind the server's: every time moves by -5 */
+    agent_fleet_set_plan(&f, &p, 995.2);
+    assert_int_equal(agent_fleet_state_at(&f, 995, &rate), AGENT_FLEET_IDLE);
+    assert_int_equal(agent_fleet_state_at(&f, 1014, &rate), AGENT_FLEET_IDLE);
+    assert_int_equal(agent_fleet_next_change(&f, 1000), 1015);
+    assert_int_equal(agent_fleet_state_at(&f, 1015, &rate), AGENT_FLEET_SAMPLING);
+    assert_true(rate > 49.4 && rate < 49.6);
+    assert_int_equal(agent_fleet_state_at(&f, 1074, &rate), AGENT_FLEET_SAMPLING);
+    assert_int_equal(agent_fleet_next_change(&f, 1050), 1075);
+    /* past the next step: the server has not answered since, unmanaged */
+    assert_int_equal(agent_fleet_state_at(&f, 1075, &rate), AGENT_FLEET_UNMANAGED);
+    assert_int_equal(agent_fleet_next_change(&f, 1075), INT64_MAX);
+}
+
+static void ceasing(void **state)
+{
+    (void)state;
+    agent_fleet f;
+    memset(&f, 0, sizeof f);
+    double rate;
+    snprintf(f.last_error, sizeof f.last_error, "push: HTTP 429: slow down");
+    /* failures below the share, or too few attempts: no */
+    assert_int_equal(agent_fleet_interval(&f, 3, 1), 0);
+    assert_int_equal(agent_fleet_interval(&f, 0, 0), 0);
+    assert_int_equal(agent_fleet_interval(&f, 2, 0), 0);   /* 1 of 5 */
+    assert_int_equal(agent_fleet_state_at(&f, 1, &rate), AGENT_FLEET_UNMANAGED);
+    /* 1 + 3 of 5 + 3 = 8: half failed: it ceases, and says why */
+    assert_int_equal(agent_fleet_interval(&f, 3, 3), 1);
+    assert_int_equal(agent_fleet_state_at(&f, 1, &rate), AGENT_FLEET_CEASED);
+    assert_non_null(strstr(f.why, "4 of the last 8 pushes failed"));
+    assert_non_null(strstr(f.why, "HTTP 429"));
+    /* the cool-off: AGENT_FLEET_COOLOFF intervals, whatever they push */
+    for (int i = 1; i < AGENT_FLEET_COOLOFF; i++) {
+        assert_int_equal(agent_fleet_interval(&f, 0, 0), 0);
+        assert_int_equal(agent_fleet_state_at(&f, 1, &rate), AGENT_FLEET_CEASED);
+    }
+    assert_int_equal(agent_fleet_interval(&f, 0, 0), -1);
+    assert_int_equal(agent_fleet_state_at(&f, 1, &rate), AGENT_FLEET_UNMANAGED);
+    assert_string_equal(f.why, "");
+    /* the old failures are forgotten: one more failure does not cease */
+    assert_int_equal(agent_fleet_interval(&f, 1, 1), 0);
+    /* too few attempts, all failed: not yet */
+    memset(&f, 0, sizeof f);
+    assert_int_equal(agent_fleet_interval(&f, 3, 3), 0);
+    assert_int_equal(agent_fleet_interval(&f, 1, 1), 1);
+    /* a window slides: old outcomes fall out of it */
+    memset(&f, 0, sizeof f);
+    assert_int_equal(agent_fleet_interval(&f, 10, 4), 0);
+    for (int i = 1; i < AGENT_FLEET_WINDOW; i++) assert_int_equal(agent_fleet_interval(&f, 1, 0), 0);
+    assert_int_equal(agent_fleet_interval(&f, 2, 2), 0);   /* the 10 pushes are out: 2 of 9 */
+}
+
+static void report_json(void **state)
+{
+    (void)state;
+    agent_labels l = { 0 };
+    assert_int_equal(agent_labels_set(&l, "node", "n\"1"), 0);
+    assert_int_equal(agent_labels_set(&l, "zone", "eu"), 0);
+    agent_fleet_report r = { .id = "n\"1", .version = "0.13", .labels = &l, .state = AGENT_FLEET_IDLE,
+                             .frequency = 99, .cpu_seconds = 1.5, .rss_bytes = 4096, .samples = 7,
+                             .profiles_pushed = 3, .push_failures = 1, .spool_waiting = 2,
+                             .started = 1000, .last_push = 1010, .last_error = "line\nbreak" };
+    size_t len;
+    char *j = agent_fleet_report_json(&r, &len);
+    assert_non_null(j);
+    assert_int_equal(strlen(j), len);
+    assert_string_equal(j,
+        "{\"id\":\"n\\\"1\",\"version\":\"0.13\",\"labels\":{\"node\":\"n\\\"1\",\"zone\":\"eu\"},"
+        "\"state\":\"idle\",\"sampling\":false,\"frequency\":99,\"cpu_seconds\":1.500000,\"rss_bytes\":4096,"
+        "\"samples\":7,\"profiles_pushed\":3,\"push_failures\":1,\"spool_waiting\":2,"
+        "\"started\":1000,\"last_push\":1010,\"last_error\":\"line\\u000abreak\"}");
+    free(j);
+    agent_labels_free(&l);
+    double cpu;
+    uint64_t rss;
+    agent_fleet_self_usage(&cpu, &rss);
+    assert_true(rss > 0);
+    assert_true(cpu >= 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(plan_parse),
+        cmocka_unit_test(plan_states),
+        cmocka_unit_test(ceasing),
+        cmocka_unit_test(report_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
