@@ -11,7 +11,15 @@
 // transforms, invert, sandwich, fn, tq, tsort, tl, brush, minsamples). Every change pushes a history entry
 // (typing in a box replaces it); popstate re-reads the URL, and data is
 // fetched again only when a data parameter changed.
+//
+// The flamegraph is fetched as levels (/api/v1/query?format=levels) and kept
+// as flat typed arrays (tree.js): no object per node, so a 1,000,000-node
+// tree opens. It is drawn as soon as its answer is in (body[data-flame] =
+// "ready"); the panels (timeline, table, stability, groups) follow, then
+// body[data-state] = "ready". Only the diff reads a nested tree
+// (/api/v1/diff answers no other form), made flat on arrival.
 import { FlameGraph, wilson } from './flame.js';
+import { fromLevels, fromNested } from './tree.js';
 import { initViews } from './views.js';
 import { initTable } from './table.js';
 import { initLabels } from './labels.js';
@@ -165,7 +173,7 @@ function autoStep(from, until, windows) {
 const tooltip = $('#tooltip');
 const graph = new FlameGraph($('#flame'), {
   onZoom: (path) => {
-    const names = path.slice(1).map((i) => graph.nodes[i].name);
+    const names = path.slice(1).map((i) => graph.nameOf(i));
     renderCrumbs();
     commit({ focus: names.length ? names.join(';') : undefined });
   },
@@ -203,7 +211,7 @@ function showTooltip(n, e, g) {
   } else {
     const N = m.samples, T = m.total;
     const ss = T ? n.self / T : 0, ts = T ? n.total / T : 0;
-    const pt = g.nodes[n.parent];
+    const pt = g.node(n.parent);
     const ps = pt && pt.total ? n.total / pt.total : 1;
     const sci = wilson(ss, N), tci = wilson(ts, N);
     Object.assign(ds, { self: n.self, total: n.total, selfShare: ss, totalShare: ts, selfCi: sci ? sci.join(',') : '', totalCi: tci ? tci.join(',') : '' });
@@ -228,18 +236,18 @@ function showTooltip(n, e, g) {
 function renderCrumbs() {
   const nav = $('#crumbs');
   nav.textContent = '';
-  if (!graph.nodes || !graph.nodes.length) return;
+  if (!graph.count) return;
   const path = graph.path();
   path.forEach((i, k) => {
     const b = document.createElement('button');
-    b.textContent = k === 0 ? 'all' : graph.nodes[i].name;
-    b.title = graph.nodes[i].name;
+    b.textContent = k === 0 ? 'all' : graph.nameOf(i);
+    b.title = graph.nameOf(i);
     if (k === path.length - 1) b.className = 'cur';
     b.onclick = () => graph.zoom(i);
     nav.append(b);
     if (k < path.length - 1) nav.append(Object.assign(document.createElement('span'), { textContent: '›', className: 'sep' }));
   });
-  nav.dataset.root = graph.nodes[graph.focus].name;
+  nav.dataset.root = graph.nameOf(graph.focus);
 }
 
 function renderSearchResult() {
@@ -328,7 +336,7 @@ function renderGroups(stab, answers) {
     grid.append(box);
     const mg = new FlameGraph(fl, { rowHeight: 13, onHover: (n, e) => showTooltip(n, e, mg), onZoom: () => {} });
     mg.icicle = graph.icicle;
-    mg.setData(a.tree, { unit: a.unit, total: a.total, samples: a.samples, maxNodes: 1000 });
+    mg.setData(fromLevels(a), { unit: a.unit, total: a.total, samples: a.samples, maxNodes: 1000 });
     mg.draw();
     miniGraphs.push(mg);
   }
@@ -664,16 +672,17 @@ function syncBar() {
 }
 let lastStability = null;
 
-function applyUI() {
+// The main graph as the state says (views, search, zoom), with its
+// breadcrumb: drawn as soon as the query's answer is in, before the panels.
+function drawMain() {
   graph.icicle = state.layout === 'icicle';
-  for (const m of miniGraphs) { m.icicle = graph.icicle; m.draw(); }
   // a link with fn=NAME and search=NAME highlights that function only
   if (state.fn && state.search === state.fn) exactSearch = true;
   views.apply();
   graph.searchText = state.search || '';
   graph.exact = exactSearch;
   graph.applySearch();
-  if (graph.nodes && graph.nodes.length) {
+  if (graph.count) {
     graph.zoomToNames(state.focus ? state.focus.split(';') : []);
     fitFlame();
     graph.draw();
@@ -681,9 +690,14 @@ function applyUI() {
     if (graph.width !== Math.max(50, $('#flame').clientWidth)) graph.draw();
     $('#flame').scrollTop = graph.icicle ? 0 : $('#flame').scrollHeight;
   }
-  if (groupStab && groupsShown !== (state.groups || '') + '|' + (Number(state.minsamples) > 0 ? Number(state.minsamples) : MIN_SAMPLES)) renderGroups(groupStab, groupAnswers);
   renderCrumbs();
   renderSearchResult();
+}
+
+function applyUI() {
+  drawMain();
+  for (const m of miniGraphs) { m.icicle = graph.icicle; m.draw(); }
+  if (groupStab && groupsShown !== (state.groups || '') + '|' + (Number(state.minsamples) > 0 ? Number(state.minsamples) : MIN_SAMPLES)) renderGroups(groupStab, groupAnswers);
   table.render();
 }
 
@@ -695,6 +709,7 @@ async function render() {
   loadedKey = key;
   const mine = ++loads;
   document.body.dataset.state = 'loading';
+  document.body.dataset.flame = 'loading';
   $('#loading').hidden = false;
   showError(null);
   try {
@@ -703,6 +718,7 @@ async function render() {
     if (mine !== loads) return;
     applyUI();
     document.body.dataset.state = 'ready';
+    document.body.dataset.flame = 'ready';
   } catch (e) {
     if (mine !== loads) return;
     showError(e);
@@ -744,15 +760,19 @@ async function loadFlame(mine) {
   const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
   const maxNodes = state.max_nodes || '8192';
   const stepStab = autoStep(base.from, base.until, 60);
-  const [q, tlAns, top, stab, gstab, gq] = await Promise.all([
-    state.split ? querySplit(base, maxNodes) : api('/api/v1/query', { ...base, max_nodes: maxNodes }),
+  const qP = state.split ? querySplit(base, maxNodes) : api('/api/v1/query', { ...base, max_nodes: maxNodes, format: 'levels' });
+  const restP = Promise.all([
     api('/api/v1/timeline', { ...base, group_by: state.group_by || state.split }),
     api('/api/v1/top', { ...base, limit: 0 }),
     api('/api/v1/stability', { ...base, step: stepStab }),
     state.group_by ? api('/api/v1/stability', { ...base, group_by: state.group_by }) : null,
-    state.group_by ? api('/api/v1/query', { ...base, group_by: state.group_by, max_nodes: 1000 }) : null,
+    state.group_by ? api('/api/v1/query', { ...base, group_by: state.group_by, max_nodes: 1000, format: 'levels' }) : null,
   ]);
+  restP.catch(() => {});      // its error is thrown below, once the graph is drawn
+  const q = await qP;
   if (mine !== loads) return;
+  // the levels answer as flat arrays (tree.js); split.js already made its tree
+  if (!q.tree) { q.tree = fromLevels(q); delete q.levels; delete q.names; }
   current = q;
   setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes, split: state.split }, q.total ? '' : 'No profiles match this selector in this range.');
   renderLatest(q, base);
@@ -767,6 +787,11 @@ async function loadFlame(mine) {
   if (!q.type) $('#summary').textContent = 'no profiles in this range';
   else $('#summary').innerHTML = `<b>${esc(q.type)}</b>${q.groups !== undefined ? ` · split by ${esc(state.split)}: ${q.groups} value${q.groups === 1 ? '' : 's'}${q.skipped.groups ? ` (${q.skipped.groups} in ${esc(q.skipped.units.join(', '))} left out)` : ''}` : ''} · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
+  // the flamegraph first: a big tree's table (/api/v1/top) can take longer
+  drawMain();
+  document.body.dataset.flame = 'ready';
+  const [tlAns, top, stab, gstab, gq] = await restP;
+  if (mine !== loads) return;
   timeline.draw(tlAns, { label: state.group_by || state.split });
   table.setData(top);
   lastStability = stab;
@@ -785,7 +810,7 @@ async function querySplit(base, maxNodes) {
     const n = (l.labels.find((x) => x.name === state.split) || {}).values;
     per = String(nodesPerGroup(Number(maxNodes) * 2, n));
   }
-  return splitAnswer(await api('/api/v1/query', { ...base, group_by: state.split, max_nodes: per }), state.split);
+  return splitAnswer(await api('/api/v1/query', { ...base, group_by: state.split, max_nodes: per, format: 'levels' }), state.split);
 }
 
 // The two sides of a diff. Each side is a selector over a range (left_from,
@@ -828,7 +853,8 @@ async function loadDiff(mine) {
   if (mine !== loads) return;
   current = { unit: d.right_unit, diff: d, compare: c, defaulted };
   const testable = c.left.samples > 0 && c.right.samples > 0;
-  setMainData(d.tree, { diff: true, leftTotal: d.left_total, rightTotal: d.right_total, leftUnit: d.left_unit, rightUnit: d.right_unit,
+  // /api/v1/diff answers the nested tree only: made flat here
+  setMainData(fromNested(d.tree), { diff: true, leftTotal: d.left_total, rightTotal: d.right_total, leftUnit: d.left_unit, rightUnit: d.right_unit,
     leftSamples: c.left.samples, rightSamples: c.right.samples },
   d.left_total || d.right_total ? '' : 'Neither side has profiles in its range.');
   renderLatest(null);
@@ -865,22 +891,22 @@ window.__flamedb = {
     const r = graph.canvas.getBoundingClientRect();
     const i = graph.frameAt(x - r.left, y - r.top);
     if (i < 0) return null;
-    const n = graph.nodes[i];
+    const n = graph.node(i);
     return { name: n.name, self: n.self, total: n.total, depth: n.depth, other: n.other };
   },
   // the page rectangle of the widest visible frame named `name`
   layoutOf(name) {
     const r = graph.canvas.getBoundingClientRect();
     let best = -1;
-    const f = graph.nodes[graph.focus];
-    graph.nodes.forEach((n, i) => {
-      if (n.name !== name) return;
-      if (n.depth >= f.depth && !(n.x >= f.x && n.x < f.x + f.total)) return;
-      if (best < 0 || n.total > graph.nodes[best].total) best = i;
-    });
+    const g = graph, t = g.t, f = g.focus, fx = g.x[f], fw = g.w[f];
+    for (let i = 0; i < g.count; i++) {
+      if (t.other[i] || g.nameOf(i) !== name) continue;
+      if (t.depth[i] >= t.depth[f] && !(g.x[i] >= fx && g.x[i] < fx + fw)) continue;
+      if (best < 0 || g.w[i] > g.w[best]) best = i;
+    }
     if (best < 0) return null;
     const b = graph.rectOf(best);
-    return { x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h, cx: r.left + b.x + b.w / 2, cy: r.top + b.y + b.h / 2, total: graph.nodes[best].total };
+    return { x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h, cx: r.left + b.x + b.w / 2, cy: r.top + b.y + b.h / 2, total: g.w[best] };
   },
 };
 

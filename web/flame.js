@@ -1,17 +1,30 @@
-// flame.js — a canvas flamegraph that stays fast on large trees.
+// flame.js — a canvas flamegraph that stays fast on a million nodes.
 //
-// The tree is flattened once per data set into per-depth rows: for each depth
-// a Float64Array of frame start offsets (in value units, from the root's left
-// edge) and an Int32Array of node indices, in increasing x. Frames of one row
-// never overlap and a frame's descendants lie inside its [x, x+total), so a
-// zoom is only a new value window [X0, X0+W): each row is entered with one
-// binary search, and hover is one binary search in the row under the mouse.
-// Frames narrower than MIN_PX are not drawn one by one: consecutive narrow
-// frames merge into one grey block, so nothing vanishes and nothing costs.
-// What max_nodes left out (parent.total − self − Σ children) becomes a
-// hatched "other" frame after the children, with its value, never dropped.
+// It draws a Tree of tree.js (flat typed arrays, breadth-first, made from the
+// API's levels answer): nodes of one depth are one contiguous run in drawing
+// order, so a row is a subarray. setData computes each node's width (its
+// total; in a diff its baseline share plus its comparison share) and start
+// x (its parent's x plus its earlier siblings' widths) into two
+// Float64Arrays: O(nodes) typed-array work, no object per node. Frames of
+// one row never overlap and a frame's descendants lie inside its [x, x+w),
+// so a zoom is only a new value window [X0, X0+W): each row is entered with
+// one binary search, and hover is one binary search in the row under the
+// mouse. Frames narrower than a pixel are not drawn one by one: a run of
+// them merges into one grey block, and the loop jumps (binary search) to the
+// first frame starting in the next pixel column, so a draw costs what is
+// visible (about rows × width), not the tree's size. Colours are computed
+// for the frames drawn only (per name, cached). What max_nodes left out is
+// the tree's hatched "other" frames, with their value, never dropped.
+// node(i) gives one node as an object, for a tooltip or a menu.
+//
+// Pan and zoom: the window is the focused frame's [x, x+w) (a click zooms
+// to a frame), or a free window inside it: ctrl+wheel (a trackpad pinch)
+// zooms around the mouse, shift+wheel or a horizontal wheel and a drag pan.
+// The free window is not kept in the URL; a click, Esc or the breadcrumb
+// goes back to a frame's window.
 
-const MIN_PX = 0.5;
+const MIN_PX = 1;
+const OTHER_LABEL = 'other (left out by max_nodes)';
 
 /* The 95% Wilson interval of share p from n samples; null when n is not
  * known (the API's samples: null). */
@@ -86,8 +99,7 @@ export function zTest(pL, nL, pR, nR) {
   return (pR - pL) / se;
 }
 
-function lowerBound(xs, n, v) {
-  let lo = 0, hi = n;
+function lowerBound(xs, lo, hi, v) {
   while (lo < hi) { const m = (lo + hi) >> 1; if (xs[m] < v) lo = m + 1; else hi = m; }
   return lo;
 }
@@ -104,93 +116,176 @@ export class FlameGraph {
     container.append(this.canvas, this.overlay);
     this.icicle = false;
     this.focus = 0;
-    this.matchRe = null;
     this.exact = null;
     this.hoverIdx = -1;
     this.draws = 0;
+    this.count = 0;
+    this.t = null;
     this.overlay.addEventListener('mousemove', (e) => this.onMove(e));
     this.overlay.addEventListener('mouseleave', () => this.setHover(-1, null));
     this.overlay.addEventListener('click', (e) => {
+      if (this.dragged) { this.dragged = false; return; }
       const i = this.frameAtEvent(e);
-      if (i >= 0 && !this.nodes[i].other) this.zoom(i);
+      if (i >= 0 && !this.t.other[i]) this.zoom(i);
+    });
+    this.view = null;          // a free window {x0, w} inside the focus, or null
+    this.overlay.addEventListener('wheel', (e) => this.onWheel(e), { passive: false });
+    // drag to pan: listeners on the window while the button is down
+    this.overlay.addEventListener('mousedown', (e) => {
+      if (e.button !== 0 || !this.count) return;
+      e.preventDefault();                       // no text selection
+      const start = e.clientX, { x0, w } = this.window();
+      this.dragged = false;
+      const move = (ev) => {
+        const dx = ev.clientX - start;
+        if (!this.dragged && Math.abs(dx) < 4) return;
+        this.dragged = true;
+        this.setWindow(x0 - (dx * w) / this.width, w);
+      };
+      const up = () => { removeEventListener('mousemove', move); removeEventListener('mouseup', up); };
+      addEventListener('mousemove', move);
+      addEventListener('mouseup', up);
     });
   }
 
-  // tree: {name, self, total, children}; for diff: {left_self, left_total, ...}
+  // The value window drawn: {x0, w}.
+  window() {
+    if (this.view) return this.view;
+    const f = this.focus;
+    return { x0: this.x[f], w: this.w[f] };
+  }
+
+  // A free window, kept inside the focus (its whole width: none).
+  setWindow(x0, w) {
+    const f = this.focus, fx = this.x[f], fw = this.w[f];
+    w = Math.min(fw, Math.max(w, fw * 1e-9, 1e-300));
+    x0 = Math.min(fx + fw - w, Math.max(fx, x0));
+    this.view = w >= fw ? null : { x0, w };
+    if (!this.pending) {
+      this.pending = true;
+      requestAnimationFrame(() => { this.pending = false; this.draw(); });
+    }
+  }
+
+  onWheel(e) {
+    if (!this.count) return;
+    const { x0, w } = this.window();
+    const r = this.overlay.getBoundingClientRect();
+    const mx = (e.clientX - r.left) / this.width;       // 0..1 across
+    const px = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? this.width : 1;
+    if (e.ctrlKey || e.metaKey) {
+      e.preventDefault();
+      const k = Math.exp(e.deltaY * px * 0.002);
+      this.setWindow(x0 + mx * w * (1 - k), w * k);
+    } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      e.preventDefault();
+      const d = (e.shiftKey && !e.deltaX ? e.deltaY : e.deltaX) * px;
+      this.setWindow(x0 + (d * w) / this.width, w);
+    }
+  }
+
+  // tree: a Tree (tree.js); a diff's has two fields (left, right) and meta
+  // {diff: true, leftTotal, rightTotal, leftSamples, rightSamples}.
   setData(tree, meta = {}) {
     this.meta = meta;
     this.diff = !!meta.diff;
-    const nodes = [];
-    const rows = [];
-    const L = meta.leftTotal || 1, R = meta.rightTotal || 1;
-    // iterative preorder; children already sorted by the server
-    const stack = [[tree, -1, 0, 0]];
-    while (stack.length) {
-      const [t, parent, depth, x] = stack.pop();
-      let total, self;
-      if (t.other) { total = t.total; self = 0; }
-      else if (this.diff) {
-        total = t.left_total / L + t.right_total / R;
-        self = t.left_self / L + t.right_self / R;
-      } else { total = t.total; self = t.self; }
-      if (!(total > 0) && parent >= 0) continue;
-      const idx = nodes.length;
-      const n = { name: t.name, total, self, depth, x, parent, src: t, other: !!t.other, colour: null };
-      nodes.push(n);
-      (rows[depth] || (rows[depth] = [])).push(idx);
-      if (t.other || !t.children) continue;
-      // push in reverse so that children are visited left to right
-      let cx = x, sum = 0;
-      const kids = [];
-      for (const c of t.children) {
-        const ct = this.diff ? c.left_total / L + c.right_total / R : c.total;
-        if (!(ct > 0)) continue;
-        kids.push([c, idx, depth + 1, cx]);
-        cx += ct; sum += ct;
-      }
-      if (!this.diff) {
-        const missing = t.total - t.self - sum;
-        if (missing > 0) kids.push([{ name: 'other (left out by max_nodes)', other: true, total: missing }, idx, depth + 1, cx]);
-      }
-      for (let k = kids.length - 1; k >= 0; k--) stack.push(kids[k]);
+    this.t = tree;
+    const n = this.count = tree.n;
+    const w = new Float64Array(n), x = new Float64Array(n);
+    if (this.diff) {
+      const L = meta.leftTotal || 1, R = meta.rightTotal || 1, l = tree.total[0], r = tree.total[1];
+      for (let i = 0; i < n; i++) w[i] = l[i] / L + r[i] / R;
+    } else w.set(tree.total[0]);
+    const first = tree.first, nk = tree.nkids;
+    for (let i = 0; i < n; i++) {
+      let cx = x[i];
+      for (let c = first[i], e = c + nk[i]; c < e; c++) { x[c] = cx; cx += w[c]; }
     }
-    this.nodes = nodes;
-    this.rowsX = rows.map((r) => Float64Array.from(r, (i) => nodes[i].x));
-    this.rowsN = rows.map((r) => Int32Array.from(r));
-    this.maxDepth = rows.length;
-    this.matched = new Uint8Array(nodes.length);
+    this.x = x; this.w = w;
+    const rs = tree.rowStart;
+    this.rowStart = rs;
+    this.maxDepth = rs.length - 1;
+    this.rowsX = [];
+    for (let d = 0; d < this.maxDepth; d++) this.rowsX.push(x.subarray(rs[d], rs[d + 1]));
+    this.matched = new Uint8Array(n);
     this.computeColours();
     this.focus = 0;
+    this.view = null;
     this.applySearch();
+  }
+
+  nameOf(i) { return this.t.names[this.t.name[i]]; }
+
+  // One node as an object: name, self, total (drawn width: in a diff the
+  // sum of its two shares), depth, x, parent, other; a diff's also src (the
+  // API's four values), delta, z, significant.
+  node(i) {
+    const t = this.t;
+    if (!t || i < 0 || i >= this.count) return null;
+    const o = { idx: i, name: this.nameOf(i), depth: t.depth[i], parent: t.parent[i], x: this.x[i], total: this.w[i], other: !!t.other[i] };
+    if (this.diff) {
+      const L = this.meta.leftTotal || 1, R = this.meta.rightTotal || 1;
+      o.self = t.self[0][i] / L + t.self[1][i] / R;
+      o.src = { left_self: t.self[0][i], left_total: t.total[0][i], right_self: t.self[1][i], right_total: t.total[1][i] };
+      o.delta = this.delta[i];
+      o.z = Number.isNaN(this.z[i]) ? null : this.z[i];
+      o.significant = this.sig[i] < 0 ? null : this.sig[i] === 1;
+    } else o.self = o.other ? 0 : t.self[0][i];
+    return o;
+  }
+
+  // Every node as an object, in index order: for tests and debugging only
+  // (it makes what the graph itself never makes, an object per node).
+  allNodes() {
+    const out = new Array(this.count);
+    for (let i = 0; i < this.count; i++) out[i] = this.node(i);
+    return out;
   }
 
   computeColours() {
     const dark = matchMedia('(prefers-color-scheme: dark)').matches;
     this.dark = dark;
-    if (!this.diff) {
-      // split by a label: its value frames (`label=value`) in one cool hue
-      const sp = this.meta.split ? this.meta.split + '=' : null;
-      const splitColour = dark ? 'hsl(195,28%,36%)' : 'hsl(195,38%,80%)';
-      for (const n of this.nodes) n.colour = n.other ? null : sp && n.name.startsWith(sp) ? splitColour : moduleColour(n.name, dark);
-      return;
-    }
+    this.nameColour = new Array(this.t.names.length);
+    if (!this.diff) return;
+    const t = this.t, n = this.count;
     const L = this.meta.leftTotal || 1, R = this.meta.rightTotal || 1;
+    const delta = this.delta = new Float64Array(n);
+    const z = this.z = new Float64Array(n);
+    const sig = this.sig = new Int8Array(n);
     let maxAbs = 0;
-    for (const n of this.nodes) {
-      n.delta = n.src.right_total / R - n.src.left_total / L;
-      if (n.parent >= 0) maxAbs = Math.max(maxAbs, Math.abs(n.delta));
+    for (let i = 0; i < n; i++) {
+      delta[i] = t.total[1][i] / R - t.total[0][i] / L;
+      if (i > 0) maxAbs = Math.max(maxAbs, Math.abs(delta[i]));
     }
-    const neutral = dark ? [75, 80, 90] : [222, 224, 228];
+    this.maxAbs = maxAbs;
     // with both sides' samples known, only a significant change is coloured
     const nL = this.meta.leftSamples, nR = this.meta.rightSamples;
     const testable = nL > 0 && nR > 0;
-    for (const n of this.nodes) {
-      const t = maxAbs > 0 ? Math.min(1, Math.sqrt(Math.abs(n.delta) / maxAbs)) : 0;
-      n.z = testable ? zTest(n.src.left_total / L, nL, n.src.right_total / R, nR) : null;
-      n.significant = n.z === null ? null : Math.abs(n.z) > Z95;
-      n.colour = Math.abs(n.delta) < 1e-12 || n.significant === false ? mix(neutral, neutral, 0)
-        : mix(neutral, n.delta > 0 ? GREW_RGB : SHRANK_RGB, 0.25 + 0.75 * t);
+    for (let i = 0; i < n; i++) {
+      if (!testable) { z[i] = NaN; sig[i] = -1; continue; }
+      z[i] = zTest(t.total[0][i] / L, nL, t.total[1][i] / R, nR);
+      sig[i] = Math.abs(z[i]) > Z95 ? 1 : 0;
     }
+  }
+
+  // The fill of frame i (not "other"), computed when it is drawn.
+  colourOf(i) {
+    if (this.diff) {
+      const neutral = this.dark ? [75, 80, 90] : [222, 224, 228];
+      const d = this.delta[i];
+      const t = this.maxAbs > 0 ? Math.min(1, Math.sqrt(Math.abs(d) / this.maxAbs)) : 0;
+      return Math.abs(d) < 1e-12 || this.sig[i] === 0 ? mix(neutral, neutral, 0) : mix(neutral, d > 0 ? GREW_RGB : SHRANK_RGB, 0.25 + 0.75 * t);
+    }
+    const k = this.t.name[i];
+    let c = this.nameColour[k];
+    if (c === undefined) {
+      const name = this.t.names[k];
+      // split by a label: its value frames (`label=value`) in one cool hue
+      const sp = this.meta.split ? this.meta.split + '=' : null;
+      c = sp && name.startsWith(sp) ? (this.dark ? 'hsl(195,28%,36%)' : 'hsl(195,38%,80%)') : moduleColour(name, this.dark);
+      this.nameColour[k] = c;
+    }
+    return c;
   }
 
   // Search: a case-insensitive substring, or an exact function name.
@@ -201,69 +296,71 @@ export class FlameGraph {
     this.draw();
   }
 
+  // The matching names are found in the names table (one test per distinct
+  // name), then one pass over the nodes in index order (a parent before its
+  // children) sums the matched frames not under another match.
   applySearch() {
     const m = this.matched;
     m.fill(0);
     const q = (this.searchText || '').toLowerCase();
     let sum = 0, count = 0;
-    if (q) {
-      const inMatch = new Uint8Array(this.nodes.length);
-      for (let i = 0; i < this.nodes.length; i++) {
-        const n = this.nodes[i];
-        if (n.other || i === 0) continue;
-        const hit = this.exact ? n.name === this.searchText : n.name.toLowerCase().includes(q);
-        const under = n.parent >= 0 && (inMatch[n.parent] || m[n.parent]);
-        if (hit) { m[i] = 1; count++; if (!under) sum += n.total; }
-        inMatch[i] = under ? 1 : 0;
+    const t = this.t;
+    if (q && t) {
+      const names = t.names, hitName = new Uint8Array(names.length);
+      for (let k = 0; k < names.length; k++) hitName[k] = (this.exact ? names[k] === this.searchText : names[k].toLowerCase().includes(q)) ? 1 : 0;
+      const under = new Uint8Array(this.count);   // a match at or above
+      for (let i = 1; i < this.count; i++) {
+        const p = t.parent[i];
+        if (t.other[i]) { under[i] = under[p]; continue; }
+        if (hitName[t.name[i]]) { m[i] = 1; count++; if (!under[p]) sum += this.w[i]; under[i] = 1; } else under[i] = under[p];
       }
     }
-    const root = this.nodes[0] ? this.nodes[0].total : 0;
+    const root = this.count ? this.w[0] : 0;
     this.searchResult = q ? { count, total: sum, share: root > 0 ? sum / root : 0 } : null;
   }
 
   zoom(i) {
     this.focus = i;
+    this.view = null;
     this.draw();
     if (this.opts.onZoom) this.opts.onZoom(this.path());
   }
 
   zoomOut() {
+    if (this.view) { this.view = null; this.draw(); return true; }
     if (this.focus === 0) return false;
-    this.zoom(this.nodes[this.focus].parent);
+    this.zoom(this.t.parent[this.focus]);
     return true;
   }
 
   path(i = this.focus) {
     const p = [];
-    for (; i >= 0; i = this.nodes[i].parent) p.push(i);
+    for (; i >= 0; i = this.t.parent[i]) p.push(i);
     return p.reverse();
   }
 
   // Zoom to a frame given as the names from the root's child down.
   zoomToNames(names) {
     let i = 0;
+    const t = this.t;
     for (const name of names) {
-      const d = this.nodes[i].depth + 1;
-      const xs = this.rowsX[d], ns = this.rowsN[d];
-      if (!xs) break;
-      const n0 = this.nodes[i];
       let found = -1;
-      for (let k = lowerBound(xs, xs.length, n0.x); k < xs.length && xs[k] < n0.x + n0.total; k++) {
-        if (this.nodes[ns[k]].name === name) { found = ns[k]; break; }
+      for (let c = t.first[i], e = c + t.nkids[i]; c < e; c++) {
+        if (!t.other[c] && this.nameOf(c) === name) { found = c; break; }
       }
       if (found < 0) break;
       i = found;
     }
+    if (i !== this.focus) this.view = null;
     this.focus = i;
   }
 
   visibleDepth() {
-    const f = this.nodes[this.focus];
-    const X0 = f.x, X1 = f.x + f.total;
-    let d = f.depth;
+    const f = this.focus, X0 = this.x[f], X1 = X0 + this.w[f];
+    let d = this.t.depth[f];
     while (d + 1 < this.maxDepth) {
       const xs = this.rowsX[d + 1];
-      const k = lowerBound(xs, xs.length, X0);
+      const k = lowerBound(xs, 0, xs.length, X0);
       if (k >= xs.length || xs[k] >= X1) break;
       d++;
     }
@@ -273,7 +370,7 @@ export class FlameGraph {
   rowY(d) { return this.icicle ? d * this.rowH : (this.rows - 1 - d) * this.rowH; }
 
   draw() {
-    if (!this.nodes || !this.nodes.length) return;
+    if (!this.count) return;
     const t0 = performance.now();
     const width = Math.max(50, this.container.clientWidth);
     this.rows = this.visibleDepth();
@@ -301,13 +398,15 @@ export class FlameGraph {
     const searching = !!this.searchResult;
     const rh = this.rowH - 1;
     this.cw = cw;
-    const fillOf = (n, idx) => (n.other ? hatch : searching ? (this.matched[idx] ? highlight : dimColour) : n.colour);
-    this.layout((kind, n, idx, px, pw, y, alpha) => {
-      if (kind === 'narrow') { ctx.fillStyle = narrowColour; ctx.fillRect(px, y, pw, rh); return; }
+    const fillOf = (idx) => (this.t.other[idx] ? hatch : searching ? (this.matched[idx] ? highlight : dimColour) : this.colourOf(idx));
+    let frames = 0, narrow = 0;
+    this.layout((kind, idx, px, pw, y, alpha) => {
+      if (kind === 'narrow') { narrow++; ctx.fillStyle = narrowColour; ctx.fillRect(px, y, pw, rh); return; }
+      frames++;
       ctx.globalAlpha = alpha;
-      ctx.fillStyle = fillOf(n, idx);
+      ctx.fillStyle = fillOf(idx);
       ctx.fillRect(px, y, pw - (pw > 2 ? 1 : 0), rh);
-      const label = this.labelOf(n, pw);
+      const label = this.labelOf(idx, pw);
       if (label) {
         ctx.fillStyle = searching && this.matched[idx] ? '#fff' : textColour;
         ctx.fillText(label, px + 3, y + rh / 2 + 0.5);
@@ -315,48 +414,64 @@ export class FlameGraph {
       ctx.globalAlpha = 1;
     });
     this.draws++;
+    this.drawn = { frames, narrow };
     this.lastDrawMs = performance.now() - t0;
     this.drawOverlay();
     if (this.opts.onDraw) this.opts.onDraw();
   }
 
-  // The text drawn in a frame pw pixels wide: its name, cut with "…", or
+  // The text drawn in frame i, pw pixels wide: its name, cut with "…", or
   // null when fewer than three characters fit.
-  labelOf(n, pw) {
+  labelOf(i, pw) {
     const cw = this.cw || 7.2;
     if (pw <= cw * 3) return null;
     const max = Math.floor((pw - 6) / cw);
-    return n.name.length > max ? n.name.slice(0, Math.max(1, max - 1)) + '…' : n.name;
+    const name = this.t.other[i] ? OTHER_LABEL : this.nameOf(i);
+    return name.length > max ? name.slice(0, Math.max(1, max - 1)) + '…' : name;
   }
 
   // What the current view draws, in drawing order: the focus's ancestors
-  // across the whole width (alpha .65), then each row from the focus down,
-  // frames narrower than MIN_PX merged into grey runs. Calls
-  //   fn('frame', node, idx, x, w, y, alpha)  or  fn('narrow', null, -1, x, w, y, 1)
-  // in CSS pixels. draw() and toSVG() share it, so an export is what is seen.
+  // across the whole width (alpha .65), then each row from the focus down.
+  // Calls fn('frame', idx, x, w, y, alpha) or fn('narrow', -1, x, w, y, 1)
+  // in CSS pixels. A frame narrower than MIN_PX starts a grey run; the loop
+  // then jumps to the first frame starting in the next pixel column (the
+  // frames between lie inside this one), except that the last frame
+  // starting in this column may be wide and is drawn. draw() and toSVG()
+  // share it, so an export is what is seen.
   layout(fn) {
-    const width = this.width;
-    const f = this.nodes[this.focus];
-    const X0 = f.x, X1 = f.x + f.total, scale = width / f.total;
-    for (let i = f.parent; i >= 0; i = this.nodes[i].parent) fn('frame', this.nodes[i], i, 0, width, this.rowY(this.nodes[i].depth), 0.65);
-    for (let d = f.depth; d < this.rows; d++) {
-      const xs = this.rowsX[d], ns = this.rowsN[d];
+    const width = this.width, t = this.t, x = this.x, w = this.w;
+    const f = this.focus, win = this.window();
+    const X0 = win.x0, X1 = X0 + win.w, scale = width / win.w;
+    for (let i = t.parent[f]; i >= 0; i = t.parent[i]) fn('frame', i, 0, width, this.rowY(t.depth[i]), 0.65);
+    for (let d = t.depth[f]; d < this.rows; d++) {
+      const xs = this.rowsX[d], base = this.rowStart[d], m = xs.length;
       const y = this.rowY(d);
       let runA = -1, runB = -1;
       const flush = () => {
-        if (runA >= 0) fn('narrow', null, -1, runA, Math.max(runB - runA, 1), y, 1);
+        const end = Math.min(Math.max(runB, runA + 1), width);
+        if (runA >= 0 && end > runA) fn('narrow', -1, runA, end - runA, y, 1);
         runA = -1;
       };
-      for (let k = lowerBound(xs, xs.length, X0); k < xs.length && xs[k] < X1; k++) {
-        const idx = ns[k], n = this.nodes[idx];
-        const px = (xs[k] - X0) * scale, pw = n.total * scale;
-        if (pw < MIN_PX) {
-          if (runA >= 0 && px <= runB + 1) runB = Math.max(runB, px + pw);
-          else { flush(); runA = px; runB = px + pw; }
-          continue;
+      let k = lowerBound(xs, 0, m, X0);
+      if (k > 0 && xs[k - 1] + w[base + k - 1] > X0) k--;    // begins left of a free window
+      while (k < m && xs[k] < X1) {
+        const idx = base + k;
+        const wk = w[idx];
+        if (!(wk > 0)) { k++; continue; }
+        let px = (xs[k] - X0) * scale, pw = wk * scale;
+        if (px < 0) { pw += px; px = 0; }                   // cut at the window's edges
+        if (px + pw > width) pw = width - px;
+        if (pw >= MIN_PX) { flush(); fn('frame', idx, px, pw, y, 1); k++; continue; }
+        if (runA >= 0 && px <= runB + 1) runB = Math.max(runB, px + pw);
+        else { flush(); runA = px; runB = px + pw; }
+        // the first frame starting in the next pixel column
+        const j = lowerBound(xs, k + 1, m, X0 + (Math.floor(px) + 1) / scale);
+        if (j - 1 > k) {
+          const last = base + j - 1;
+          if (w[last] * scale >= MIN_PX) { k = j - 1; continue; }
+          runB = Math.max(runB, (xs[j - 1] - X0 + w[last]) * scale);
         }
-        flush();
-        fn('frame', n, idx, px, pw, y, 1);
+        k = j;
       }
       flush();
     }
@@ -366,7 +481,7 @@ export class FlameGraph {
   // labels and search highlight as the canvas; a <title> per frame with its
   // name and values). `describe(node)` gives the title's text.
   toSVG(describe = (n) => n.name) {
-    if (!this.nodes || !this.nodes.length) return '';
+    if (!this.count) return '';
     const xml = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
     const w = this.width, h = this.rows * this.rowH, rh = this.rowH - 1;
     const searching = !!this.searchResult;
@@ -376,10 +491,11 @@ export class FlameGraph {
       `<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse"><rect width="8" height="8" fill="${this.dark ? '#2b2d33' : '#f3f3f5'}"/><path d="M0 8L8 0M-2 2L2 -2M6 10L10 6" stroke="${this.dark ? '#777' : '#9a9aa3'}" stroke-width="1.2"/></pattern></defs>`,
       `<rect width="${w}" height="${h}" fill="${this.dark ? '#17181c' : '#ffffff'}"/>`];
     const r2 = (v) => Math.round(v * 100) / 100;
-    this.layout((kind, n, idx, px, pw, y, alpha) => {
+    this.layout((kind, idx, px, pw, y, alpha) => {
       if (kind === 'narrow') { out.push(`<rect class="narrow" x="${r2(px)}" y="${y}" width="${r2(pw)}" height="${rh}" fill="${this.dark ? '#a0a0aa' : '#787882'}" fill-opacity="${this.dark ? 0.45 : 0.35}"/>`); return; }
-      const fill = n.other ? 'url(#hatch)' : searching ? (this.matched[idx] ? highlight : (this.dark ? '#3a3d44' : '#e6e6e9')) : n.colour;
-      const label = this.labelOf(n, pw);
+      const n = this.node(idx);
+      const fill = n.other ? 'url(#hatch)' : searching ? (this.matched[idx] ? highlight : (this.dark ? '#3a3d44' : '#e6e6e9')) : this.colourOf(idx);
+      const label = this.labelOf(idx, pw);
       out.push(`<g class="frame" data-name="${xml(n.name)}"${alpha < 1 ? ` opacity="${alpha}"` : ''}><title>${xml(describe(n))}</title>` +
         `<rect x="${r2(px)}" y="${y}" width="${r2(pw - (pw > 2 ? 1 : 0))}" height="${rh}" fill="${fill}"/>` +
         (label ? `<text x="${r2(px + 3)}" y="${y + rh / 2 + 4}" fill="${searching && this.matched[idx] ? '#fff' : textColour}">${xml(label)}</text>` : '') + '</g>');
@@ -406,21 +522,22 @@ export class FlameGraph {
 
   // The frame under canvas point (x, y) in CSS pixels: -1 when none.
   frameAt(x, y) {
-    if (!this.nodes || !this.nodes.length) return -1;
+    if (!this.count) return -1;
+    const t = this.t;
     let d = Math.floor(y / this.rowH);
     if (!this.icicle) d = this.rows - 1 - d;
     if (d < 0 || d >= this.rows) return -1;
-    const f = this.nodes[this.focus];
-    if (d < f.depth) { let i = this.focus; while (this.nodes[i].depth > d) i = this.nodes[i].parent; return i; }
-    const xs = this.rowsX[d], ns = this.rowsN[d];
-    const scale = this.width / f.total;
-    const xv = f.x + x / scale;
-    if (xv < f.x || xv >= f.x + f.total) return -1;
-    const k = lowerBound(xs, xs.length, xv + 1e-12 * f.total) - 1;  // last start <= xv
+    const f = this.focus, fx = this.x[f], fw = this.w[f], win = this.window();
+    if (d < t.depth[f]) { let i = f; while (t.depth[i] > d) i = t.parent[i]; return i; }
+    const xs = this.rowsX[d];
+    const scale = this.width / win.w;
+    const xv = win.x0 + x / scale;
+    if (xv < win.x0 || xv >= win.x0 + win.w) return -1;
+    const k = lowerBound(xs, 0, xs.length, xv + 1e-12 * fw) - 1;  // last start <= xv
     if (k < 0) return -1;
-    const n = this.nodes[ns[k]];
-    if (xs[k] < f.x || xv >= xs[k] + n.total) return -1;
-    return ns[k];
+    const i = this.rowStart[d] + k;
+    if (xs[k] < fx || xv >= xs[k] + this.w[i]) return -1;
+    return i;
   }
 
   frameAtEvent(e) {
@@ -430,10 +547,10 @@ export class FlameGraph {
 
   // Where frame i is drawn, in CSS pixels relative to the canvas.
   rectOf(i) {
-    const n = this.nodes[i], f = this.nodes[this.focus];
-    const scale = this.width / f.total;
-    if (n.depth < f.depth) return { x: 0, y: this.rowY(n.depth), w: this.width, h: this.rowH - 1 };
-    return { x: (n.x - f.x) * scale, y: this.rowY(n.depth), w: n.total * scale, h: this.rowH - 1 };
+    const f = this.focus, d = this.t.depth[i], win = this.window();
+    const scale = this.width / win.w;
+    if (d < this.t.depth[f]) return { x: 0, y: this.rowY(d), w: this.width, h: this.rowH - 1 };
+    return { x: (this.x[i] - win.x0) * scale, y: this.rowY(d), w: this.w[i] * scale, h: this.rowH - 1 };
   }
 
   onMove(e) {
@@ -444,7 +561,7 @@ export class FlameGraph {
   setHover(i, e) {
     this.hoverIdx = i;
     this.drawOverlay();
-    if (this.opts.onHover) this.opts.onHover(i >= 0 ? this.nodes[i] : null, e, i);
+    if (this.opts.onHover) this.opts.onHover(i >= 0 ? this.node(i) : null, e, i);
   }
 
   drawOverlay() {
@@ -452,7 +569,7 @@ export class FlameGraph {
     const ctx = this.overlay.getContext('2d');
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, this.overlay.width, this.overlay.height);
-    if (this.hoverIdx < 0 || !this.nodes || this.hoverIdx >= this.nodes.length) return;
+    if (this.hoverIdx < 0 || this.hoverIdx >= this.count) return;
     const r = this.rectOf(this.hoverIdx);
     ctx.strokeStyle = this.dark ? '#fff' : '#111';
     ctx.lineWidth = 1.5;

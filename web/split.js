@@ -7,6 +7,7 @@
 // descending). Each group picks its own unit in the API; groups in a unit
 // other than the largest group's cannot be added to it and are left out,
 // counted in `skipped`. Pure functions, no DOM.
+import { fromLevels } from './tree.js';
 
 // The frame name of a group: `label=value`.
 export function splitName(label, value) {
@@ -18,29 +19,52 @@ export function isSplitFrame(name, label) {
   return !!label && name.startsWith(label + '=');
 }
 
-// answer: /api/v1/query?group_by=label. Returns the fields of a plain query
-// answer (tree, total, samples, unit, profiles, series, truncated) plus
-// groups (how many are drawn) and skipped ({groups, units}).
+// answer: /api/v1/query?group_by=label&format=levels. Returns the fields of
+// a plain query answer (total, samples, unit, profiles, series, truncated)
+// with `tree` a Tree (tree.js), plus groups (how many are drawn) and skipped
+// ({groups, units}). The groups' levels are laid side by side one depth
+// down, under their `label=value` frames, as one levels answer (names
+// tables merged): flat arrays of numbers, no object per node.
 export function splitAnswer(answer, label) {
   const groups = answer.groups || [];
   const unit = groups.length ? groups[0].unit : 'samples';
   const kept = groups.filter((g) => g.unit === unit && g.total > 0);
   const skipped = groups.filter((g) => g.unit !== unit);
   let total = 0, samples = 0, profiles = 0, series = 0, tnodes = 0, ttotal = 0;
-  const children = [];
+  const names = ['all'], index = new Map([['all', 0]]);
+  const nameOf = (s) => { let i = index.get(s); if (i === undefined) { i = names.length; names.push(s); index.set(s, i); } return i; };
+  const levels = [[], []];
+  const ends = [0, 0];          // per depth: where the last node written ends
   for (const g of kept) {
+    const x0 = total;             // the group's left edge
     total += g.total;
     samples = samples === null || g.samples === null || g.samples === undefined ? null : samples + g.samples;
     profiles += g.profiles || 0;
     series += g.series || 0;
     if (g.truncated) { tnodes += g.truncated.nodes; ttotal += g.truncated.total; }
-    const t = g.tree || { self: g.total, children: [] };
-    children.push({ name: splitName(label, g.labels[label]), self: t.self || 0, total: g.total, children: t.children || [] });
+    const LV = g.levels || [[0, g.total, g.total, 0]];
+    const remap = (g.names || ['total']).map(nameOf);
+    levels[1].push(x0 - ends[1], g.total, LV[0][2], nameOf(splitName(label, g.labels[label])));
+    ends[1] = x0 + g.total;
+    for (let d = 1; d < LV.length; d++) {
+      const a = LV[d], D = d + 1;
+      if (!levels[D]) { levels[D] = []; ends[D] = 0; }
+      const out = levels[D];
+      let x = x0;
+      for (let i = 0; i < a.length; i += 4) {
+        x += a[i];
+        out.push(x - ends[D], a[i + 1], a[i + 2], remap[a[i + 3]]);
+        x += a[i + 1];
+        ends[D] = x;
+      }
+    }
   }
+  levels[0] = [0, total, 0, 0];
+  if (!kept.length) levels.length = 1;
   return {
     type: answer.type, unit, total, samples, profiles, series, other_types: answer.other_types,
     truncated: { nodes: tnodes, total: ttotal },
-    tree: { name: 'root', self: 0, total, children },
+    tree: fromLevels({ names, levels }),
     groups: kept.length,
     skipped: { groups: skipped.length, units: [...new Set(skipped.map((g) => g.unit))] },
     latest: answer.latest,   // an empty range: where the newest profile is

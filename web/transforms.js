@@ -2,12 +2,13 @@
 // the API answered: transforms (after the Firefox Profiler's), the inverted
 // (bottom-up) tree and the sandwich of one function. Pure functions, no DOM.
 //
-// A tree is the API's: {name, self, total, children} (a diff tree has
-// left_self/left_total/right_self/right_total instead; every value field is
-// carried through). A node's values beyond self + its children's totals are
-// what max_nodes left out: they become an explicit leaf {other: true}, so
-// nothing is lost, but no transform can look inside them — the numbers of a
-// cut tree are partial (the caller says so).
+// A tree is a Tree of tree.js: flat typed arrays in breadth-first order, one
+// value field (self/total) or a diff's two (left, right), every field carried
+// through. What max_nodes left out below a node is an explicit "other" leaf
+// there, so nothing is lost, but no transform can look inside it — the
+// numbers of a cut tree are partial (the caller says so). The results are
+// built by tree.js's Trie: typed arrays and a hash of (parent, name), no
+// object per node, whatever the tree's size.
 //
 // Transforms rewrite every stack (root-to-leaf path of frames) and merge the
 // results, in order, each on the output of the one before, as the Firefox
@@ -24,11 +25,13 @@
 //   df  drop samples with F: every stack containing F is removed; its time
 //       leaves the tree (the totals shrink). This is "hide a frame" in
 //       flamedb: the Firefox Profiler's "drop samples with this function".
-// The walk is one iterative pass over the input tree carrying each
-// transform's small state along the path, so a transform costs O(nodes).
+// The walk is one iterative preorder pass over the input tree carrying each
+// transform's small state along the path (per depth), so a transform costs
+// O(nodes).
 
-export const OTHER = 'other (left out by max_nodes)';
-const OTHER_KEY = '\u0000other';
+import { OTHER, Trie, preorder, subtree } from './tree.js';
+
+export { OTHER };
 
 export const KINDS = {
   ff: { label: 'focus', title: 'Focus on function: only stacks through it, with it as the root' },
@@ -57,94 +60,17 @@ export function formatTransforms(list) {
   return list.map((t) => t.kind + ':' + encodeURIComponent(t.name)).join(',');
 }
 
-// The value fields of a tree: [[selfKey, totalKey], ...].
-export function fieldsOf(tree) {
-  return tree && 'left_total' in tree ? [['left_self', 'left_total'], ['right_self', 'right_total']] : [['self', 'total']];
-}
-
-function outNode(name, other, k) {
-  return { name, other, self: k === 1 ? [0] : [0, 0], kids: null };
-}
-function childOf(o, name, other, k) {
-  if (!o.kids) o.kids = new Map();
-  const key = other ? OTHER_KEY : name;
-  let c = o.kids.get(key);
-  if (!c) { c = outNode(other ? OTHER : name, other, k); o.kids.set(key, c); }
-  return c;
-}
-
-// Build the API-shaped tree of an output node: totals summed bottom-up,
-// children by total descending (summed over the fields), then name. Two
-// passes without recursion; the nodes made have one fixed shape.
-function finish(root, F) {
-  const k = F.length;
-  // post-order: o.tot = o.self + the children's tot
-  const order = [];
-  const st = [root];
-  while (st.length) {
-    const o = st.pop();
-    order.push(o);
-    o.tot = o.self.slice();
-    if (o.kids) for (const c of o.kids.values()) st.push(c);
-  }
-  const sumTot = (o) => (k === 1 ? o.tot[0] : o.tot[0] + o.tot[1]);
-  for (let i = order.length - 1; i >= 0; i--) {
-    const o = order[i];
-    if (!o.kids) continue;
-    const kids = [...o.kids.values()];
-    for (const c of kids) for (let j = 0; j < k; j++) o.tot[j] += c.tot[j];
-    kids.sort((a, b) => sumTot(b) - sumTot(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    o.sorted = kids;
-  }
-  const make = (o) => {
-    const n = k === 1
-      ? { name: o.name, self: o.self[0], total: o.tot[0], children: [] }
-      : { name: o.name, left_self: o.self[0], left_total: o.tot[0], right_self: o.self[1], right_total: o.tot[1], children: [] };
-    if (o.other) n.other = true;
-    return n;
-  };
-  const top = make(root);
-  const q = [[root, top]];
-  while (q.length) {
-    const [o, n] = q.pop();
-    if (!o.sorted) continue;
-    for (const c of o.sorted) { const cn = make(c); n.children.push(cn); q.push([c, cn]); }
-  }
-  return top;
-}
-
-// Visit every node of a tree in preorder (depth-first, so a caller can keep
-// the path by depth): ctx = enter(node, depth, isOther, parentCtx, values)
-// where an "other" leaf stands for what max_nodes left out below a node
-// (values: what it holds); enter returning undefined prunes the subtree.
-// Iterative: deep recursions do not overflow.
-function walk(tree, F, enter) {
-  const k = F.length;
-  const stack = [[tree, 0, null, null]];
-  while (stack.length) {
-    const [n, depth, pctx, v] = stack.pop();
-    const vals = v || (n.other ? Float64Array.from(F, (f) => n[f[1]]) : null);
-    const ctx = enter(n, depth, !!vals, pctx, vals);
-    if (ctx === undefined || vals) continue;
-    const kids = n.children || [];
-    {
-      let missing = null;
-      for (let j = 0; j < k; j++) {
-        let m = n[F[j][1]] - n[F[j][0]];
-        for (const c of kids) m -= c[F[j][1]];
-        if (m > 0) { if (!missing) missing = new Float64Array(k); missing[j] = m; }
-      }
-      if (missing) stack.push([{ name: OTHER, other: true }, depth + 1, ctx, missing]);
-    }
-    for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1, ctx, null]);
-  }
+// Where a name is `name` in a tree's names table: a flag per name index.
+function hitsOf(t, name) {
+  const h = new Uint8Array(t.names.length);
+  for (let i = 0; i < t.names.length; i++) if (t.names[i] === name) h[i] = 1;
+  return h;
 }
 
 // One step of one transform: the new state, whether the frame is passed on,
-// and whether the subtree is pruned.
-function step(t, s, name, other) {
-  const hit = !other && name === t.name;
-  switch (t.kind) {
+// and whether the subtree is pruned (null: the stack is dropped).
+function step(kind, s, hit) {
+  switch (kind) {
     case 'ff': return s ? [1, true] : hit ? [1, true] : [0, false];
     case 'mf': return [s, !hit];
     case 'rec': return hit ? (s ? [1, false] : [1, true]) : [s, true];
@@ -155,32 +81,46 @@ function step(t, s, name, other) {
   return [s, true];
 }
 
-// The tree after `transforms`; `invert` then turns it bottom-up.
+// The tree after `transforms`; `invert` then turns it bottom-up. A Tree in,
+// a Tree out (tree.js); the input is returned as is when there is nothing
+// to do.
 export function transformTree(tree, transforms = [], { invert = false } = {}) {
-  const F = fieldsOf(tree), k = F.length;
+  const k = tree.k;
   let out = tree;
   if (transforms.length) {
     const T = transforms, nt = T.length;
-    const root = outNode(tree.name, false, k);
-    const dropped = (st) => { for (let j = 0; j < nt; j++) if (T[j].kind === 'ff' && st[j] === 0) return true; return false; };
-    const add = (o, st, n, vals) => {
-      if (dropped(st)) return;
-      for (let j = 0; j < k; j++) o.self[j] += vals ? vals[j] : n[F[j][0]];
-    };
-    walk(tree, F, (n, depth, other, parent, vals) => {
-      if (!parent) { const st = new Array(nt).fill(0); add(root, st, n, null); return { st, o: root }; }
-      let st = parent.st, o = parent.o, pass = true;
-      for (let j = 0; j < nt && pass; j++) {
-        const r = step(T[j], st[j], n.name, other);
-        if (!r) return undefined;
-        if (r[0] !== st[j]) { if (st === parent.st) st = st.slice(); st[j] = r[0]; }
-        pass = r[1];
+    const hits = T.map((t) => hitsOf(tree, t.name));
+    const otherName = tree.names.indexOf(OTHER);
+    const trie = new Trie(tree.names, k, tree.name[0]);
+    // per depth of the walk: the transforms' states and the output node
+    const D = tree.rowStart.length;
+    const st = new Uint8Array(D * nt), at = new Int32Array(D);
+    const isFF = T.map((t) => t.kind === 'ff');
+    preorder(tree, (i, d) => {
+      const base = d * nt;
+      let o;
+      if (d === 0) { o = 0; for (let j = 0; j < nt; j++) st[j] = 0; }
+      else {
+        const pb = base - nt;
+        o = at[d - 1];
+        let pass = true;
+        const other = tree.other[i], nm = tree.name[i];
+        for (let j = 0; j < nt; j++) {
+          const s = st[pb + j];
+          if (!pass) { st[base + j] = s; continue; }
+          const r = step(T[j].kind, s, !other && hits[j][nm] === 1);
+          if (!r) return false;
+          st[base + j] = r[0];
+          pass = r[1];
+        }
+        if (pass) o = trie.child(o, other ? otherName : nm, other);
       }
-      if (pass) o = childOf(o, n.name, other, k);
-      add(o, st, n, vals);
-      return { st, o };
+      at[d] = o;
+      for (let j = 0; j < nt; j++) if (isFF[j] && st[base + j] === 0) return true;
+      for (let j = 0; j < k; j++) trie.self[j][o] += tree.self[j][i];
+      return true;
     });
-    out = finish(root, F);
+    out = trie.tree();
   }
   return invert ? invertTree(out) : out;
 }
@@ -188,28 +128,28 @@ export function transformTree(tree, transforms = [], { invert = false } = {}) {
 // Bottom-up: each stack reversed, leaf first, so a function's frames at the
 // root hold the time spent in it (its self), their children its callers.
 export function invertTree(tree) {
-  const F = fieldsOf(tree), k = F.length;
-  const root = outNode(tree.name, false, k);
-  const path = [];
-  walk(tree, F, (n, depth, other, parent, vals) => {
-    if (depth === 0) { for (let j = 0; j < k; j++) root.self[j] += n[F[j][0]]; return true; }
-    path.length = depth - 1;
-    if (other) {
-      const o = childOf(root, OTHER, true, k);
-      for (let j = 0; j < k; j++) o.self[j] += vals[j];
-      return undefined;
+  const k = tree.k;
+  const trie = new Trie(tree.names, k, tree.name[0]);
+  const otherName = tree.names.indexOf(OTHER);
+  const path = new Int32Array(tree.rowStart.length);
+  preorder(tree, (i, d) => {
+    if (d === 0) { for (let j = 0; j < k; j++) trie.self[j][0] += tree.self[j][i]; return true; }
+    if (tree.other[i]) {
+      const o = trie.child(0, otherName, 1);
+      for (let j = 0; j < k; j++) trie.self[j][o] += tree.self[j][i];
+      return false;
     }
-    path.push(n.name);
+    path[d] = tree.name[i];
     let any = false;
-    for (let j = 0; j < k; j++) if (n[F[j][0]]) any = true;
+    for (let j = 0; j < k; j++) if (tree.self[j][i]) any = true;
     if (any) {
-      let o = root;
-      for (let i = path.length - 1; i >= 0; i--) o = childOf(o, path[i], false, k);
-      for (let j = 0; j < k; j++) o.self[j] += n[F[j][0]];
+      let o = 0;
+      for (let e = d; e >= 1; e--) o = trie.child(o, path[e], 0);
+      for (let j = 0; j < k; j++) trie.self[j][o] += tree.self[j][i];
     }
     return true;
   });
-  return finish(root, F);
+  return trie.tree();
 }
 
 // The sandwich of function `name`: callers (bottom-up from the function: its
@@ -219,46 +159,47 @@ export function invertTree(tree) {
 // total is the function's total as /api/v1/top gives it. self: the sum of
 // the self of all its frames.
 export function sandwich(tree, name) {
-  const F = fieldsOf(tree), k = F.length;
-  const croot = outNode(name, false, k);
+  const k = tree.k;
+  const hit = hitsOf(tree, name);
+  let root = tree.names.indexOf(name);
+  const names = root < 0 ? [...tree.names, name] : tree.names;
+  if (root < 0) root = names.length - 1;
+  const trie = new Trie(names, k, root);
   const self = new Float64Array(k), total = new Float64Array(k);
   let count = 0;
-  const path = [];
-  walk(tree, F, (n, depth, other, parent) => {
-    if (depth === 0) return 0;
-    if (other) return undefined;
-    path.length = depth - 1;
-    path.push(n.name);
-    const inF = parent;                       // frames named `name` above
-    if (n.name !== name) return inF;
+  const D = tree.rowStart.length;
+  const path = new Int32Array(D), inF = new Int32Array(D);
+  preorder(tree, (i, d) => {
+    if (d === 0) { inF[0] = 0; return true; }
+    if (tree.other[i]) return false;
+    path[d] = tree.name[i];
+    const above = inF[d - 1];
+    if (!hit[tree.name[i]]) { inF[d] = above; return true; }
     count++;
-    for (let j = 0; j < k; j++) self[j] += n[F[j][0]];
-    if (inF === 0) {
-      for (let j = 0; j < k; j++) total[j] += n[F[j][1]];
-      let o = croot;
-      for (let i = path.length - 2; i >= 0; i--) o = childOf(o, path[i], false, k);
-      for (let j = 0; j < k; j++) o.self[j] += n[F[j][1]];
+    for (let j = 0; j < k; j++) self[j] += tree.self[j][i];
+    if (above === 0) {
+      for (let j = 0; j < k; j++) total[j] += tree.total[j][i];
+      let o = 0;
+      for (let e = d - 1; e >= 1; e--) o = trie.child(o, path[e], 0);
+      for (let j = 0; j < k; j++) trie.self[j][o] += tree.total[j][i];
     }
-    return inF + 1;
+    inF[d] = above + 1;
+    return true;
   });
-  const callers = finish(croot, F);
-  const focused = transformTree(tree, [{ kind: 'ff', name }]);
-  const callees = (focused.children || []).find((c) => c.name === name && !c.other) || null;
-  const pick = (a) => (k === 1 ? a[0] : Object.fromEntries(F.map((f, j) => [f[0].replace('_self', ''), a[j]])));
+  const callers = trie.tree();
+  let callees = null;
+  if (count) {
+    const focused = transformTree(tree, [{ kind: 'ff', name }]);
+    for (let c = focused.first[0], e = c + focused.nkids[0]; c < e && focused.nkids[0]; c++) {
+      if (!focused.other[c] && focused.names[focused.name[c]] === name) { callees = subtree(focused, c); break; }
+    }
+  }
+  const pick = (a) => (k === 1 ? a[0] : { left: a[0], right: a[1] });
   return { name, count, callers: count ? callers : null, callees, self: pick(self), total: pick(total) };
 }
 
 // Whether a tree has values max_nodes left out (the numbers of a transform
 // or inversion are then partial).
 export function isCut(tree) {
-  if (!tree || 'left_total' in tree) return false;
-  const stack = [tree];
-  while (stack.length) {
-    const n = stack.pop();
-    if (n.other) return true;
-    let m = n.total - n.self;
-    for (const c of n.children || []) { m -= c.total; stack.push(c); }
-    if (m > 0) return true;
-  }
-  return false;
+  return !!tree && tree.k === 1 && tree.cut;
 }

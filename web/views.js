@@ -6,12 +6,13 @@
 // when max_nodes cut the tree the numbers are partial and the chip bar says so.
 import { FlameGraph, wilson } from './flame.js';
 import { KINDS, parseTransforms, formatTransforms, transformTree, sandwich, isCut } from './transforms.js';
+import { emptyTree } from './tree.js';
 
 const $ = (s) => document.querySelector(s);
 
 export function initViews(ctx) {
   const { graph, commit, getState, fmtValue, pct, esc, showTooltip } = ctx;
-  let raw = null;            // {tree, meta}: the API's tree behind the main graph
+  let raw = null;            // {tree, meta}: the API's tree (a Tree of tree.js) behind the main graph
   let shownKey = null;       // transforms|invert of what the main graph shows
   let transformed = null;    // the tree after transforms (not inverted)
   let cut = false;
@@ -114,10 +115,8 @@ export function initViews(ctx) {
       $('#sandwich').dataset.name = s.sandwich;
       $('#sandwich').classList.toggle('none', !swData.count);
       $('#sw-figures').innerHTML = swData.count ? figures(swData) : 'does not occur in this tree';
-      const empty = { name: s.sandwich, self: 0, total: 0, children: [] };
       for (const [g, t] of [[sw.callers, swData.callers], [sw.callees, swData.callees]]) {
-        const tree = t || (raw.meta.diff ? { name: s.sandwich, left_self: 0, left_total: 0, right_self: 0, right_total: 0, children: [] } : empty);
-        g.setData(tree, raw.meta);
+        g.setData(t || emptyTree(s.sandwich, raw.meta.diff ? 2 : 1), raw.meta);
       }
     }
     for (const g of [sw.callers, sw.callees]) { g.draw(); if (g.width !== Math.max(50, g.container.clientWidth)) g.draw(); }
@@ -131,8 +130,8 @@ export function initViews(ctx) {
   function frameMenu(e, g) {
     e.preventDefault();
     const i = g.frameAtEvent(e);
-    if (i <= 0 || g.nodes[i].other) { menu.hidden = true; return; }
-    openMenu(g.nodes[i].name, e.clientX, e.clientY);
+    if (i <= 0 || g.t.other[i]) { menu.hidden = true; return; }
+    openMenu(g.nameOf(i), e.clientX, e.clientY);
   }
   function openMenu(name, x, y) {
     const items = [['sandwich', 'Sandwich: callers and callees', 's'], ['ff', KINDS.ff.title, 'f'], ['mf', KINDS.mf.title, 'm'],
@@ -165,7 +164,7 @@ export function initViews(ctx) {
   // The function under the mouse in any drawn graph, for the shortcuts.
   function hovered() {
     for (const g of [graph, ...(sw ? [sw.callers, sw.callees] : [])]) {
-      if (g.hoverIdx > 0 && g.nodes && g.nodes[g.hoverIdx] && !g.nodes[g.hoverIdx].other && g.container.offsetParent) return g.nodes[g.hoverIdx].name;
+      if (g.hoverIdx > 0 && g.hoverIdx < g.count && !g.t.other[g.hoverIdx] && g.container.offsetParent) return g.nameOf(g.hoverIdx);
     }
     return null;
   }

@@ -41,9 +41,10 @@ export async function startServer(bin) {
   // it: the tests run against the files compiled into the binary.
   if (process.env.FLAMEDB_WEB_DIR) {
     const px = await webProxy(url, resolve(process.env.FLAMEDB_WEB_DIR));
-    return { url: px.url, proc, dir, stop: async () => { px.server.close(); await stop(); } };
+    return { url: px.url, api: url, proc, dir, stop: async () => { px.server.close(); await stop(); } };
   }
-  return { url, proc, dir, stop };
+  // api: the server itself (with FLAMEDB_WEB_DIR, url is the page proxy)
+  return { url, api: url, proc, dir, stop };
 }
 
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
@@ -82,7 +83,8 @@ export async function getJSON(url, path, params = {}) {
   return body;
 }
 
-export async function launchChromium() {
+// extra: more chromium flags (the viewer bench asks for precise memory figures)
+export async function launchChromium(extra = []) {
   let chromium;
   try {
     ({ chromium } = await import('playwright-core'));
@@ -91,8 +93,37 @@ export async function launchChromium() {
   }
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (make deps)`);
   try {
-    return await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30000 });
+    return await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, ...extra], timeout: 30000 });
   } catch (e) {
     throw new Error(`chromium could not start: ${e.message.split('\n').slice(0, 6).join('\n')}`);
   }
+}
+
+// A random recursive call tree of n nodes as folded text (bench_viewer.mjs
+// and the browser tests of large trees): every node picks a random earlier
+// node as its parent, so depth ~ ln n and fan-out varies, with module-style
+// names (each distinct: FuncN); every node is a line, its path and a self of
+// 1 to 50. In pieces of at most `chunk` bytes, to push under --max-body.
+export function randomTree(n, chunk = 40e6) {
+  let seed = 42;
+  const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  const parent = new Int32Array(n), names = new Array(n);
+  const mods = ['net/http', 'encoding/json', 'runtime', 'db/sql', 'app/handler', 'app/render', 'compress/gzip', 'crypto/tls', 'libc', 'kernel'];
+  const chunks = [];
+  let lines = [], bytes = 0, total = 0;
+  const chain = [];
+  for (let i = 0; i < n; i++) {
+    parent[i] = i === 0 ? -1 : Math.floor(rnd() * i);
+    const m = mods[Math.floor(rnd() * mods.length)];
+    names[i] = m === 'kernel' ? `k_func${i}_[k]` : `${m}.Func${i}`;
+    chain.length = 0;
+    for (let j = i; j >= 0; j = parent[j]) chain.push(names[j]);
+    const line = `${chain.reverse().join(';')} ${1 + Math.floor(rnd() * 50)}`;
+    if (bytes + line.length + 1 > chunk) { chunks.push(lines.join('\n') + '\n'); lines = []; bytes = 0; }
+    lines.push(line);
+    bytes += line.length + 1;
+    total += line.length + 1;
+  }
+  chunks.push(lines.join('\n') + '\n');
+  return { chunks, bytes: total };
 }

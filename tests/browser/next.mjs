@@ -40,9 +40,9 @@ export function registerNextTests({ test, open, ready, shot, flameURL, FROM, UNT
     // reference: each group's stacks under a frame instance=VALUE
     const want = totalsOf(g.groups.flatMap((x) => stacksOf(x.tree).map(([p, v]) => [[`instance=${x.labels.instance}`, ...p], v])));
     eqTotals(await drawnTotals(page), want, 'the split tree');
-    const roots = await page.evaluate(() => { const G = window.__flamedb.graph; return G.nodes.filter((n) => n.depth === 1).map((n) => [n.name, n.total]); });
+    const roots = await page.evaluate(() => { const G = window.__flamedb.graph; return G.allNodes().filter((n) => n.depth === 1).map((n) => [n.name, n.total]); });
     assert.deepEqual(roots, g.groups.map((x) => [`instance=${x.labels.instance}`, x.total]), 'root frames in the API order, with its totals');
-    assert.equal(await page.evaluate(() => window.__flamedb.graph.nodes[0].total), g.groups.reduce((a, x) => a + x.total, 0));
+    assert.equal(await page.evaluate(() => window.__flamedb.graph.node(0).total), g.groups.reduce((a, x) => a + x.total, 0));
     const summary = await page.textContent('#summary');
     assert.ok(summary.includes(`split by instance: ${g.groups.length} values`), summary);
     const samples = g.groups.reduce((a, x) => a + x.samples, 0);
@@ -206,7 +206,7 @@ export function registerNextTests({ test, open, ready, shot, flameURL, FROM, UNT
       const p = (pL * nL + pR * nR) / (nL + nR), se = Math.sqrt(p * (1 - p) * (1 / nL + 1 / nR));
       return se > 0 ? (pR - pL) / se : 0;
     };
-    const drawn = new Map(await page.evaluate(() => window.__flamedb.graph.nodes.map((n, i, all) => {
+    const drawn = new Map(await page.evaluate(() => window.__flamedb.graph.allNodes().map((n, i, all) => {
       let p = n.name; for (let j = n.parent; j >= 0; j = all[j].parent) p = all[j].name + ';' + p;
       return [p, { z: n.z, sig: n.significant }];
     })));
@@ -263,10 +263,10 @@ export function registerNextTests({ test, open, ready, shot, flameURL, FROM, UNT
       .map((m) => ({ name: m[1], title: m[2], x: Number(m[3]), y: Number(m[4]), w: Number(m[5]), fill: m[6] }));
     // reference from the page's model: the focus's ancestors across the width, then every frame inside the focus
     const want = await page.evaluate(() => {
-      const g = window.__flamedb.graph, f = g.nodes[g.focus], scale = g.width / f.total;
+      const g = window.__flamedb.graph, N = g.allNodes(), f = N[g.focus], scale = g.width / f.total;
       const out = [];
-      for (let i = f.parent; i >= 0; i = g.nodes[i].parent) out.push({ name: g.nodes[i].name, x: 0, y: g.rowY(g.nodes[i].depth), w: g.width - 1 });
-      g.nodes.forEach((n) => { if (n.depth >= f.depth && n.x >= f.x && n.x < f.x + f.total) out.push({ name: n.name, x: (n.x - f.x) * scale, y: g.rowY(n.depth), w: n.total * scale - 1 }); });
+      for (let i = f.parent; i >= 0; i = N[i].parent) out.push({ name: N[i].name, x: 0, y: g.rowY(N[i].depth), w: g.width - 1 });
+      N.forEach((n) => { if (n.depth >= f.depth && n.x >= f.x && n.x < f.x + f.total) out.push({ name: n.name, x: (n.x - f.x) * scale, y: g.rowY(n.depth), w: n.total * scale - 1 }); });
       return { out, width: g.width, match: getComputedStyle(document.documentElement).getPropertyValue('--match').trim(), total: g.meta.total };
     });
     const key = (f) => `${f.name}@${f.y}`;

@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { startServer, ingest, getJSON, launchChromium } from './lib.mjs';
 import { registerViewTests } from './views.mjs';
 import { registerNextTests, loadNextFixtures } from './next.mjs';
+import { registerLevelsTests } from './levels.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -168,7 +169,8 @@ test('search highlights matches and shows their combined share as the API gives 
 test('click zooms into a frame, the breadcrumb follows, Esc zooms out, back works', async (ctx, url) => {
   const page = await open(ctx, flameURL(url));
   await ready(page);
-  assert.equal(await page.getAttribute('#crumbs', 'data-root'), 'root');
+  // the root is named as the levels answer names it (names[0])
+  assert.equal(await page.getAttribute('#crumbs', 'data-root'), 'total');
   const h = await page.evaluate(() => window.__flamedb.layoutOf('handle'));
   await page.mouse.click(h.cx, h.cy);
   assert.equal(await page.getAttribute('#crumbs', 'data-root'), 'handle');
@@ -182,11 +184,11 @@ test('click zooms into a frame, the breadcrumb follows, Esc zooms out, back work
   await page.keyboard.press('Escape');
   assert.equal(await page.getAttribute('#crumbs', 'data-root'), 'main');
   await page.keyboard.press('Escape');
-  assert.equal(await page.getAttribute('#crumbs', 'data-root'), 'root');
+  assert.equal(await page.getAttribute('#crumbs', 'data-root'), 'total');
   await page.goBack();
   await page.waitForFunction(() => document.querySelector('#crumbs').dataset.root === 'main');
   await page.goForward();
-  await page.waitForFunction(() => document.querySelector('#crumbs').dataset.root === 'root');
+  await page.waitForFunction(() => document.querySelector('#crumbs').dataset.root === 'total');
 });
 
 test('tooltip shows self, total, shares and the 95% interval of the hovered frame, as the API', async (ctx, url) => {
@@ -354,7 +356,7 @@ test('what max_nodes left out is drawn as "other" and counted', async (ctx, url)
   assert.ok(q.truncated.nodes > 0);
   const note = await page.textContent('#truncated');
   assert.ok(note.includes(q.truncated.nodes.toLocaleString('en-US')), note);
-  const others = await page.evaluate(() => window.__flamedb.graph.nodes.filter((n) => n.other).reduce((a, n) => a + n.total, 0));
+  const others = await page.evaluate(() => window.__flamedb.graph.allNodes().filter((n) => n.other).reduce((a, n) => a + n.total, 0));
   // every value is accounted for: shown nodes + other blocks = root total at each level
   const shown = findAll(q.tree, () => true);
   let missing = 0;
@@ -498,6 +500,7 @@ test('dark colour scheme at 1280x800', async (ctx, url, browser) => {
 
 registerViewTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP });
 registerNextTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP, T, artifacts });
+registerLevelsTests({ test, open, ready, shot, FROM, UNTIL });
 
 // ---------- main ----------
 try {

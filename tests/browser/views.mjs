@@ -50,10 +50,11 @@ export async function drawnTotals(page, which = 'graph') {
   return new Map(await page.evaluate((which) => {
     const g = which === 'graph' ? window.__flamedb.graph : window.__flamedb.views.sandwich[which];
     const out = [];
-    g.nodes.forEach((n, i) => {
+    const N = g.allNodes();
+    N.forEach((n, i) => {
       if (i === 0) return;
       const p = [];
-      for (let j = i; j > 0; j = g.nodes[j].parent) p.unshift(g.nodes[j].other ? '<other>' : g.nodes[j].name);
+      for (let j = i; j > 0; j = N[j].parent) p.unshift(N[j].other ? '<other>' : N[j].name);
       out.push([p.join(';'), n.total]);
     });
     return out;
@@ -68,12 +69,13 @@ export async function frameBox(page, name, depth, which = 'graph') {
     const g = which === 'graph' ? window.__flamedb.graph : window.__flamedb.views.sandwich[which];
     const r = g.canvas.getBoundingClientRect();
     let best = -1;
-    g.nodes.forEach((n, i) => { if (n.name === name && n.depth === depth && (best < 0 || n.total > g.nodes[best].total)) best = i; });
+    const N = g.allNodes();
+    N.forEach((n, i) => { if (n.name === name && n.depth === depth && (best < 0 || n.total > N[best].total)) best = i; });
     if (best < 0) return null;
     const b = g.rectOf(best);
     const cx = r.left + b.x + b.w / 2, cy = r.top + b.y + b.h / 2;
     const hit = g.frameAt(cx - r.left, cy - r.top);
-    return { x: r.left + b.x, y: r.top + b.y, w: b.w, cx, cy, total: g.nodes[best].total, width: g.width, hit: hit >= 0 ? g.nodes[hit].name : null };
+    return { x: r.left + b.x, y: r.top + b.y, w: b.w, cx, cy, total: N[best].total, width: g.width, hit: hit >= 0 ? N[hit].name : null };
   }, [name, depth, which]);
 }
 
@@ -165,7 +167,7 @@ export function registerViewTests({ test, open, ready, shot, flameURL, FROM, UNT
     const callees = totalsOf(through.map(([p, v]) => [p.slice(p.indexOf('render') + 1), v]));
     eqTotals(await drawnTotals(page, 'callers'), callers, 'callers');
     eqTotals(await drawnTotals(page, 'callees'), callees, 'callees');
-    const roots = await page.evaluate(() => { const s = window.__flamedb.views.sandwich; return [s.callers.nodes[0], s.callees.nodes[0]].map((n) => ({ name: n.name, total: n.total })); });
+    const roots = await page.evaluate(() => { const s = window.__flamedb.views.sandwich; return [s.callers.node(0), s.callees.node(0)].map((n) => ({ name: n.name, total: n.total })); });
     assert.deepEqual(roots, [{ name: 'render', total: f.total }, { name: 'render', total: f.total }], "the root is the function with its total as /api/v1/top gives it");
     const fig = await page.textContent('#sw-figures');
     assert.ok(fig.includes(`${(f.total_share * 100).toFixed(2)}%`) && fig.includes(`${(f.total_ci95[0] * 100).toFixed(2)}%–${(f.total_ci95[1] * 100).toFixed(2)}%`), fig);
@@ -184,7 +186,7 @@ export function registerViewTests({ test, open, ready, shot, flameURL, FROM, UNT
     eqTotals(await drawnTotals(pr, 'callers'), totalsOf(rthrough.map(([p, v]) => [p.slice(0, p.indexOf('fib')).reverse(), v])), 'callers of fib');
     eqTotals(await drawnTotals(pr, 'callees'), totalsOf(rthrough.map(([p, v]) => [p.slice(p.indexOf('fib') + 1), v])), 'callees of fib');
     const fib = rtop.functions.find((x) => x.name === 'fib');
-    assert.equal(await pr.evaluate(() => window.__flamedb.views.sandwich.callers.nodes[0].total), fib.total);
+    assert.equal(await pr.evaluate(() => window.__flamedb.views.sandwich.callers.node(0).total), fib.total);
     assert.ok((await pr.textContent('#sw-figures')).includes(`self ${fib.self}`), await pr.textContent('#sw-figures'));
     // Esc closes it; back opens it again
     await page.keyboard.press('Escape');
@@ -197,7 +199,7 @@ export function registerViewTests({ test, open, ready, shot, flameURL, FROM, UNT
     await page.click('#detail button[data-act="sandwich"]');
     await page.waitForFunction(() => document.querySelector('#sandwich').dataset.name === 'gc');
     const gc = top.functions.find((x) => x.name === 'gc');
-    assert.equal(await page.evaluate(() => window.__flamedb.views.sandwich.callers.nodes[0].total), gc.total);
+    assert.equal(await page.evaluate(() => window.__flamedb.views.sandwich.callers.node(0).total), gc.total);
     eqTotals(await drawnTotals(page, 'callers'), new Map([['main', gc.total]]));
   });
 
@@ -239,16 +241,16 @@ export function registerViewTests({ test, open, ready, shot, flameURL, FROM, UNT
     const want = totalsOf(applyRef(S, tf));
     eqTotals(await drawnTotals(p2), want, 'drop gc, collapse handle');
     const gcTotal = q.tree.children[0].children.find((c) => c.name === 'gc').total;
-    assert.equal(await p2.evaluate(() => window.__flamedb.graph.nodes[0].total), q.total - gcTotal, 'dropped samples leave the total');
+    assert.equal(await p2.evaluate(() => window.__flamedb.graph.node(0).total), q.total - gcTotal, 'dropped samples leave the total');
     const hd = await frameBox(p2, 'handle', 2);
     assert.equal(hd.total, want.get('main;handle'));
-    assert.equal(await p2.evaluate(() => window.__flamedb.graph.nodes.filter((n) => n.depth > 2).length), 0, 'nothing is drawn above the collapsed handle');
+    assert.equal(await p2.evaluate(() => window.__flamedb.graph.allNodes().filter((n) => n.depth > 2).length), 0, 'nothing is drawn above the collapsed handle');
     // collapse recursion: fib calling itself directly and through work
     const rq = await getJSON(url, '/api/v1/query', { query: 'rec{}', ...range });
     const p3 = await open(ctx, flameURL(url, { query: 'rec{}', transforms: 'rec:fib' }));
     await ready(p3);
     eqTotals(await drawnTotals(p3), totalsOf(applyRef(stacksOf(rq.tree), [{ kind: 'rec', name: 'fib' }])), 'collapse recursion of fib');
-    assert.equal(await p3.evaluate(() => window.__flamedb.graph.nodes.filter((n) => n.name === 'fib').length), 1, 'one fib frame left');
+    assert.equal(await p3.evaluate(() => window.__flamedb.graph.allNodes().filter((n) => n.name === 'fib').length), 1, 'one fib frame left');
     await shot(p3, '20-collapse-recursion');
   });
 
@@ -350,12 +352,12 @@ export function registerViewTests({ test, open, ready, shot, flameURL, FROM, UNT
       return {
         chips: [...document.querySelectorAll('#chips .chip')].map((c) => c.dataset.kind + ':' + (c.dataset.name || '')),
         sandwich: document.querySelector('#sandwich').hidden ? null : document.querySelector('#sandwich').dataset.name,
-        callers: s ? s.callers.nodes.map((n) => n.name + '=' + n.total) : null,
+        callers: s ? s.callers.allNodes().map((n) => n.name + '=' + n.total) : null,
         rows: [...document.querySelectorAll('#top tbody tr')].map((r) => r.dataset.name),
         sel: document.querySelector('#top tbody tr.sel')?.dataset.name,
         detail: document.querySelector('#detail').hidden ? null : document.querySelector('#detail .detail-name').textContent,
         search: document.querySelector('#search').value, filter: document.querySelector('#tfilter').value,
-        graph: window.__flamedb.graph.nodes.map((n) => n.name + '=' + n.total).join(','),
+        graph: window.__flamedb.graph.allNodes().map((n) => n.name + '=' + n.total).join(','),
       };
     });
     const a = await picture(page);
