@@ -4,6 +4,7 @@
 #   make run      builds and starts the server on http://localhost:4040, data in ./data
 #   make test     unit + integration tests, then all of them again under ASan/UBSan
 #   make bench    benchmarks (figures, no pass/fail)
+#   make cluster-test  cluster/ against real ClickHouse servers (part of `make test`)
 #   make install PREFIX=/usr/local
 #
 # BUILD selects the object directory, SAN adds sanitizer flags; `make test`
@@ -133,6 +134,27 @@ run: all
 	@mkdir -p data
 	@bash scripts/run.sh $(BIN)/flamedb $(AGENT_BIN)
 
+# Cluster mode (issue 10): cluster/ speaks to ClickHouse over its HTTP
+# interface (chclient.c, RowBinary in chrow.c) and creates flamedb's tables
+# there (chschema.c).  Not linked into bin/flamedb yet.  Its unit test
+# (tests/unit/test_chrow.c) runs in `make unit`; `make cluster-test` starts
+# real ClickHouse 18.16 servers and a ZooKeeper on 127.0.0.1
+# (tests/cluster/run.sh, driven by the small tests/cluster/chtool.c).
+CLUSTER_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cluster/*.c))
+
+$(BUILD)/tests/test_chrow: tests/unit/test_chrow.c $(CLUSTER_OBJ) tests/unit/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(CLUSTER_OBJ) $(LDFLAGS) $(PKG_LIBS) -lcmocka
+
+$(BUILD)/tests/chtool: tests/cluster/chtool.c $(CLUSTER_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(CLUSTER_OBJ) $(LDFLAGS) $(PKG_LIBS)
+
+.PHONY: cluster-test
+cluster-test: deps
+	@$(MAKE) --no-print-directory $(BUILD)/tests/chtool
+	@bash tests/cluster/run.sh $(abspath $(BUILD)/tests/chtool)
+
 # Unit tests, then integration tests against the real binary.
 unit: $(TESTS)
 	@bash tests/run_unit.sh $(TESTS)
@@ -170,7 +192,7 @@ agent-test: $(BIN)/flamedb $(AGENT_BIN) agent-unit
 	 else echo "agent-test: no agent yet"; fi
 
 test: deps
-	@$(MAKE) --no-print-directory unit integration doctest browser agent-test
+	@$(MAKE) --no-print-directory unit integration doctest browser agent-test cluster-test
 	@$(MAKE) --no-print-directory test-san
 	@$(MAKE) --no-print-directory fuzz-replay
 

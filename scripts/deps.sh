@@ -6,7 +6,12 @@ pkgs=(liblmdb-dev libmicrohttpd-dev libjansson-dev libelf-dev libdw-dev
       liblz4-dev libzstd-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
       libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libdeflate-dev pkg-config curl
       gcc g++ clang libclang-rt-dev libre2-dev libiberty-dev make jq prometheus valgrind chromium golang-go python3
-      nettle-dev openssl protobuf-compiler python3-protobuf)
+      nettle-dev openssl protobuf-compiler python3-protobuf
+      clickhouse-server clickhouse-client zookeeper)
+# clickhouse-server, clickhouse-client, zookeeper: the cluster tests
+# (tests/cluster/, `make cluster-test`, issue 10) start real ClickHouse 18.16
+# servers and one ZooKeeper on 127.0.0.1 from generated configs; no service
+# is enabled or started by the tests through systemd.
 # protobuf-compiler, python3-protobuf: the OTLP contract test speaks OTLP as
 # OpenTelemetry's exporters do, with Python classes protoc makes at test time
 # from proto/otlp_profiles.proto (tests/integration/test_otlp.sh).
