@@ -91,6 +91,9 @@ static const char usage_serve[] =
     "                         answered); 0 = none (default 30s)\n"
     "  --max-series N         the most series one query may merge; more is a 400 naming the\n"
     "                         limit (default 100000)\n"
+    "  --max-answer BYTES     the largest answer of a read (JSON, folded, pprof, ...); more\n"
+    "                         is a 422 naming the limit; suffixes k, m, g; 0 = none\n"
+    "                         (default 512m)\n"
     "  --max-pairs N          the most (stack, count) pairs one query may merge, rollups\n"
     "                         counting as stored; more is a 422 naming the limit; suffixes\n"
     "                         k, m, g (10^3, 10^6, 10^9); 0 = none (default 1g)\n"
@@ -143,6 +146,7 @@ typedef struct {
     int64_t retention_ms, partition_ms;
     size_t max_body, min_free, max_queue, max_groups, max_series;
     uint64_t max_pairs;
+    size_t max_answer;
     int64_t query_timeout_ms;
     unsigned threads;
     int commit_wait_ms;
@@ -184,6 +188,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->max_groups = 10000;
     f->max_series = 100000;
     f->max_pairs = UINT64_C(1000000000);
+    f->max_answer = (size_t)512 << 20;
     f->query_timeout_ms = 30000;
     f->threads = 32;
     f->commit_wait_ms = 50;
@@ -211,7 +216,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
                                              "--cors-origin", "--commit-wait", "--writers",
-                                             "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--max-pairs", "--query-timeout",
+                                             "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--max-pairs", "--max-answer", "--query-timeout",
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
                                              "--allowed-host", "--auth", "--tls-cert", "--tls-key",
                                              "--ingest-rate", "--ingest-burst",
@@ -314,6 +319,12 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 fprintf(stderr, "flamedb serve: --query-timeout '%s': expected a duration like 30s, or 0 for none\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--max-answer")) {
+            if (strcmp(v, "0") && parse_bytes(v, &f->max_answer)) {
+                fprintf(stderr, "flamedb serve: --max-answer '%s': expected a size in bytes like 512m or 1g, or 0 for none\n", v);
+                return -1;
+            }
+            if (!strcmp(v, "0")) f->max_answer = 0;
         } else if (!strcmp(a, "--max-pairs")) {
             char *end;
             errno = 0;
@@ -579,7 +590,7 @@ static int serve(int argc, char **argv)
     char err[1024];
     srv_ctx srv = { .max_body = f.max_body, .cors = f.cors, .retention_ms = f.retention_ms, .data_dir = f.data,
                     .min_free_bytes = f.min_free, .max_ingest_held = f.max_queue,
-                    .max_groups = f.max_groups, .max_series = f.max_series, .max_pairs = f.max_pairs, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
+                    .max_groups = f.max_groups, .max_series = f.max_series, .max_pairs = f.max_pairs, .max_answer = f.max_answer, .query_timeout_ms = f.query_timeout_ms, .max_per_ip = f.max_per_ip,
                     .conn_timeout_s = f.conn_timeout_s, .auth_path = f.auth, .metrics_auth = f.metrics_auth,
                     .insecure_no_auth = f.insecure_no_auth };
     pthread_rwlock_init(&srv.auth_lock, NULL);

@@ -17,6 +17,16 @@ static store_stop stop_of(const srv_request *rq)
 enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content_type,
                                 void *data, size_t len, int must_free)
 {
+    /* --max-answer: a read's answer (the viewer's files, /metrics and
+     * /healthz are not reads) */
+    size_t max = rq->srv ? rq->srv->max_answer : 0;
+    if (max && len > max && status < 300 && rq->route != ROUTE_WEB && rq->route != ROUTE_METRICS &&
+        rq->route != ROUTE_HEALTHZ) {
+        if (must_free) free(data);
+        return srv_reply_error(rq, 422, "the answer would be %zu bytes, more than the %zu one answer may be (flamedb "
+                               "serve --max-answer); ask for fewer nodes (max_nodes) or rows (limit), a narrower range "
+                               "or selector, or a coarser step", len, max);
+    }
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         len, data, must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {

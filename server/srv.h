@@ -105,6 +105,7 @@ typedef struct {
     size_t max_series;         /* --max-series: the most series one query may merge; 0 = none */
     int64_t query_timeout_ms;  /* --query-timeout: a read's work ends by then (503); 0 = none */
     uint64_t max_pairs;        /* --max-pairs: the most (stack, count) pairs one read merges (422); 0 = none */
+    size_t max_answer;         /* --max-answer: the largest answer of a read, in bytes (422); 0 = none */
     uint64_t max_ingest_held;  /* --max-ingest-queue: bytes of pushes in flight before 503; 0 = no limit */
     _Atomic uint64_t ingest_held;      /* bodies (and gunzipped text) of pushes not yet answered */
     srv_metrics metrics;

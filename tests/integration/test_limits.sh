@@ -289,3 +289,30 @@ PY
     get /api/v1/query 'query=gone' from=now-1h
     assert_json "a client that stays gets its answer" .total 3
 }
+
+# --max-answer (issue 12, point 6): a read's answer over the limit is a 422
+# naming the size, the limit and the flag, in every format; a smaller
+# answer of the same data passes; the viewer and /metrics are not reads.
+test_limits_max_answer() {
+    start_server --max-answer 2k
+    local t i body=""
+    t=$(($(now) - 600))
+    for i in $(seq 1 60); do body+="main;handler_$i;work_function_number_$i $i"$'\n'; done
+    put "service=big&from=$t&until=$((t + 10))" "$body"
+    get /api/v1/query 'query=big' from=now-1h max_nodes=0
+    assert_error "a 60-stack tree over 2k" 422 "more than the 2048 one answer may be" "--max-answer"
+    get /api/v1/query 'query=big' from=now-1h format=folded
+    assert_error "folded too" 422 "--max-answer"
+    get /api/v1/top 'query=big' from=now-1h limit=0
+    assert_error "top too" 422 "--max-answer"
+    get /api/v1/query 'query=big' from=now-1h max_nodes=3
+    assert_status "3 nodes: answered" 200
+    assert_json "the whole total in it" .total 1830
+    get /metrics
+    assert_status "/metrics is not a read" 200
+    get /
+    assert_status "the viewer is not a read" 200
+    restart_server --max-answer 0
+    get /api/v1/query 'query=big' from=now-1h format=folded
+    assert_status "no limit" 200
+}
