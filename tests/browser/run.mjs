@@ -15,6 +15,7 @@ import { startServer, ingest, getJSON, launchChromium } from './lib.mjs';
 import { registerViewTests } from './views.mjs';
 import { registerNextTests, loadNextFixtures } from './next.mjs';
 import { registerLevelsTests } from './levels.mjs';
+import { registerAgentsTests } from './agents.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -501,6 +502,7 @@ test('dark colour scheme at 1280x800', async (ctx, url, browser) => {
 registerViewTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP });
 registerNextTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP, T, artifacts });
 registerLevelsTests({ test, open, ready, shot, FROM, UNTIL });
+registerAgentsTests({ test, open, shot });
 
 // ---------- main ----------
 try {
