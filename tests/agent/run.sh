@@ -50,9 +50,8 @@ done
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 AT_BUILD=$(mktemp -d "${TMPDIR:-/tmp}/flamedb-at-build.XXXXXX")
-RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/flamedb-at-results.XXXXXX")
 export AT_BUILD
-trap 'rm -rf "$AT_BUILD" "$RESULTS"' EXIT
+trap 'rm -rf "$AT_BUILD"' EXIT
 
 echo "perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo '?'), uid=$(id -u)"
 
@@ -97,63 +96,8 @@ build cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B/offcpu" "$F/offcpu.c"
 build cc -O2 -g -fno-omit-frame-pointer -pthread -o "$B/alloc" "$F/alloc.c"
 
 # ---- run the tests ----------------------------------------------------------
-for file in "$HERE"/test_*.sh; do
-    [ -e "$file" ] || continue
-    fname=$(basename "$file" .sh)
-    if ! err=$(bash -n "$file" 2>&1); then
-        echo "FAIL $fname:<syntax>"; echo "  $err"
-        echo "$fname:<syntax>" >>"$RESULTS/failed"
-        continue
-    fi
-    (
-        source "$HERE/lib.sh"
-        source "$file"
-        for t in $(declare -F | awk '$3 ~ /^test_/ { print $3 }'); do
-            name="$fname:$t"
-            if [ -n "${AT_FILTER:-}" ] && ! [[ "$name" =~ $AT_FILTER ]]; then continue; fi
-            fails="$RESULTS/$fname.$t.fails"
-            : >"$fails"
-            t0=$EPOCHREALTIME
-            (
-                AT_FAILS=$fails
-                AT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/flamedb-at.XXXXXX")
-                trap at_cleanup EXIT
-                "$t"
-            ) </dev/null 2>"$fails.stderr"
-            rc=$?
-            secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1fs", b - a }')
-            [ $rc -ne 0 ] && ! [ -s "$fails" ] && echo "  test exited with status $rc" >>"$fails"
-            if [ -s "$fails.skip" ] && ! [ -s "$fails" ]; then
-                echo "SKIP $name ($secs): $(cat "$fails.skip")"
-                echo "$name" >>"$RESULTS/skipped"
-            elif [ -s "$fails" ]; then
-                echo "FAIL $name ($secs)"
-                cat "$fails"
-                if [ -s "$fails.stderr" ]; then
-                    echo "  -- stderr of the test:"
-                    tail -10 "$fails.stderr" | sed 's/^/     /'
-                fi
-                echo "$name" >>"$RESULTS/failed"
-            else
-                echo "ok   $name ($secs)"
-                echo "$name" >>"$RESULTS/passed"
-            fi
-        done
-    )
-done
-
-pass=0; failures=0
-[ -e "$RESULTS/skipped" ] && echo "agent: $(wc -l <"$RESULTS/skipped") skipped (see the SKIP lines: this kernel lacks what they need)"
-[ -e "$RESULTS/passed" ] && pass=$(wc -l <"$RESULTS/passed")
-[ -e "$RESULTS/failed" ] && failures=$(wc -l <"$RESULTS/failed")
-if [ "$failures" -gt 0 ]; then
-    echo
-    echo "failed agent tests:"
-    sed 's/^/  /' "$RESULTS/failed"
-fi
-if [ $((pass + failures)) -eq 0 ]; then
-    echo "run.sh: no test ran" >&2
-    failures=1
-fi
-summary "$pass" "$failures"
-[ "$failures" -eq 0 ]
+# each test gets its own scratch directory (lib.sh: AT_TMP)
+at_setup() { AT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/flamedb-at.XXXXXX"); }
+# shellcheck source=../suite.sh
+source "$HERE/../suite.sh"
+suite_run agent "$HERE" AT
