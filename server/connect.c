@@ -51,16 +51,11 @@ const char *srv_connect_code(int status)
 
 enum MHD_Result srv_connect_error(srv_request *rq, int status, const char *code, const char *fmt, ...)
 {
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    enum MHD_Result r = srv_reply_verror(rq, status, code, fmt, ap);
     va_end(ap);
-    if (!ingest_utf8_valid(msg, strlen(msg)))
-        for (char *p = msg; *p; p++)
-            if ((unsigned char)*p >= 0x80) *p = '?';
-    if (status >= 500) srv_log("%s %s: %d %s", rq->method, rq->url, status, msg);
-    return srv_reply_json(rq, status, json_pack("{s:s,s:s}", "code", code, "message", msg));
+    return r;
 }
 
 /* "application/json; charset=utf-8" is application/json. */

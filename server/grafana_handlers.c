@@ -938,18 +938,27 @@ static const char *render_units(const char *unit)
     return unit;
 }
 
+/* What render and render-diff read first: format (json only), max-nodes,
+ * the reader; 0, or the error answered and -1. */
+static int render_begin(srv_request *rq, uint64_t *max_nodes, store_reader **r)
+{
+    const char *format = srv_param(rq, "format");
+    if (format && strcmp(format, "json")) {
+        srv_reply_error(rq, 400, "parameter 'format': only json (flamebearer) is answered, not '%s'", format);
+        return -1;
+    }
+    if (srv_param_uint(rq, "max-nodes", DEFAULT_MAX_NODES, UINT32_MAX, max_nodes)) return -1;
+    return srv_reader_begin(rq, r);
+}
+
 /* {"version":1,"flamebearer":{"names","levels","numTicks","maxSelf"},
  *  "metadata":{"format":"single","units","sampleRate","spyName","name"},
  *  "timeline":null} */
 enum MHD_Result srv_handle_render(srv_request *rq)
 {
     uint64_t max_nodes;
-    const char *format = srv_param(rq, "format");
-    if (format && strcmp(format, "json"))
-        return srv_reply_error(rq, 400, "parameter 'format': only json (flamebearer) is answered, not '%s'", format);
-    if (srv_param_uint(rq, "max-nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes)) return MHD_YES;
     store_reader *r;
-    if (srv_reader_begin(rq, &r)) return MHD_YES;
+    if (render_begin(rq, &max_nodes, &r)) return MHD_YES;
     render_side s;
     enum MHD_Result res = MHD_YES;
     if (render_side_read(rq, r, "query", "from", "until", &s)) goto out;
@@ -993,12 +1002,8 @@ out:
 enum MHD_Result srv_handle_render_diff(srv_request *rq)
 {
     uint64_t max_nodes;
-    const char *format = srv_param(rq, "format");
-    if (format && strcmp(format, "json"))
-        return srv_reply_error(rq, 400, "parameter 'format': only json (flamebearer) is answered, not '%s'", format);
-    if (srv_param_uint(rq, "max-nodes", DEFAULT_MAX_NODES, UINT32_MAX, &max_nodes)) return MHD_YES;
     store_reader *r;
-    if (srv_reader_begin(rq, &r)) return MHD_YES;
+    if (render_begin(rq, &max_nodes, &r)) return MHD_YES;
     render_side a, b;
     enum MHD_Result res = MHD_YES;
     if (render_side_read(rq, r, "leftQuery", "leftFrom", "leftUntil", &a)) goto out;

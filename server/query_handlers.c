@@ -55,6 +55,23 @@ static json_t *tree_envelope(const query_series_set *set, const query_tree *t, i
     return o;
 }
 
+/* The tree's member of an answer object: levels (its arrays and max_self)
+ * or the nested tree already written; frees what it wrote. */
+static void put_tree_member(query_buf *b, int levels, query_levels *lv, query_buf *tree)
+{
+    if (levels) {
+        query_buf_put(b, ",", 1);
+        query_levels_json_write(b, lv);
+        query_buf_puts(b, ",\"max_self\":");
+        query_buf_i64(b, lv->max_self);
+        query_levels_free(lv);
+    } else {
+        query_buf_puts(b, ",\"tree\":");
+        query_buf_put(b, tree->data, tree->len);
+        query_buf_free(tree);
+    }
+}
+
 /* The envelope, then the tree ("tree": nested JSON) or the levels
  * ("names", "levels", "max_self"), written as they are walked: no jansson
  * value per node (query/encode_tree.c, encode_levels.c). */
@@ -77,17 +94,7 @@ static enum MHD_Result reply_tree(srv_request *rq, store_reader *r, const query_
     json_t *o = tree_envelope(set, t, from, until, tn, tt, ext);
     query_buf_object_open(&b, o);
     json_decref(o);
-    if (levels) {
-        query_buf_put(&b, ",", 1);
-        query_levels_json_write(&b, &lv);
-        query_buf_puts(&b, ",\"max_self\":");
-        query_buf_i64(&b, lv.max_self);
-        query_levels_free(&lv);
-    } else {
-        query_buf_puts(&b, ",\"tree\":");
-        query_buf_put(&b, tree.data, tree.len);
-        query_buf_free(&tree);
-    }
+    put_tree_member(&b, levels, &lv, &tree);
     query_buf_puts(&b, "}\n");
     size_t len;
     char *text = query_buf_take(&b, &len);
@@ -174,17 +181,7 @@ static enum MHD_Result reply_groups(srv_request *rq, store_reader *r, const quer
         if (i) query_buf_put(&b, ",", 1);
         query_buf_object_open(&b, e);
         json_decref(e);
-        if (levels) {
-            query_buf_put(&b, ",", 1);
-            query_levels_json_write(&b, &lv);
-        query_buf_puts(&b, ",\"max_self\":");
-        query_buf_i64(&b, lv.max_self);
-            query_levels_free(&lv);
-        } else {
-            query_buf_puts(&b, ",\"tree\":");
-            query_buf_put(&b, tree.data, tree.len);
-            query_buf_free(&tree);
-        }
+        put_tree_member(&b, levels, &lv, &tree);
         query_buf_put(&b, "}", 1);
     }
     query_buf_puts(&b, "]}\n");

@@ -81,24 +81,31 @@ enum MHD_Result srv_reply_json(srv_request *rq, int status, json_t *body)
     return srv_reply_bytes(rq, status, "application/json", text, len, 1);
 }
 
-enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ...)
+enum MHD_Result srv_reply_verror(srv_request *rq, int status, const char *code, const char *fmt, va_list ap)
 {
     char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     /* Messages quote user input; keep the JSON valid whatever it was. */
     if (!ingest_utf8_valid(msg, strlen(msg)))
         for (char *p = msg; *p; p++)
             if ((unsigned char)*p >= 0x80) *p = '?';
     if (status >= 500) srv_log("%s %s: %d %s", rq->method, rq->url, status, msg);
     /* a Connect call's errors are Connect's (connect.c) */
-    if (rq->connect) return srv_reply_json(rq, status, json_pack("{s:s,s:s}", "code", srv_connect_code(status),
-                                                                 "message", msg));
+    if (rq->connect || code)
+        return srv_reply_json(rq, status, json_pack("{s:s,s:s}", "code", code ? code : srv_connect_code(status),
+                                                    "message", msg));
     json_t *o = json_object();
     if (o) json_object_set_new(o, "error", json_string(msg));
     return srv_reply_json(rq, status, o);
+}
+
+enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum MHD_Result r = srv_reply_verror(rq, status, NULL, fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 int srv_status_of_merge(int rc)

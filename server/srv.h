@@ -174,6 +174,10 @@ void srv_stop(srv_ctx *srv);
 enum MHD_Result srv_reply_json(srv_request *rq, int status, json_t *body); /* steals body */
 enum MHD_Result srv_reply_error(srv_request *rq, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same from a va_list; code: a Connect error code to answer
+ * {"code", "message"} with (NULL: Connect's for a Connect call, else
+ * {"error": ...}). */
+enum MHD_Result srv_reply_verror(srv_request *rq, int status, const char *code, const char *fmt, va_list ap);
 enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content_type,
                                 void *data, size_t len, int must_free);
 /* Maps a storage status to an HTTP status. */
