@@ -7,20 +7,12 @@
 
 #include "query_internal.h"
 
-typedef struct { store_reader *r; const query_tree *a, *b; } diff_ctx;
-
-/* A tree's values at id; ids past its arrays were not hit. */
-static uint64_t self_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->self[id] : 0; }
-static uint64_t total_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->total[id] : 0; }
-static int hit(const query_tree *t, uint32_t id) { return id < t->n_nodes && ((t->touched[id >> 6] >> (id & 63)) & 1); }
-static uint64_t both(const diff_ctx *c, uint32_t id) { return total_at(c->a, id) + total_at(c->b, id); }
-
 static int edge_cmp(const void *x, const void *y, void *arg)
 {
     const diff_ctx *c = arg;
     const query_edge *p = x, *q = y;
     if (p->parent != q->parent) return p->parent < q->parent ? -1 : 1;
-    uint64_t tp = both(c, p->id), tq = both(c, q->id);
+    uint64_t tp = diff_both(c, p->id), tq = diff_both(c, q->id);
     if (tp != tq) return tp > tq ? -1 : 1;
     int s = strcmp(store_string(c->r, store_node_func(c->r, p->id), NULL),
                    store_string(c->r, store_node_func(c->r, q->id), NULL));
@@ -41,10 +33,10 @@ static json_t *node_json(const diff_ctx *c, const query_view *v, uint32_t id)
     if (!kids) return NULL;
     return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}",
                      "name", id ? store_string(c->r, store_node_func(c->r, id), NULL) : "root",
-                     "left_self", query_value_json(c->a, id ? self_at(c->a, id) : 0), "left_total",
-                     query_value_json(c->a, total_at(c->a, id)), "right_self",
-                     query_value_json(c->b, id ? self_at(c->b, id) : 0), "right_total",
-                     query_value_json(c->b, total_at(c->b, id)), "children", kids);
+                     "left_self", query_value_json(c->a, id ? diff_self_at(c->a, id) : 0), "left_total",
+                     query_value_json(c->a, diff_total_at(c->a, id)), "right_self",
+                     query_value_json(c->b, id ? diff_self_at(c->b, id) : 0), "right_total",
+                     query_value_json(c->b, diff_total_at(c->b, id)), "children", kids);
 }
 
 json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tree *right)
@@ -53,12 +45,12 @@ json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tre
      * merged may be the larger. */
     uint32_t n_nodes = left->n_nodes > right->n_nodes ? left->n_nodes : right->n_nodes;
     size_t n = 0;
-    for (uint32_t id = 1; id < n_nodes; id++) n += hit(left, id) | hit(right, id);
+    for (uint32_t id = 1; id < n_nodes; id++) n += diff_hit(left, id) | diff_hit(right, id);
     query_view v = { 0 };
     v.edges = malloc((n ? n : 1) * sizeof *v.edges);
     if (!v.edges) return NULL;
     for (uint32_t id = 1; id < n_nodes; id++)
-        if (hit(left, id) | hit(right, id))
+        if (diff_hit(left, id) | diff_hit(right, id))
             v.edges[v.n_edges++] = (query_edge){ store_node_parent(r, id), id };
     diff_ctx c = { r, left, right };
     qsort_r(v.edges, v.n_edges, sizeof *v.edges, edge_cmp, &c);

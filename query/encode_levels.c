@@ -178,18 +178,11 @@ out:
 
 /* ---- two trees as one ---------------------------------------------------- */
 
-typedef struct { store_reader *r; const query_tree *a, *b; } diff_ctx;
-
-static uint64_t self_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->self[id] : 0; }
-static uint64_t total_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->total[id] : 0; }
-static int hit(const query_tree *t, uint32_t id) { return id < t->n_nodes && ((t->touched[id >> 6] >> (id & 63)) & 1); }
-static uint64_t both(const diff_ctx *c, uint32_t id) { return total_at(c->a, id) + total_at(c->b, id); }
-
 static int by_both_then_id(const void *x, const void *y, void *arg)
 {
     const diff_ctx *c = arg;
     uint32_t p = *(const uint32_t *)x, q = *(const uint32_t *)y;
-    uint64_t tp = both(c, p), tq = both(c, q);
+    uint64_t tp = diff_both(c, p), tq = diff_both(c, q);
     if (tp != tq) return tp > tq ? -1 : 1;
     return (p > q) - (p < q);
 }
@@ -199,7 +192,7 @@ static int diff_edge_cmp(const void *x, const void *y, void *arg)
     const diff_ctx *c = arg;
     const query_edge *p = x, *q = y;
     if (p->parent != q->parent) return p->parent < q->parent ? -1 : 1;
-    uint64_t tp = both(c, p->id), tq = both(c, q->id);
+    uint64_t tp = diff_both(c, p->id), tq = diff_both(c, q->id);
     if (tp != tq) return tp > tq ? -1 : 1;
     int s = strcmp(store_string(c->r, store_node_func(c->r, p->id), NULL),
                    store_string(c->r, store_node_func(c->r, q->id), NULL));
@@ -218,7 +211,7 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
     diff_ctx c = { r, left, right };
     /* the union of the touched nodes (one reader: the ids agree) */
     uint32_t n_nodes = left->n_nodes > right->n_nodes ? left->n_nodes : right->n_nodes, n = 0;
-    for (uint32_t id = 1; id < n_nodes; id++) n += hit(left, id) | hit(right, id);
+    for (uint32_t id = 1; id < n_nodes; id++) n += diff_hit(left, id) | diff_hit(right, id);
     uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
     query_view v = { 0 };
     v.edges = malloc((n ? n : 1) * sizeof *v.edges);
@@ -233,12 +226,12 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
     if (!ids || !v.edges || !index || !l->names || !l->name_lens || !st) goto out;
     uint32_t k = 0;
     for (uint32_t id = 1; id < n_nodes; id++)
-        if (hit(left, id) | hit(right, id)) ids[k++] = id;
+        if (diff_hit(left, id) | diff_hit(right, id)) ids[k++] = id;
     if (max_nodes && n > max_nodes) { /* a parent's sum is at least its child's, its id smaller: still a tree */
         qsort_r(ids, n, sizeof *ids, by_both_then_id, &c);
         for (uint32_t i = (uint32_t)max_nodes; i < n; i++) {
             l->trunc_nodes++;
-            l->trunc_total += self_at(left, ids[i]) + self_at(right, ids[i]);
+            l->trunc_total += diff_self_at(left, ids[i]) + diff_self_at(right, ids[i]);
         }
         n = (uint32_t)max_nodes;
     }
@@ -251,8 +244,8 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
     l->name_lens[0] = 5;
     l->n_names = 1;
     l->width = 7;
-    l->left_total = rounded(left, total_at(left, 0));
-    l->right_total = rounded(right, total_at(right, 0));
+    l->left_total = rounded(left, diff_total_at(left, 0));
+    l->right_total = rounded(right, diff_total_at(right, 0));
     l->total = l->left_total + l->right_total;
     query_level *lv = level_at(l, 0, &levels_cap);
     int64_t root[7] = { 0, l->left_total, 0, 0, l->right_total, 0, 0 };
@@ -269,8 +262,8 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
         }
         uint32_t id = v.edges[top->first + top->i++].id;
         uint64_t xl = top->xl, xr = top->xr;
-        top->xl += total_at(left, id);
-        top->xr += total_at(right, id);
+        top->xl += diff_total_at(left, id);
+        top->xr += diff_total_at(right, id);
         size_t d = sp;
         if (2 * d + 1 >= end_cap) {
             size_t nc = end_cap ? end_cap * 2 : 128;
@@ -285,8 +278,8 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
         const query_tree *side[2] = { left, right };
         uint64_t x[2] = { xl, xr };
         for (int s = 0; s < 2; s++) {
-            int64_t xr_ = rounded(side[s], x[s]), tr = rounded(side[s], total_at(side[s], id));
-            int64_t sr = rounded(side[s], self_at(side[s], id));
+            int64_t xr_ = rounded(side[s], x[s]), tr = rounded(side[s], diff_total_at(side[s], id));
+            int64_t sr = rounded(side[s], diff_self_at(side[s], id));
             int64_t *e = &end[2 * d + (size_t)s];
             int64_t dx = xr_ > *e ? xr_ - *e : 0;
             *e += dx + tr;

@@ -80,4 +80,16 @@ void query_stacks_free(query_stacks *s);
             __VA_ARGS__                                                      \
         }
 
+/* Two merged trees of one reader as one (diff.c, encode_levels.c): both
+ * index the reader's call tree, so their union is the union of their
+ * touched bitmaps; a tree's values at an id past its arrays are 0. */
+typedef struct { store_reader *r; const query_tree *a, *b; } diff_ctx;
+static inline uint64_t diff_self_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->self[id] : 0; }
+static inline uint64_t diff_total_at(const query_tree *t, uint32_t id) { return id < t->n_nodes ? t->total[id] : 0; }
+static inline int diff_hit(const query_tree *t, uint32_t id)
+{
+    return id < t->n_nodes && ((t->touched[id >> 6] >> (id & 63)) & 1);
+}
+static inline uint64_t diff_both(const diff_ctx *c, uint32_t id) { return diff_total_at(c->a, id) + diff_total_at(c->b, id); }
+
 #endif
