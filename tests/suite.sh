@@ -6,8 +6,8 @@
 # subshell of that, stdin closed, its stderr kept aside.  With P the
 # suite's prefix (IT, AT, CT):
 #   ${P}_FILTER   a regex: only the tests whose "file:function" matches
-#   ${P}_FAILS    set for the test: the file its failures go to (lib.sh's
-#                 fail writes there); FILE.skip says why it skipped
+#   ${P}_FAILS    set for the test (and SUITE_FAILS, tests/assert.sh's):
+#                 the file its failures go to; FILE.skip says why it skipped
 #   ${p}_setup    (lower case, optional) run in the test's subshell first
 #   ${p}_cleanup  (lower case) the test's EXIT trap
 # A test passes when it recorded no failure and exited 0.  Failing tests
@@ -47,6 +47,7 @@ suite_run() {
                 t0=${EPOCHREALTIME:-0}
                 (
                     printf -v "${P}_FAILS" '%s' "$fails"
+                    SUITE_FAILS=$fails
                     if declare -F "${p}_setup" >/dev/null; then "${p}_setup"; fi
                     # shellcheck disable=SC2064
                     trap "${p}_cleanup" EXIT

@@ -54,32 +54,9 @@ ct_tmp() {
     fi
 }
 
-# ---- failures and assertions ---------------------------------------------
-
-fail() {
-    printf '  %s\n' "$*" >>"$CT_FAILS"
-}
-
-die() {
-    fail "$@"
-    exit 1
-}
-
-assert_eq() {
-    local desc=$1 want=$2 got=$3
-    if [ "$want" != "$got" ]; then
-        fail "$desc: expected [$want], got [$got]"
-        return 1
-    fi
-}
-
-assert_contains() {
-    local desc=$1 hay=$2 needle=$3
-    if [[ "$hay" != *"$needle"* ]]; then
-        fail "$desc: expected to contain [$needle], got [$hay]"
-        return 1
-    fi
-}
+# ---- failures and assertions: tests/assert.sh -------------------------------
+# shellcheck source=../assert.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../assert.sh"
 
 # assert_ok desc I SQL [k=v...]: the statement succeeds; its answer on stdout.
 assert_ok() {

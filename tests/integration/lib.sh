@@ -37,35 +37,9 @@ it_tmp() {
     fi
 }
 
-# ---- failures and assertions ---------------------------------------------
-
-fail() {
-    printf '  %s\n' "$*" >>"$IT_FAILS"
-}
-
-# Records a failure and ends the test (the EXIT trap cleans up).
-die() {
-    fail "$@"
-    exit 1
-}
-
-assert_eq() {
-    local desc=$1 want=$2 got=$3
-    if [ "$want" != "$got" ]; then
-        fail "$desc: expected [$want], got [$got]"
-        return 1
-    fi
-}
-
-# assert_near desc want got [tolerance]: numbers within tolerance (default 1e-12).
-assert_near() {
-    local desc=$1 want=$2 got=$3 tol=${4:-1e-12}
-    if ! [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] ||
-        ! awk -v a="$want" -v b="$got" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; then
-        fail "$desc: expected $want (within $tol), got [$got]"
-        return 1
-    fi
-}
+# ---- failures and assertions: tests/assert.sh -------------------------------
+# shellcheck source=../assert.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../assert.sh"
 
 # dist_ref "x1 x2 ..." "y1 y2 ...": the reference "manhattan jsd" of two
 # distributions given as values per function (same positions), over all of them.
@@ -77,39 +51,6 @@ dist_ref() {
                     p = x[i] / sx; q = y[i] / sy; m = (p + q) / 2
                     man += (p > q ? p - q : q - p); jsd += kl(p, m) / 2 + kl(q, m) / 2 }
                 printf "%.17g %.17g", man, jsd }'
-}
-
-assert_contains() {
-    local desc=$1 hay=$2 needle=$3
-    if [[ "$hay" != *"$needle"* ]]; then
-        fail "$desc: expected to contain [$needle], got [$hay]"
-        return 1
-    fi
-}
-
-assert_not_contains() {
-    local desc=$1 hay=$2 needle=$3
-    if [[ "$hay" == *"$needle"* ]]; then
-        fail "$desc: expected not to contain [$needle], got [$hay]"
-        return 1
-    fi
-}
-
-# assert_ge desc min actual (integers)
-assert_ge() {
-    local desc=$1 min=$2 got=$3
-    if ! [[ "$got" =~ ^-?[0-9]+$ ]] || [ "$got" -lt "$min" ]; then
-        fail "$desc: expected >= $min, got [$got]"
-        return 1
-    fi
-}
-
-assert_le() {
-    local desc=$1 max=$2 got=$3
-    if ! [[ "$got" =~ ^-?[0-9]+$ ]] || [ "$got" -gt "$max" ]; then
-        fail "$desc: expected <= $max, got [$got]"
-        return 1
-    fi
 }
 
 # assert_status desc code — checks $STATUS of the last request.
