@@ -112,6 +112,13 @@ static inline double agent_now_s(void)   /* CLOCK_MONOTONIC, seconds */
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static inline double agent_wall_s(void)  /* CLOCK_REALTIME, unix seconds */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* Whether the agent samples in this fleet state (its plan says so, or
  * there is no plan). */
 static inline int ctx_sampling(agent_fleet_state s)

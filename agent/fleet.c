@@ -109,11 +109,16 @@ int agent_fleet_plan_parse(const char *json, size_t len, agent_fleet_plan *out,
     return 0;
 }
 
-void agent_fleet_set_plan(agent_fleet *f, const agent_fleet_plan *plan, double local_now)
+void agent_fleet_set_plan(agent_fleet *f, const agent_fleet_plan *plan, double sent, double received)
 {
-    int64_t shift = (int64_t)llround(local_now - plan->now);
+    /* The server's `now` was read somewhere between sent and received: the
+     * clocks differ by at least the distance from that span, and by nothing
+     * when it holds `now` (one machine, or clocks in step, however slow the
+     * answer: a slow answer alone must not move the plan's seconds). */
+    double off = plan->now < sent ? sent - plan->now : plan->now > received ? received - plan->now : 0;
+    int64_t shift = (int64_t)llround(off);
     f->plan = *plan;
-    f->plan.now = local_now;
+    f->plan.now = received;
     for (int k = 0; k < 2; k++) {
         f->plan.step[k].from += shift;
         f->plan.step[k].until += shift;

@@ -62,11 +62,12 @@ typedef struct {
     char last_error[300];           /* the last heartbeat or push error */
 } agent_fleet;
 
-/* A heartbeat answered with plan at the agent's time `local_now` (unix
- * s, sub-second): the plan's times are shifted by local_now - plan->now
- * rounded to whole seconds (clocks of one machine: 0, whatever second
- * boundary the request crossed). */
-void agent_fleet_set_plan(agent_fleet *f, const agent_fleet_plan *plan, double local_now);
+/* A heartbeat sent at the agent's time `sent` and answered with plan at
+ * `received` (unix s, sub-second): the plan's times are shifted into the
+ * agent's clock by the least clock difference the exchange shows (0 when
+ * the server's `now` lies between sent and received: one machine, however
+ * slow the answer), rounded to whole seconds. */
+void agent_fleet_set_plan(agent_fleet *f, const agent_fleet_plan *plan, double sent, double received);
 /* What to do at `now` (agent's unix seconds): the plan's step holding it;
  * UNMANAGED when there is none (no plan, or past its last step: the server
  * has not answered since); CEASED over everything while ceased.  *rate

@@ -91,6 +91,7 @@ static void heartbeat(agent_ctx *c)
     snprintf(url, sizeof url, "%s/api/v1/agents/heartbeat", c->o.server);
     long status = 0;
     const char *answer = NULL;
+    double sent = agent_wall_s();
     int rc = agent_push_json(agent_deliver_push(c->deliver), url, body, len, &status, &answer, err, sizeof err);
     free(body);
     agent_fleet_plan plan;
@@ -98,9 +99,7 @@ static void heartbeat(agent_ctx *c)
         if (!c->fleet.have_plan || c->hb_failing)   /* duty 1: every agent, always: no news */
             agent_log(plan.duty >= 1 && !c->hb_failing, "fleet control: %s%g of the fleet samples at a time, %lld s periods",
                       c->fleet.have_plan ? "the server answers again; " : "", plan.duty, (long long)plan.period);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        agent_fleet_set_plan(&c->fleet, &plan, (double)ts.tv_sec + ts.tv_nsec / 1e9);
+        agent_fleet_set_plan(&c->fleet, &plan, sent, agent_wall_s());
         c->hb_failing = 0;
         return;
     }

@@ -65,11 +65,23 @@ static void plan_states(void **state)
     assert_int_equal(agent_fleet_plan_parse(ANSWER, strlen(ANSWER), &p, err, sizeof err), 0);
     /* one machine: the answer read 0.3 s later, across a second boundary,
      * moves nothing */
-    agent_fleet_set_plan(&f, &p, 1000.3);
+    agent_fleet_set_plan(&f, &p, 999.9, 1000.3);
     assert_int_equal(agent_fleet_state_at(&f, 1019, &rate), AGENT_FLEET_IDLE);
     assert_int_equal(agent_fleet_state_at(&f, 1020, &rate), AGENT_FLEET_SAMPLING);
+    /* one loaded machine: the answer came 1.7 s after the server's now
+     * (2.4 s round trip); still nothing moves (a shift of 2 s here put an
+     * agent's turn across the next period's boundary) */
+    agent_fleet_set_plan(&f, &p, 999.3, 1001.7);
+    assert_int_equal(agent_fleet_state_at(&f, 1019, &rate), AGENT_FLEET_IDLE);
+    assert_int_equal(agent_fleet_state_at(&f, 1020, &rate), AGENT_FLEET_SAMPLING);
+    assert_int_equal(agent_fleet_next_change(&f, 1020), 1080);
+    /* the agent's clock is ahead: sent 3.2 s after the server's now, the
+     * difference is at least 3.2 s (rounded: 3) */
+    agent_fleet_set_plan(&f, &p, 1003.2, 1003.4);
+    assert_int_equal(agent_fleet_state_at(&f, 1022, &rate), AGENT_FLEET_IDLE);
+    assert_int_equal(agent_fleet_state_at(&f, 1023, &rate), AGENT_FLEET_SAMPLING);
     /* the agent's clock is 5 s behind the server's: every time moves by -5 */
-    agent_fleet_set_plan(&f, &p, 995.2);
+    agent_fleet_set_plan(&f, &p, 995.0, 995.2);
     assert_int_equal(agent_fleet_state_at(&f, 995, &rate), AGENT_FLEET_IDLE);
     assert_int_equal(agent_fleet_state_at(&f, 1014, &rate), AGENT_FLEET_IDLE);
     assert_int_equal(agent_fleet_next_change(&f, 1000), 1015);
