@@ -29,7 +29,7 @@ LDFLAGS += -pthread $(SAN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libelf libdw 2>/dev/null) -I$(BUILD)/gen
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lstdc++ -lm
 
-LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c)
+LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c cluster/*.c)
 LIB_CXX := $(wildcard query/*.cc)
 SRV_SRC := $(wildcard server/*.c)
 WEB     := $(sort $(wildcard web/*))
@@ -135,16 +135,13 @@ run: all
 	@bash scripts/run.sh $(BIN)/flamedb $(AGENT_BIN)
 
 # Cluster mode (issue 10): cluster/ speaks to ClickHouse over its HTTP
-# interface (chclient.c, RowBinary in chrow.c) and creates flamedb's tables
-# there (chschema.c).  Not linked into bin/flamedb yet.  Its unit test
-# (tests/unit/test_chrow.c) runs in `make unit`; `make cluster-test` starts
+# interface (chclient.c, RowBinary in chrow.c), creates flamedb's tables
+# there (chschema.c) and is the store of `flamedb serve --store
+# clickhouse=URL` (chfront.c: rows, spool, flusher).  Its unit tests
+# (tests/unit/test_chrow.c, test_chspool.c) run in `make unit`; `make cluster-test` starts
 # real ClickHouse 18.16 servers and a ZooKeeper on 127.0.0.1
 # (tests/cluster/run.sh, driven by the small tests/cluster/chtool.c).
 CLUSTER_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cluster/*.c))
-
-$(BUILD)/tests/test_chrow: tests/unit/test_chrow.c $(CLUSTER_OBJ) tests/unit/testutil.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(CLUSTER_OBJ) $(LDFLAGS) $(PKG_LIBS) -lcmocka
 
 $(BUILD)/tests/chtool: tests/cluster/chtool.c $(CLUSTER_OBJ)
 	@mkdir -p $(dir $@)
@@ -152,8 +149,8 @@ $(BUILD)/tests/chtool: tests/cluster/chtool.c $(CLUSTER_OBJ)
 
 .PHONY: cluster-test
 cluster-test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/tests/chtool
-	@bash tests/cluster/run.sh $(abspath $(BUILD)/tests/chtool)
+	@$(MAKE) --no-print-directory $(BUILD)/tests/chtool $(BIN)/flamedb
+	@FLAMEDB=$(abspath $(BIN)/flamedb) bash tests/cluster/run.sh $(abspath $(BUILD)/tests/chtool)
 
 # Unit tests, then integration tests against the real binary.
 unit: $(TESTS)

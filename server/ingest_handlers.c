@@ -204,7 +204,9 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const
     store *st = rq->srv->st;
     store_label client[INGEST_MAX_LABELS];
     for (int i = 0; i < p->n_labels; i++) client[i] = (store_label){ .name = p->labels[i].name, .value = p->labels[i].value };
-    int n = srv_tenant_labels(rq, client, p->n_labels, pr->labels);
+    /* in cluster mode the tenant is a column of its own (chencode.h) */
+    int n = st ? srv_tenant_labels(rq, client, p->n_labels, pr->labels) : p->n_labels;
+    if (!st) memcpy(pr->labels, client, (size_t)n * sizeof *client);
     pr->stacks = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *pr->stacks);
     pr->leaves = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *pr->leaves);
     if (!pr->stacks || !pr->leaves) return -1;
@@ -214,8 +216,9 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const
         pr->stacks[i].count = p->stacks[i].count;
     }
     if (!lead) lead = pr;
-    uint64_t token = store_resolve(st, lead->labels, lead == pr ? n : lead->sp.n_labels, p->from_ms, pr->stacks,
-                                   p->n_stacks, pr->leaves);
+    uint64_t token = st ? store_resolve(st, lead->labels, lead == pr ? n : lead->sp.n_labels, p->from_ms, pr->stacks,
+                                        p->n_stacks, pr->leaves)
+                        : 0;
     pr->sp = (store_profile){
         .labels = pr->labels, .n_labels = n, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
@@ -226,8 +229,31 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const
         .samples = p->samples_how == INGEST_SAMPLES_KNOWN ? p->samples : 0,
         .gauge = p->aggregation == INGEST_AGG_AVERAGE,
     };
-    pr->sp.prep = pr->prep = store_prepare(&pr->sp);
+    if (st) pr->sp.prep = pr->prep = store_prepare(&pr->sp);
     return 0;
+}
+
+/* Cluster mode (--store clickhouse=...): the profiles, all or none, into
+ * the front end's spool, durable when this returns (chfront.h); on this
+ * pool thread.  A full spool (ClickHouse unreachable for long) is a 503. */
+static void front_write(ingest_job *job, const store_profile *const *all, size_t n)
+{
+    char err[700];
+    const char *tenant = srv_tenant_value(job->rq);
+    chfront_status fs = chfront_write(job->rq->srv->front, tenant ? tenant : "", all, n, err, sizeof err);
+    if (fs == CHFRONT_OK) {
+        if (job->pp) job_part_done(job, 0, NULL, job->n_pp);
+        else job_finish(job, 0, NULL);
+        return;
+    }
+    char msg[900];
+    snprintf(msg, sizeof msg, "not stored: %s%s", err,
+             fs == CHFRONT_EFULL ? "; ClickHouse has not taken the spool's profiles for a while (GET /healthz says "
+                                   "why): retry later"
+                                 : "");
+    int status = fs == CHFRONT_EINVAL ? 400 : fs == CHFRONT_ENOMEM ? 500 : 503;
+    if (job->pp) job_part_done(job, status, msg, job->n_pp);
+    else job_finish(job, status, msg);
 }
 
 /* A profile whose window started before the retention would be stored and
@@ -327,6 +353,12 @@ static void store_all(ingest_job *job)
         ctx[i] = job;
     }
     job->pending = job->n_pp;
+    if (rq->srv->front) {
+        front_write(job, all, job->n_pp);
+        free(all);
+        free(ctx);
+        return;
+    }
     store_status ss = store_write_async_all(rq->srv->st, all, job->n_pp, job_part_committed, ctx);
     free(all);
     free(ctx);
@@ -387,6 +419,10 @@ static void job_parse(void *arg)
     if (s) return job_finish(job, ingest_status_http(s), err);
     if (too_old(job, p, err, sizeof err)) return job_finish(job, 400, err);
     if (prep_fill(rq, p, &job->one, NULL)) return job_finish(job, 500, "out of memory");
+    if (rq->srv->front) {
+        const store_profile *one = &job->one.sp;
+        return front_write(job, &one, 1);
+    }
     store_status ss = store_write_async(rq->srv->st, &job->one.sp, job_committed, job);
     if (ss) job_finish(job, srv_status_of_store(ss), ss == STORE_ECLOSED ? "not stored: the server is shutting down"
                                                                           : "not stored: invalid profile");

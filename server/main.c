@@ -123,6 +123,21 @@ static const char usage_serve[] =
     "                         localhost, the --listen host and the machine's name); browser\n"
     "                         requests naming another Host are refused (DNS rebinding);\n"
     "                         repeatable\n"
+    "  --store lmdb|clickhouse=URL[,URL...]\n"
+    "                         where the data lives: lmdb (default) in --data; or, as a\n"
+    "                         front end, in ClickHouse at these HTTP endpoints (tried in\n"
+    "                         turn): profiles are spooled in --data/spool, fsync'd before\n"
+    "                         the answer, and flushed to ClickHouse (docs/cluster.md).\n"
+    "                         Queries are not answered in this mode yet (501)\n"
+    "  --clickhouse-database NAME  the ClickHouse database (default flamedb)\n"
+    "  --clickhouse-cluster NAME   create the tables ON CLUSTER NAME, with Distributed\n"
+    "                         tables over its shards (default: one server)\n"
+    "  --clickhouse-replicated auto|yes|no\n"
+    "                         ReplicatedMergeTree tables (retried inserts deduplicated;\n"
+    "                         needs ZooKeeper): auto = with --clickhouse-cluster (default)\n"
+    "  --spool-max BYTES      the spool's limit while ClickHouse does not take it; past it\n"
+    "                         ingest answers 503 with Retry-After (default 1g; 0 = none)\n"
+    "  --flush-every DURATION how often the spool is flushed to ClickHouse (default 1s)\n"
     "  --help                 this text\n";
 
 /* Parses BYTES with an optional k, m or g suffix (powers of 1024). */
@@ -160,6 +175,11 @@ typedef struct {
     size_t ingest_rate, ingest_burst;
     double fleet_duty, fleet_rate;       /* fleet control (agents.c) */
     int64_t fleet_period_ms;
+    const char *clickhouse;              /* --store clickhouse=URLS (cluster mode), else NULL */
+    const char *ch_database, *ch_cluster;
+    chschema_repl ch_replicated;
+    size_t spool_max;
+    int64_t flush_ms;
 } serve_flags;
 
 #define DEFAULT_MAX_CONNECTIONS 4096
@@ -203,6 +223,10 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->fleet_duty = 1;
     f->fleet_rate = 0;
     f->fleet_period_ms = 60000;
+    f->clickhouse = f->ch_database = f->ch_cluster = NULL;
+    f->ch_replicated = CHSCHEMA_REPL_AUTO;
+    f->spool_max = (size_t)1 << 30;
+    f->flush_ms = 1000;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char err[256];
@@ -220,7 +244,9 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
                                              "--allowed-host", "--auth", "--tls-cert", "--tls-key",
                                              "--ingest-rate", "--ingest-burst",
-                                             "--fleet-duty", "--fleet-period", "--fleet-rate", NULL };
+                                             "--fleet-duty", "--fleet-period", "--fleet-rate",
+                                             "--store", "--clickhouse-database", "--clickhouse-cluster",
+                                             "--clickhouse-replicated", "--spool-max", "--flush-every", NULL };
         int is_known = 0;
         for (int k = 0; known[k]; k++) is_known |= !strcmp(a, known[k]);
         if (!is_known) {
@@ -370,6 +396,39 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 return -1;
             }
             f->commit_wait_ms = (int)ms;
+        } else if (!strcmp(a, "--store")) {
+            if (!strcmp(v, "lmdb")) {
+                f->clickhouse = NULL;
+            } else if (!strncmp(v, "clickhouse=", 11) && v[11]) {
+                f->clickhouse = v + 11;
+            } else {
+                fprintf(stderr, "flamedb serve: --store '%s': expected lmdb (the default: the data directory) or "
+                        "clickhouse=URL[,URL...] (ClickHouse HTTP endpoints, like http://ch1:8123)\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--clickhouse-database")) {
+            f->ch_database = v;
+        } else if (!strcmp(a, "--clickhouse-cluster")) {
+            f->ch_cluster = v;
+        } else if (!strcmp(a, "--clickhouse-replicated")) {
+            if (!strcmp(v, "auto")) f->ch_replicated = CHSCHEMA_REPL_AUTO;
+            else if (!strcmp(v, "yes")) f->ch_replicated = CHSCHEMA_REPL_YES;
+            else if (!strcmp(v, "no")) f->ch_replicated = CHSCHEMA_REPL_NO;
+            else {
+                fprintf(stderr, "flamedb serve: --clickhouse-replicated '%s': expected auto, yes or no\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--spool-max")) {
+            if (strcmp(v, "0") && parse_bytes(v, &f->spool_max)) {
+                fprintf(stderr, "flamedb serve: --spool-max '%s': expected a size in bytes like 1g or 512m, or 0 for none\n", v);
+                return -1;
+            }
+            if (!strcmp(v, "0")) f->spool_max = 0;
+        } else if (!strcmp(a, "--flush-every")) {
+            if (query_duration_parse(v, &f->flush_ms, err, sizeof err) || f->flush_ms < 10 || f->flush_ms > 3600000) {
+                fprintf(stderr, "flamedb serve: --flush-every '%s': expected a duration from 10ms to 1h, like 1s\n", v);
+                return -1;
+            }
         } else if (!strcmp(a, "--writers")) {
             char *end;
             long n = strtol(v, &end, 10);
@@ -496,6 +555,76 @@ static char *read_pem(const char *flag, const char *path)
     return buf;
 }
 
+/* Until a signal to stop: SIGHUP reloads the tokens. */
+static int wait_signals(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
+{
+    char err[1024];
+    int sig = 0;
+    for (;;) {
+        sigwait(sigs, &sig);
+        if (sig != SIGHUP) break;
+        if (!f->auth)
+            srv_log("SIGHUP: nothing to reload (no --auth)");
+        else if (srv_access_load(srv, err, sizeof err))
+            srv_log("SIGHUP: --auth %s; keeping the %zu tokens loaded before", err, srv_access_tokens(srv));
+        else
+            srv_log("SIGHUP: reloaded %s: %zu tokens", f->auth, srv_access_tokens(srv));
+    }
+    return sig;
+}
+
+static void log_line(const char *line)
+{
+    srv_log("%s", line);
+}
+
+/* serve --store clickhouse=...: a front end whose data goes to ClickHouse
+ * through its spool in --data/spool (cluster/chfront.h). */
+static int run_front(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
+{
+    char err[1024], spool[4200];
+    if (mkdir(f->data, 0700) < 0 && errno != EEXIST) {
+        srv_log("cannot create the data directory %s: %s", f->data, strerror(errno));
+        return 1;
+    }
+    snprintf(spool, sizeof spool, "%s/spool", f->data);
+    chfront_options co = { .urls = f->clickhouse, .database = f->ch_database, .cluster = f->ch_cluster,
+                           .replicated = f->ch_replicated, .spool_dir = spool, .spool_max = f->spool_max,
+                           .flush_ms = f->flush_ms, .log = log_line };
+    chfront_status cs = chfront_open(&srv->front, &co, err, sizeof err);
+    if (cs) {
+        srv_log("cannot start as a ClickHouse front end: %s", err);
+        return cs == CHFRONT_EINVAL ? 2 : 1;
+    }
+    chfront_stats st;
+    chfront_stats_get(srv->front, &st);
+    srv_log("cluster mode: data in ClickHouse at %s (database %s%s%s); spool %s: %llu bytes waiting, limit %llu; "
+            "flushed every %lld ms", f->clickhouse, f->ch_database ? f->ch_database : "flamedb",
+            f->ch_cluster ? ", cluster " : "", f->ch_cluster ? f->ch_cluster : "", spool,
+            (unsigned long long)st.spool_bytes, (unsigned long long)f->spool_max, (long long)f->flush_ms);
+    srv->max_connections = plan_connections(f, 0, 0, 1);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!srv->max_connections || srv_workpool_start(&srv->pool, cores > 0 ? (unsigned)cores : 1)) {
+        if (srv->max_connections) srv_log("cannot start the parsing threads");
+        chfront_close(srv->front);
+        return srv->max_connections ? 1 : 2;
+    }
+    int rc = srv_start(srv, f->listen, f->threads, err, sizeof err);
+    if (rc) {
+        srv_log("%s", err);
+        srv_workpool_stop(srv->pool);
+        chfront_close(srv->front);
+        return rc == -2 ? 2 : 1;
+    }
+    int sig = wait_signals(srv, f, sigs);
+    srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    srv_stop(srv);
+    srv_workpool_stop(srv->pool);
+    chfront_close(srv->front);
+    srv_log("stopped; the spool keeps what was not flushed yet");
+    return 0;
+}
+
 /* serve, once its flags, tokens and certificate are read: the store, the
  * server, the signals; answers the exit status. */
 static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
@@ -503,6 +632,7 @@ static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
     char err[1024];
     add_own_names(&srv->cors, f->listen);
     for (size_t i = 0; i < f->cors.n; i++) srv_log("CORS: allowing browser requests from %s", f->cors.origin[i]);
+    if (f->clickhouse) return run_front(srv, f, sigs);
     store_options opt = { .dir = f->data, .retention_ms = f->retention_ms, .partition_ms = f->partition_ms,
                           .commit_wait_ms = f->commit_wait_ms, .writers = f->writers };
     store_status ss = store_open(&srv->st, &opt, err, sizeof err);
@@ -539,17 +669,7 @@ static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
         store_close(srv->st);
         return rc == -2 ? 2 : 1;
     }
-    int sig = 0;
-    for (;;) {
-        sigwait(sigs, &sig);
-        if (sig != SIGHUP) break;
-        if (!f->auth)
-            srv_log("SIGHUP: nothing to reload (no --auth)");
-        else if (srv_access_load(srv, err, sizeof err))
-            srv_log("SIGHUP: --auth %s; keeping the %zu tokens loaded before", err, srv_access_tokens(srv));
-        else
-            srv_log("SIGHUP: reloaded %s: %zu tokens", f->auth, srv_access_tokens(srv));
-    }
+    int sig = wait_signals(srv, f, sigs);
     srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     srv_stop(srv);
     srv_workpool_stop(srv->pool);

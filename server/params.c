@@ -126,6 +126,13 @@ static int client_gone(void *ctx)
 
 int srv_reader_begin(srv_request *rq, store_reader **r)
 {
+    if (!rq->srv->st) {     /* cluster mode: the data is in ClickHouse */
+        *r = NULL;
+        srv_reply_error(rq, 501, "this front end stores into ClickHouse (--store clickhouse=...), and reading from "
+                        "it is not built yet (issue 10, next step): run queries against a single-node flamedb, "
+                        "or read the tables in ClickHouse with SQL (docs/cluster.md)");
+        return -1;
+    }
     if (store_reader_begin(rq->srv->st, r)) {
         srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
         return -1;

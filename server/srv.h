@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "../cluster/chfront.h"
 #include "../query/query.h"
 #include "../storage/store.h"
 #include "auth.h"
@@ -93,6 +94,7 @@ typedef void (*srv_work_fn)(void *arg);
 
 typedef struct {
     store *st;
+    chfront *front;             /* cluster mode (--store clickhouse=...): st is NULL, data goes here */
     struct MHD_Daemon *daemon;
     srv_workpool *pool;    /* parses request bodies off the MHD threads */
     size_t max_body;

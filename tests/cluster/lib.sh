@@ -404,8 +404,10 @@ tool_ok() {
 CT_TABLES="labels meta profiles profiles_10m profiles_1h samples samples_10m samples_1h series stacks"
 CT_VIEWS="profiles_10m_mv profiles_1h_mv samples_10m_mv samples_1h_mv"
 
+# A test file may define ct_cleanup_extra: run first (its own processes).
 ct_cleanup() {
     local rc=$? i
+    if declare -F ct_cleanup_extra >/dev/null; then ct_cleanup_extra; fi
     for ((i = 1; i <= CH_N; i++)); do
         if [ -n "${CH_PID[$i]:-}" ]; then ch_stop "$i"; fi
     done

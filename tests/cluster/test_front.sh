@@ -1,0 +1,246 @@
+# test_front.sh — flamedb serve --store clickhouse=... (issue 10, the write
+# path): every ingest format through a front end lands in ClickHouse
+# exactly; an acknowledged profile survives kill -9 of the front end before
+# its flush; while ClickHouse is down the front end answers 200 from its
+# spool until the spool is full, then 503, and drains once ClickHouse is
+# back; a spool file sent twice (the front end died after the insert and
+# before removing the file) counts once on replicated tables; two front
+# ends serve one cluster.
+#
+# FLAMEDB: the server binary (make cluster-test passes it).
+
+FLAMEDB=${FLAMEDB:-$REPO/bin/flamedb}
+declare -a FE_PID=() FE_PORT=() FE_DIR=()
+
+# fe_start I URLS [flags...]: front end I on a free port, data in
+# $CT_TMP/fe-I; waits for /healthz.
+fe_start() {
+    local i=$1 urls=$2 tries=200
+    shift 2
+    ct_tmp
+    FE_DIR[$i]=$CT_TMP/fe-$i
+    [ -n "${FE_PORT[$i]:-}" ] || FE_PORT[$i]=$(ct_free_ports 1)
+    "$FLAMEDB" serve --listen "127.0.0.1:${FE_PORT[$i]}" --data "${FE_DIR[$i]}" --store "clickhouse=$urls" \
+        --retention 0 "$@" >>"$CT_TMP/fe-$i.log" 2>&1 &
+    FE_PID[$i]=$!
+    while [ $tries -gt 0 ]; do
+        curl -sf "http://127.0.0.1:${FE_PORT[$i]}/healthz" >/dev/null 2>&1 && return 0
+        _ct_alive "${FE_PID[$i]}" || break
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    die "front end $i did not start: $(tail -5 "$CT_TMP/fe-$i.log")"
+}
+
+fe_stop() {
+    [ -n "${FE_PID[$1]:-}" ] || return 0
+    _ct_stop_pid "front end $1" "${FE_PID[$1]}"
+    FE_PID[$1]=""
+}
+
+fe_kill() {
+    kill -KILL "${FE_PID[$1]}" 2>/dev/null
+    _ct_wait_exit "${FE_PID[$1]}" 30
+    { wait "${FE_PID[$1]}"; } 2>/dev/null
+    FE_PID[$1]=""
+}
+
+fe_url() { echo "http://127.0.0.1:${FE_PORT[$1]}"; }
+
+# fe_drained I: waits (bounded) until front end I's spool is empty.
+fe_drained() {
+    local tries=600 h
+    while [ $tries -gt 0 ]; do
+        h=$(curl -sf "$(fe_url "$1")/healthz")
+        [ "$(jq '.clickhouse.spool_bytes' <<<"$h")" = 0 ] && return 0
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    fail "front end $1's spool did not drain: $h"
+    return 1
+}
+
+# push I PATH-AND-QUERY BODY-ARGS...: POSTs to front end I; prints the HTTP
+# status, the answer in $CT_TMP/push.json.
+push() {
+    local i=$1 pq=$2
+    shift 2
+    curl -s -o "$CT_TMP/push.json" -w '%{http_code}' "$(fe_url "$i")$pq" "$@"
+}
+
+# fold_body N SEED: N folded lines with counts 1..N, stacks by the seed.
+fold_body() {
+    local n=$1 s=$2 k
+    for ((k = 1; k <= n; k++)); do printf 'main;work_%s;leaf_%s_%s %s\n' "$s" "$s" "$k" "$k"; done
+}
+
+# ct_cleanup (lib.sh) calls this first: the front ends, and their logs' tails
+# when the test failed.
+ct_cleanup_extra() {
+    local i
+    for i in "${!FE_PID[@]}"; do [ -n "${FE_PID[$i]}" ] && fe_stop "$i"; done
+    if [ -s "$CT_FAILS" ] && [ -n "$CT_TMP" ]; then
+        for i in "${!FE_DIR[@]}"; do
+            [ -f "$CT_TMP/fe-$i.log" ] && { echo "  -- front end $i log:"; tail -5 "$CT_TMP/fe-$i.log" | cut -c1-300 | sed 's/^/     /'; } >>"$CT_FAILS"
+        done
+    fi
+    return 0
+}
+
+test_front_stores_every_format_exactly() {
+    ch_cluster_start single
+    fe_start 1 "${CH_URL[1]}"
+    local t0=1767225600 code
+    # folded, native endpoint: 3 profiles of 50 lines, totals 1275 each
+    for s in 1 2 3; do
+        code=$(push 1 "/api/v1/ingest?service=api&instance=i$s&type=cpu&from=$((t0 + 10 * s))&until=$((t0 + 10 * s + 10))" \
+            --data-binary "$(fold_body 50 "$s")")
+        assert_eq "folded push $s" 200 "$code"
+    done
+    # Pyroscope's /ingest, and a real Go pprof (two sample types)
+    code=$(push 1 "/ingest?name=web.cpu%7Bregion%3Deu%7D&from=$((t0 + 100))&until=$((t0 + 110))&sampleRate=100" \
+        --data-binary $'a;b;c 7\na;b;d 5\n')
+    assert_eq "pyroscope push" 200 "$code"
+    code=$(push 1 "/ingest?name=gojson&format=pprof&from=$((t0 + 200))&until=$((t0 + 210))" \
+        --data-binary @"$REPO/../shared/data/go-json-sort.cpu.pb.gz")
+    assert_eq "pprof push" 200 "$code"
+    local pprof_answer
+    pprof_answer=$(cat "$CT_TMP/push.json")
+    fe_drained 1 || return
+    # every profile, every value, every stack, every series
+    assert_eq "profiles" 6 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    assert_eq "folded total" $((3 * 1275)) \
+        "$(chq 1 "SELECT sum(value) FROM flamedb.samples WHERE series IN (SELECT series FROM flamedb.labels WHERE name = 'service' AND value = 'api') FORMAT TSV")"
+    assert_eq "pyroscope total" 12 \
+        "$(chq 1 "SELECT sum(value) FROM flamedb.samples WHERE series IN (SELECT series FROM flamedb.labels WHERE name = 'region' AND value = 'eu') FORMAT TSV")"
+    local u want got
+    for u in $(jq -r '.profiles[].unit' <<<"$pprof_answer"); do
+        want=$(jq -r --arg u "$u" '[.profiles[] | select(.unit == $u) | .total] | add' <<<"$pprof_answer")
+        got=$(chq 1 "SELECT sum(value) FROM flamedb.samples WHERE unit = '$u' AND window_start = $(((t0 + 200) * 1000)) FORMAT TSV")
+        assert_eq "pprof total in $u" "$want" "$got"
+    done
+    assert_eq "stacks of the folded pushes, by frames" 150 \
+        "$(chq 1 "SELECT uniqExact(stack) FROM flamedb.stacks WHERE frames LIKE 'main;work_%' FORMAT TSV")"
+    assert_eq "a stack's frames" "main;work_2;leaf_2_17" \
+        "$(chq 1 "SELECT any(frames) FROM flamedb.stacks WHERE stack IN (SELECT stack FROM flamedb.samples WHERE value = 17 AND series IN (SELECT series FROM flamedb.labels WHERE name = 'instance' AND value = 'i2')) FORMAT TSV")"
+    assert_eq "series labels, sorted by name" $'[\'instance\',\'service\',\'type\']\t[\'i1\',\'api\',\'cpu\']' \
+        "$(chq 1 "SELECT label_names, label_values FROM flamedb.series WHERE has(label_values, 'i1') FORMAT TSV")"
+    assert_eq "window and rate of the Pyroscope push" "$(((t0 + 100) * 1000))	10000	100" \
+        "$(chq 1 "SELECT DISTINCT window_start, window_ms, rate FROM flamedb.samples WHERE series IN (SELECT series FROM flamedb.labels WHERE value = 'eu') FORMAT TSV")"
+    assert_eq "samples known for folded counts" "1275	1" \
+        "$(chq 1 "SELECT samples, samples_known FROM flamedb.profiles WHERE series IN (SELECT series FROM flamedb.labels WHERE value = 'i3') FORMAT TSV")"
+    # the rollups the views fill count the same
+    assert_eq "10 min rollup total" "$(chq 1 "SELECT sum(value) FROM flamedb.samples FORMAT TSV")" \
+        "$(chq 1 "SELECT sum(value) FROM flamedb.samples_10m FORMAT TSV")"
+    # reads are not built in cluster mode yet: a clear 501, never an empty answer
+    code=$(curl -s -o "$CT_TMP/q.json" -w '%{http_code}' "$(fe_url 1)/api/v1/query?query=%7Bservice%3D%22api%22%7D&from=$t0&until=$((t0 + 300))")
+    assert_eq "a query in cluster mode" 501 "$code"
+    assert_contains "its error" "$(jq -r .error "$CT_TMP/q.json")" "ClickHouse"
+    # bad input stores nothing and says why, as in single-node mode
+    code=$(push 1 "/api/v1/ingest?service=api&from=$t0" --data-binary $'a;b notanumber\n')
+    assert_eq "a malformed push" 400 "$code"
+    assert_contains "its error names the line" "$(jq -r .error "$CT_TMP/push.json")" "line 1"
+    fe_drained 1
+    assert_eq "profiles after the malformed push" 6 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    # the health check says where the data goes
+    assert_eq "healthz: ClickHouse reachable" true "$(curl -s "$(fe_url 1)/healthz" | jq .clickhouse.reachable)"
+}
+
+test_front_kill9_before_flush_loses_nothing() {
+    ch_cluster_start single
+    fe_start 1 "${CH_URL[1]}" --flush-every 1h
+    local t0=1767225600 s code ok=0 want=0
+    for s in $(seq 1 40); do
+        code=$(push 1 "/api/v1/ingest?service=k9&instance=i$((s % 5))&from=$((t0 + s))&until=$((t0 + s + 1))" \
+            --data-binary "$(fold_body 20 "$s")")
+        [ "$code" = 200 ] && { ok=$((ok + 1)); want=$((want + 210)); }
+    done
+    assert_eq "pushes acknowledged" 40 "$ok"
+    assert_eq "nothing flushed yet (--flush-every 1h)" 0 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    fe_kill 1
+    local files
+    files=$(find "${FE_DIR[1]}/spool" -name '*.spool' | wc -l)
+    assert_ge "spool files left by the killed front end" 1 "$files"
+    fe_start 1 "${CH_URL[1]}" --flush-every 100ms
+    fe_drained 1 || return
+    assert_eq "profiles after the restart" 40 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    assert_eq "total after the restart" "$want" "$(chq 1 "SELECT sum(value) FROM flamedb.samples FORMAT TSV")"
+    assert_eq "spool files after the flush" 0 "$(find "${FE_DIR[1]}/spool" -name '*.spool' | wc -l)"
+}
+
+test_front_spools_while_clickhouse_is_down() {
+    ch_cluster_start single
+    fe_start 1 "${CH_URL[1]}" --flush-every 100ms --spool-max 256k
+    local t0=1767225600 s code ok=0 want=0 full=0
+    ch_stop 1
+    # 200 from the spool until it is full, then 503 saying why
+    for s in $(seq 1 200); do
+        code=$(push 1 "/api/v1/ingest?service=down&from=$((t0 + s))&until=$((t0 + s + 1))" --data-binary "$(fold_body 30 "$s")")
+        if [ "$code" = 200 ]; then
+            ok=$((ok + 1))
+            want=$((want + 465))
+        elif [ "$code" = 503 ]; then
+            full=1
+            break
+        else
+            fail "push $s while ClickHouse is down: HTTP $code $(cat "$CT_TMP/push.json")"
+            return
+        fi
+    done
+    assert_ge "pushes answered 200 from the spool" 10 "$ok"
+    assert_eq "a push past the spool's limit is refused" 1 "$full"
+    assert_contains "the 503 says why" "$(jq -r .error "$CT_TMP/push.json")" "--spool-max"
+    assert_eq "healthz: ClickHouse unreachable" false "$(curl -s "$(fe_url 1)/healthz" | jq .clickhouse.reachable)"
+    assert_contains "healthz names the failure" "$(curl -s "$(fe_url 1)/healthz" | jq -r .clickhouse.last_error)" "127.0.0.1"
+    ch_start 1
+    # the flusher backs off up to 30 s between tries: wake it with a push
+    # (that one also counts once it is taken)
+    local tries=400
+    while [ $tries -gt 0 ]; do
+        [ "$(curl -s "$(fe_url 1)/healthz" | jq .clickhouse.reachable)" = true ] && break
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    fe_drained 1 || return
+    assert_eq "profiles once ClickHouse is back" "$ok" "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    assert_eq "total once ClickHouse is back" "$want" "$(chq 1 "SELECT sum(value) FROM flamedb.samples FORMAT TSV")"
+    code=$(push 1 "/api/v1/ingest?service=down&from=$((t0 + 900))&until=$((t0 + 901))" --data-binary $'x;y 3\n')
+    assert_eq "pushes are taken again" 200 "$code"
+}
+
+test_front_replayed_spool_counts_once_on_replicas() {
+    ch_cluster_start one_shard_two_replicas
+    # two front ends, one on each replica, both holding their spools
+    fe_start 1 "${CH_URL[1]}" --clickhouse-cluster one_shard_two_replicas --flush-every 1h
+    fe_start 2 "${CH_URL[2]},${CH_URL[1]}" --clickhouse-cluster one_shard_two_replicas --flush-every 1h
+    local t0=1767225600 s code want=0
+    for s in $(seq 1 30); do
+        code=$(push $((s % 2 + 1)) "/api/v1/ingest?service=rep&instance=i$s&from=$((t0 + 60 * s))&until=$((t0 + 60 * s + 10))" \
+            --data-binary "$(fold_body 10 "$s")")
+        assert_eq "push $s" 200 "$code"
+        want=$((want + 55))
+    done
+    # front end 1 dies after ClickHouse took its file and before it removed
+    # it: keep a copy of its spool, let it flush, put the copy back
+    fe_kill 1
+    cp -a "${FE_DIR[1]}/spool" "$CT_TMP/spool-copy"
+    assert_ge "spool files to replay" 1 "$(find "$CT_TMP/spool-copy" -name '*.spool' -size +0 | wc -l)"
+    fe_start 1 "${CH_URL[1]}" --clickhouse-cluster one_shard_two_replicas --flush-every 100ms
+    fe_drained 1 || return
+    fe_stop 1
+    cp -a "$CT_TMP/spool-copy/." "${FE_DIR[1]}/spool/"
+    fe_start 1 "${CH_URL[1]}" --clickhouse-cluster one_shard_two_replicas --flush-every 100ms
+    fe_drained 1 || return
+    assert_eq "the replayed files were sent (and removed)" 0 "$(find "${FE_DIR[1]}/spool" -name '*.spool' | wc -l)"
+    fe_stop 2
+    fe_start 2 "${CH_URL[2]},${CH_URL[1]}" --clickhouse-cluster one_shard_two_replicas --flush-every 100ms
+    fe_drained 2 || return
+    local i
+    for i in 1 2; do
+        assert_ok "sync replica $i" "$i" "SYSTEM SYNC REPLICA flamedb.samples_local" >/dev/null
+        assert_ok "sync replica $i" "$i" "SYSTEM SYNC REPLICA flamedb.profiles_local" >/dev/null
+        assert_eq "profiles on replica $i (the replayed file counted once)" 30 \
+            "$(chq "$i" "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+        assert_eq "total on replica $i" "$want" "$(chq "$i" "SELECT sum(value) FROM flamedb.samples FORMAT TSV")"
+    done
+}
