@@ -20,6 +20,8 @@
 #define BACKOFF_MAX_MS 30000
 #define KNOWN_STACKS_BITS 20   /* 1 M ids remembered (8 MiB), forgotten all at once when half full */
 #define KNOWN_SERIES_BITS 16
+#define RETENTION_EVERY_MS (10 * 60 * 1000)
+#define DAY_MS 86400000LL
 
 /* A bounded set of 64-bit ids: open addressing, cleared when half full
  * (forgetting only costs a row sent again). */
@@ -70,7 +72,7 @@ struct chfront {
     int n_urls;
     _Atomic int cur;           /* the endpoint in use: the flusher moves it, stats read it */
     chspool *spool;
-    int64_t flush_ms;
+    int64_t flush_ms, retention_ms, retention_next_ms;
     void (*log)(const char *line);
     int schema_ok;
     idset64 known_stacks, known_series;
@@ -359,6 +361,51 @@ static int flush_file(chfront *f, uint64_t seq)
     return rc;
 }
 
+/* Retention: the days wholly before now - retention_ms, dropped from every
+ * data table (see chfront.h).  0, or -1 when ClickHouse did not take it
+ * (tried again at the next round). */
+static int retention_run(chfront *f, int64_t now)
+{
+    int64_t cutoff = now - f->retention_ms;
+    int64_t keep_from = (cutoff >= 0 ? cutoff / DAY_MS : (cutoff - DAY_MS + 1) / DAY_MS) * DAY_MS;
+    char sql[512], table[256];
+    chschema_table(&f->schema, "profiles", table, sizeof table);
+    /* the partition key's minmax index skips every day at or after keep_from */
+    snprintf(sql, sizeof sql,
+             "SELECT DISTINCT toUInt32(toYYYYMMDD(toDateTime(intDiv(window_start, 1000), 'UTC'))) AS day FROM %s "
+             "WHERE window_start < %lld ORDER BY day FORMAT RowBinary", table, (long long)keep_from);
+    ch_client *c = f->clients[f->cur];
+    chrow_reader rows;
+    if (ch_select(c, sql, NULL, &rows) != CH_OK) {
+        set_error(f, "retention: %s", ch_errmsg(c));
+        return -1;
+    }
+    uint32_t days[4096];
+    size_t n = 0;
+    while (chrow_more(&rows) && n < sizeof days / sizeof days[0]) days[n++] = chrow_get_u32(&rows);
+    if (chrow_failed(&rows)) {
+        set_error(f, "retention: the list of days does not read: %s", chrow_failed(&rows));
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t t = 0; t < chschema_n_data_tables; t++) {
+            chschema_local(&f->schema, chschema_data_tables[t], table, sizeof table);
+            snprintf(sql, sizeof sql, "ALTER TABLE %s%s%s DROP PARTITION %u", table, f->cluster ? " ON CLUSTER " : "",
+                     f->cluster ? f->cluster : "", days[i]);
+            if (ch_exec(c, sql, NULL) != CH_OK) {
+                set_error(f, "retention: dropping day %u of %s: %s", days[i], table, ch_errmsg(c));
+                return -1;
+            }
+        }
+        pthread_mutex_lock(&f->mu);
+        f->st.days_dropped++;
+        pthread_mutex_unlock(&f->mu);
+        flog(f, "cluster: retention dropped day %u (every profile of it started over %lld s ago)", days[i],
+             (long long)(f->retention_ms / 1000));
+    }
+    return 0;
+}
+
 static void *flusher(void *arg)
 {
     chfront *f = arg;
@@ -378,10 +425,10 @@ static void *flusher(void *arg)
             pthread_cond_timedwait(&f->cond, &f->mu, &ts);
         }
         if (f->stop) break;
-        int now = f->wake;
+        int soon = f->wake;
         f->wake = 0;
         pthread_mutex_unlock(&f->mu);
-        chspool_seal(f->spool, now ? 0 : f->flush_ms);
+        chspool_seal(f->spool, soon ? 0 : f->flush_ms);
         uint64_t seq;
         int failed = 0;
         while (!failed && chspool_oldest(f->spool, &seq)) {
@@ -391,6 +438,8 @@ static void *flusher(void *arg)
             pthread_mutex_unlock(&f->mu);
             if (stop) break;
         }
+        if (!failed && f->retention_ms > 0 && f->schema_ok && now_ms() >= f->retention_next_ms)
+            f->retention_next_ms = now_ms() + (retention_run(f, now_ms()) ? BACKOFF_MAX_MS : RETENTION_EVERY_MS);
         if (failed) {
             backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
             if (backoff > BACKOFF_MAX_MS) backoff = BACKOFF_MAX_MS;
@@ -423,6 +472,7 @@ chfront_status chfront_open(chfront **out, const chfront_options *o, char *err, 
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cond, NULL);
     f->flush_ms = o->flush_ms > 0 ? o->flush_ms : 1000;
+    f->retention_ms = o->retention_ms;
     f->log = o->log;
     chfront_status rc = CHFRONT_OK;
     f->database = o->database ? strdup(o->database) : NULL;

@@ -24,7 +24,15 @@
  *
  * While ClickHouse is down, requests are still answered 200 from the spool
  * until it reaches its limit; then chfront_write answers CHFRONT_EFULL and
- * the server 503. */
+ * the server 503.
+ *
+ * Retention (retention_ms > 0), by the same thread at start and every 10
+ * minutes: every day (UTC, the tables' partitions) that lies wholly before
+ * now - retention is dropped from every data table, raw and rollups
+ * (ALTER TABLE ... DROP PARTITION, ON CLUSTER on a cluster).  A day partly
+ * inside the retention stays until it is wholly outside: data lives up to a
+ * day longer than the retention.  Any number of front ends may run it: a
+ * partition already dropped is no error. */
 #ifndef FLAMEDB_CHFRONT_H
 #define FLAMEDB_CHFRONT_H
 
@@ -53,6 +61,7 @@ typedef struct {
     uint64_t spool_max;         /* bytes, 0: none */
     int64_t flush_ms;           /* 0: 1,000 */
     int timeout_ms;             /* per ClickHouse request, 0: 30,000 */
+    int64_t retention_ms;       /* drop the days wholly older than this; 0: keep everything */
     void (*log)(const char *line);   /* NULL: stderr */
 } chfront_options;
 
@@ -78,6 +87,7 @@ typedef struct {
     uint64_t appends, fsyncs;
     uint64_t flushed_files, flushed_profiles, flushed_rows, flushed_bytes;   /* rows: of samples */
     uint64_t insert_errors;
+    uint64_t days_dropped;            /* by retention */
     int64_t last_flush_ms;            /* the last file flushed, 0 never */
     int reachable;                    /* the last exchange with ClickHouse succeeded */
     char url[256];                    /* the endpoint in use */

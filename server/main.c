@@ -590,7 +590,7 @@ static int run_front(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
     snprintf(spool, sizeof spool, "%s/spool", f->data);
     chfront_options co = { .urls = f->clickhouse, .database = f->ch_database, .cluster = f->ch_cluster,
                            .replicated = f->ch_replicated, .spool_dir = spool, .spool_max = f->spool_max,
-                           .flush_ms = f->flush_ms, .log = log_line };
+                           .flush_ms = f->flush_ms, .retention_ms = f->retention_ms, .log = log_line };
     chfront_status cs = chfront_open(&srv->front, &co, err, sizeof err);
     if (cs) {
         srv_log("cannot start as a ClickHouse front end: %s", err);
@@ -599,9 +599,10 @@ static int run_front(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
     chfront_stats st;
     chfront_stats_get(srv->front, &st);
     srv_log("cluster mode: data in ClickHouse at %s (database %s%s%s); spool %s: %llu bytes waiting, limit %llu; "
-            "flushed every %lld ms", f->clickhouse, f->ch_database ? f->ch_database : "flamedb",
+            "flushed every %lld ms; retention %lld s (whole days)", f->clickhouse, f->ch_database ? f->ch_database : "flamedb",
             f->ch_cluster ? ", cluster " : "", f->ch_cluster ? f->ch_cluster : "", spool,
-            (unsigned long long)st.spool_bytes, (unsigned long long)f->spool_max, (long long)f->flush_ms);
+            (unsigned long long)st.spool_bytes, (unsigned long long)f->spool_max, (long long)f->flush_ms,
+            (long long)(f->retention_ms / 1000));
     srv->max_connections = plan_connections(f, 0, 0, 1);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (!srv->max_connections || srv_workpool_start(&srv->pool, cores > 0 ? (unsigned)cores : 1)) {

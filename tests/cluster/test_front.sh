@@ -244,3 +244,41 @@ test_front_replayed_spool_counts_once_on_replicas() {
         assert_eq "total on replica $i" "$want" "$(chq "$i" "SELECT sum(value) FROM flamedb.samples FORMAT TSV")"
     done
 }
+
+test_front_retention_drops_whole_days() {
+    ch_cluster_start single
+    fe_start 1 "${CH_URL[1]}" --flush-every 100ms
+    local now old1 old2 code
+    now=$(date +%s)
+    old1=$((now - 5 * 86400))
+    old2=$((now - 4 * 86400))
+    for t in $old1 $old2 $((now - 3600)); do
+        code=$(push 1 "/api/v1/ingest?service=ret&from=$t&until=$((t + 10))" --data-binary $'a;b 4\na;c 6\n')
+        assert_eq "push at $t" 200 "$code"
+    done
+    fe_drained 1 || return
+    assert_eq "three profiles before retention" 3 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    fe_stop 1
+    # retention runs when the front end starts, then every 10 minutes
+    fe_start 1 "${CH_URL[1]}" --flush-every 100ms --retention 2d
+    local tries=300
+    while [ $tries -gt 0 ] && ! grep -q "retention dropped day" "$CT_TMP/fe-1.log" 2>/dev/null; do
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    tries=100
+    while [ $tries -gt 0 ] && [ "$(grep -c "retention dropped day" "$CT_TMP/fe-1.log")" -lt 2 ]; do
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    assert_eq "days dropped (logged)" 2 "$(grep -c "retention dropped day" "$CT_TMP/fe-1.log")"
+    local t
+    for t in profiles samples samples_10m samples_1h profiles_10m profiles_1h; do
+        assert_eq "$t: only the recent day's partition" "$(date -u -d "@$((now - 3600))" +%Y%m%d)" \
+            "$(chq 1 "SELECT DISTINCT partition FROM system.parts WHERE database = 'flamedb' AND table = '$t' AND active FORMAT TSV")"
+    done
+    assert_eq "the recent profile's total" 10 "$(chq 1 "SELECT sum(value) FROM flamedb.samples FORMAT TSV")"
+    # a push older than the retention is refused, as on a single node
+    code=$(push 1 "/api/v1/ingest?service=ret&from=$old1&until=$((old1 + 10))" --data-binary $'a;b 4\n')
+    assert_eq "a push older than the retention" 400 "$code"
+}
