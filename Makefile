@@ -141,11 +141,9 @@ run: all
 # (tests/unit/test_chrow.c, test_chspool.c) run in `make unit`; `make cluster-test` starts
 # real ClickHouse 18.16 servers and a ZooKeeper on 127.0.0.1
 # (tests/cluster/run.sh, driven by the small tests/cluster/chtool.c).
-CLUSTER_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cluster/*.c))
-
-$(BUILD)/tests/chtool: tests/cluster/chtool.c $(CLUSTER_OBJ)
+$(BUILD)/tests/chtool: tests/cluster/chtool.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(CLUSTER_OBJ) $(LDFLAGS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS)
 
 .PHONY: cluster-test
 cluster-test: deps

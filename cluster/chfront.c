@@ -13,6 +13,7 @@
 #include "chclient.h"
 #include "chencode.h"
 #include "chrow.h"
+#include "chselect.h"
 #include "chspool.h"
 
 #define MAX_URLS 16
@@ -564,6 +565,160 @@ void chfront_close(chfront *f)
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->mu);
     free(f);
+}
+
+/* ---- deleting ------------------------------------------------------------ */
+
+#define DELETE_BATCH 2000          /* (tenant, series) pairs a statement: under max_query_size */
+#define TENANT_MAX 256             /* bytes of a tenant name kept (the server allows 64) */
+
+typedef struct {
+    char (*tenant)[TENANT_MAX];
+    uint64_t *series;
+    size_t n, cap;
+} pair_list;
+
+static int pairs_add(pair_list *p, const char *t, size_t tl, uint64_t s)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        char (*nt)[TENANT_MAX] = realloc(p->tenant, cap * sizeof *nt);
+        if (!nt) return -1;
+        p->tenant = nt;
+        uint64_t *ns = realloc(p->series, cap * sizeof *ns);
+        if (!ns) return -1;
+        p->series = ns;
+        p->cap = cap;
+    }
+    if (tl >= TENANT_MAX) tl = TENANT_MAX - 1;
+    memcpy(p->tenant[p->n], t, tl);
+    p->tenant[p->n][tl] = 0;
+    p->series[p->n++] = s;
+    return 0;
+}
+
+/* "(tenant, series) IN ((...), ...)" of pairs [a, b) into sql (appended). */
+static int pairs_in(const pair_list *p, size_t a, size_t b, char *sql, size_t cap)
+{
+    size_t len = strlen(sql);
+    if (len + 32 > cap) return -1;
+    strcat(sql, "(tenant, series) IN (");
+    for (size_t i = a; i < b; i++) {
+        char num[32];
+        if (i > a && strlen(sql) + 2 < cap) strcat(sql, ", ");
+        if (strlen(sql) + 2 >= cap) return -1;
+        strcat(sql, "(");
+        if (chselect_quote(p->tenant[i], sql, cap)) return -1;
+        snprintf(num, sizeof num, ", %llu)", (unsigned long long)p->series[i]);
+        if (strlen(sql) + strlen(num) + 2 >= cap) return -1;
+        strcat(sql, num);
+    }
+    strcat(sql, ")");
+    return 0;
+}
+
+chfront_status chfront_delete(chfront *f, const query_selector *sel, const char *tenant_label, uint64_t *series,
+                              uint64_t *profiles, char *err, size_t errlen)
+{
+    *series = *profiles = 0;
+    /* 1. what was acknowledged before this request reaches ClickHouse first */
+    int64_t asked = now_ms();
+    chfront_flush_soon(f);
+    for (int tries = 0;; tries++) {
+        chspool_stats ss;
+        chspool_stats_get(f->spool, &ss);
+        if (!ss.oldest_ms || ss.oldest_ms > asked) break;
+        if (tries == 1500) {
+            chfront_stats st;
+            chfront_stats_get(f, &st);
+            snprintf(err, errlen, "profiles acknowledged before the deletion have not reached ClickHouse in 30 s "
+                     "(%.300s); nothing was deleted, retry later", st.last_error[0] ? st.last_error : "still flushing");
+            return CHFRONT_EIO;
+        }
+        struct timespec ts = { 0, 20 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    /* 2. the pairs, on a client of this thread */
+    ch_client *c;
+    ch_options co = { .url = f->urls[f->cur], .timeout_ms = 30000 };
+    if (ch_open(&c, &co, err, errlen) != CH_OK) return CHFRONT_ENOMEM;
+    char *sql = malloc(1u << 20);
+    pair_list pl = { 0 };
+    chfront_status rc = CHFRONT_OK;
+    char where[65536], table[256];
+    if (!sql) {
+        snprintf(err, errlen, "out of memory");
+        rc = CHFRONT_ENOMEM;
+        goto out;
+    }
+    if (chselect_where(sel, tenant_label, where, sizeof where)) {
+        snprintf(err, errlen, "the selector is too long for ClickHouse (64 KiB of SQL)");
+        rc = CHFRONT_EINVAL;
+        goto out;
+    }
+    chschema_table(&f->schema, "series", table, sizeof table);
+    snprintf(sql, 1u << 20, "SELECT DISTINCT tenant, series FROM %s WHERE %s FORMAT RowBinary", table, where);
+    chrow_reader rows;
+    if (ch_select(c, sql, NULL, &rows) != CH_OK) {
+        snprintf(err, errlen, "finding the series: %s", ch_errmsg(c));
+        rc = CHFRONT_EIO;
+        goto out;
+    }
+    while (chrow_more(&rows)) {
+        const char *t;
+        size_t tl;
+        chrow_get_string(&rows, &t, &tl);
+        uint64_t sid = chrow_get_u64(&rows);
+        if (chrow_failed(&rows)) break;
+        if (pairs_add(&pl, t, tl, sid)) {
+            snprintf(err, errlen, "out of memory");
+            rc = CHFRONT_ENOMEM;
+            goto out;
+        }
+    }
+    if (chrow_failed(&rows)) {
+        snprintf(err, errlen, "finding the series: an answer that does not read (%s)", chrow_failed(&rows));
+        rc = CHFRONT_EIO;
+        goto out;
+    }
+    /* 3. count, then delete, a batch of pairs at a time */
+    for (size_t a = 0; a < pl.n; a += DELETE_BATCH) {
+        size_t b = a + DELETE_BATCH < pl.n ? a + DELETE_BATCH : pl.n;
+        chschema_table(&f->schema, "profiles", table, sizeof table);
+        snprintf(sql, 1u << 20, "SELECT count() FROM %s WHERE ", table);
+        if (pairs_in(&pl, a, b, sql, 1u << 20) || strlen(sql) + 32 > (1u << 20)) goto toolong;
+        strcat(sql, " FORMAT RowBinary");
+        if (ch_select(c, sql, NULL, &rows) != CH_OK) {
+            snprintf(err, errlen, "counting the profiles: %s", ch_errmsg(c));
+            rc = CHFRONT_EIO;
+            goto out;
+        }
+        uint64_t n = chrow_get_u64(&rows);
+        for (size_t t = 0; t < chschema_n_data_tables; t++) {
+            chschema_local(&f->schema, chschema_data_tables[t], table, sizeof table);
+            snprintf(sql, 1u << 20, "ALTER TABLE %s%s%s DELETE WHERE ", table, f->cluster ? " ON CLUSTER " : "",
+                     f->cluster ? f->cluster : "");
+            if (pairs_in(&pl, a, b, sql, 1u << 20)) goto toolong;
+            if (ch_exec(c, sql, NULL) != CH_OK) {
+                snprintf(err, errlen, "deleting from %s after %llu profiles: %s", table,
+                         (unsigned long long)*profiles, ch_errmsg(c));
+                rc = CHFRONT_EIO;
+                goto out;
+            }
+        }
+        *series += b - a;
+        *profiles += n;
+    }
+    goto out;
+toolong:
+    snprintf(err, errlen, "a deletion statement passed 1 MiB");
+    rc = CHFRONT_EINVAL;
+out:
+    free(pl.tenant);
+    free(pl.series);
+    free(sql);
+    ch_close(c);
+    return rc;
 }
 
 void chfront_flush_soon(chfront *f)

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../query/query.h"
 #include "../storage/store.h"
 #include "chschema.h"
 
@@ -77,6 +78,19 @@ void chfront_close(chfront *f);
  * the spool when CHFRONT_OK is answered.  Thread-safe. */
 chfront_status chfront_write(chfront *f, const char *tenant, const store_profile *const *p, size_t n, char *err,
                              size_t errlen);
+
+/* DELETE /api/v1/series in cluster mode: waits (up to 30 s) until what
+ * the spool held at the call reached ClickHouse, finds the (tenant, series)
+ * pairs matching sel (tenant_label: the tenant matcher's name, see
+ * chselect.h), counts their profiles, and submits a mutation deleting their
+ * rows from every data table (raw and rollups; ON CLUSTER on a cluster).
+ * ClickHouse applies mutations in the background: the rows go shortly
+ * after.  The series and labels rows stay (like a single node's label
+ * sets): a series pushed again is the same series, empty until then.
+ * CHFRONT_EIO when ClickHouse or the spool did not answer in time (err
+ * says which). */
+chfront_status chfront_delete(chfront *f, const query_selector *sel, const char *tenant_label, uint64_t *series,
+                              uint64_t *profiles, char *err, size_t errlen);
 
 /* Wakes the flusher: seals the open file whatever its age and flushes. */
 void chfront_flush_soon(chfront *f);

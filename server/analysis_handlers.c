@@ -390,6 +390,25 @@ out:
 
 /* ---- DELETE /api/v1/series -------------------------------------------- */
 
+/* Cluster mode: a mutation in ClickHouse, applied in the background
+ * (chfront_delete): 202, with what matched. */
+static enum MHD_Result delete_front(srv_request *rq, query_selector *sel)
+{
+    uint64_t series, profiles;
+    char err[800];
+    chfront_status fs = chfront_delete(rq->srv->front, sel, SRV_TENANT_LABEL, &series, &profiles, err, sizeof err);
+    query_selector_free(sel);
+    if (fs) {
+        if (fs == CHFRONT_EIO) rq->retry_after = SRV_RETRY_AFTER_S;
+        return srv_reply_error(rq, fs == CHFRONT_EINVAL ? 400 : fs == CHFRONT_EIO ? 503 : 500, "%s", err);
+    }
+    srv_log("deleting %llu series, %llu profiles in ClickHouse (a mutation)", (unsigned long long)series,
+            (unsigned long long)profiles);
+    return srv_reply_json(rq, 202, json_pack("{s:I,s:I,s:s}", "deleted_series", (json_int_t)series,
+                                             "deleted_profiles", (json_int_t)profiles, "status",
+                                             "submitted: ClickHouse removes the rows in the background"));
+}
+
 enum MHD_Result srv_handle_delete(srv_request *rq)
 {
     query_selector sel;
@@ -400,6 +419,7 @@ enum MHD_Result srv_handle_delete(srv_request *rq)
         query_selector_free(&sel);
         return srv_reply_error(rq, 400, "parameter 'query': {} would delete every series; add all=true to mean it");
     }
+    if (rq->srv->front) return delete_front(rq, &sel);
     store_reader *r = begin(rq);
     if (!r) {
         query_selector_free(&sel);

@@ -16,6 +16,9 @@
  *       each value on its own line
  *   chtool exec URL SQL [NAME=VALUE...]
  *       a statement with settings; prints its answer
+ *   chtool where SELECTOR
+ *       the SQL condition chselect_where makes of a flamedb selector
+ *       (tenant label __tenant__); prints it (no server needed)
  * Errors: "error: <status name>: code <N>: <message>" on stderr, exit 3.
  * CHTOOL_TIMEOUT_MS in the environment sets the request timeout
  * (default 120 s). */
@@ -26,6 +29,7 @@
 
 #include "../../cluster/chclient.h"
 #include "../../cluster/chschema.h"
+#include "../../cluster/chselect.h"
 
 static ch_client *open_or_die(const char *url)
 {
@@ -330,6 +334,25 @@ static int cmd_exec(int argc, char **argv)
     return 0;
 }
 
+static int cmd_where(int argc, char **argv)
+{
+    if (argc != 3) return 2;
+    query_selector sel;
+    char err[512], where[65536];
+    if (query_selector_parse(argv[2], &sel, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 3;
+    }
+    int rc = chselect_where(&sel, "__tenant__", where, sizeof where);
+    query_selector_free(&sel);
+    if (rc) {
+        fprintf(stderr, "error: the condition is over 64 KiB\n");
+        return 3;
+    }
+    printf("%s\n", where);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int rc = 2;
@@ -339,7 +362,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[1], "samples")) rc = cmd_samples(argc, argv);
         else if (!strcmp(argv[1], "u64")) rc = cmd_u64(argc, argv);
         else if (!strcmp(argv[1], "exec")) rc = cmd_exec(argc, argv);
+        else if (!strcmp(argv[1], "where")) rc = cmd_where(argc, argv);
     }
-    if (rc == 2) fprintf(stderr, "usage: chtool schema|roundtrip|samples|u64|exec URL ... (see tests/cluster/chtool.c)\n");
+    if (rc == 2) fprintf(stderr, "usage: chtool schema|roundtrip|samples|u64|exec|where ... (see tests/cluster/chtool.c)\n");
     return rc;
 }

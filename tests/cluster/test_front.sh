@@ -282,3 +282,86 @@ test_front_retention_drops_whole_days() {
     code=$(push 1 "/api/v1/ingest?service=ret&from=$old1&until=$((old1 + 10))" --data-binary $'a;b 4\n')
     assert_eq "a push older than the retention" 400 "$code"
 }
+
+test_front_delete_series_is_a_mutation() {
+    ch_cluster_start single
+    fe_start 1 "${CH_URL[1]}" --flush-every 1h
+    local t0=1767225600 code s
+    for s in eu us ap; do
+        code=$(push 1 "/api/v1/ingest?service=shop&region=$s&from=$t0&until=$((t0 + 10))" --data-binary $'a;b 4\na;c 6\n')
+        assert_eq "push $s" 200 "$code"
+        code=$(push 1 "/api/v1/ingest?service=shop&region=$s&from=$((t0 + 10))&until=$((t0 + 20))" --data-binary $'a;b 1\n')
+    done
+    # nothing flushed yet: the deletion waits for what was acknowledged
+    assert_eq "before: nothing in ClickHouse" 0 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    code=$(curl -s -o "$CT_TMP/del.json" -w '%{http_code}' -X DELETE -G "$(fe_url 1)/api/v1/series" \
+        --data-urlencode 'query=shop{region=~"e.|a."}')
+    assert_eq "DELETE in cluster mode" 202 "$code"
+    assert_eq "what matched" "2 4" "$(jq -r '"\(.deleted_series) \(.deleted_profiles)"' "$CT_TMP/del.json")"
+    code=$(curl -s -o "$CT_TMP/del.json" -w '%{http_code}' -X DELETE -G "$(fe_url 1)/api/v1/series" --data-urlencode 'query={}')
+    assert_eq "{} without all=true" 400 "$code"
+    # the mutation runs in the background: wait (bounded) for it
+    local tries=300
+    while [ $tries -gt 0 ] && [ "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")" != 2 ]; do
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    assert_eq "profiles left: us only" 2 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    local t
+    for t in samples samples_10m samples_1h; do
+        tries=100
+        while [ $tries -gt 0 ] && [ "$(chq 1 "SELECT sum(value) FROM flamedb.$t FORMAT TSV")" != 11 ]; do
+            sleep 0.1
+            tries=$((tries - 1))
+        done
+        assert_eq "$t: us's values only" 11 "$(chq 1 "SELECT sum(value) FROM flamedb.$t FORMAT TSV")"
+    done
+    assert_eq "the series kept are us's" "['region','service','type']	['us','shop','cpu']" \
+        "$(chq 1 "SELECT DISTINCT label_names, label_values FROM flamedb.samples AS s ANY INNER JOIN flamedb.series USING series FORMAT TSV")"
+    # pushed again, a deleted series has data again
+    code=$(push 1 "/api/v1/ingest?service=shop&region=eu&from=$((t0 + 30))&until=$((t0 + 40))" --data-binary $'a;b 2\n')
+    assert_eq "push eu again" 200 "$code"
+    curl -s -X DELETE -G "$(fe_url 1)/api/v1/series" --data-urlencode 'query={region="nowhere"}' -o "$CT_TMP/del.json"
+    assert_eq "deleting nothing" "0 0" "$(jq -r '"\(.deleted_series) \(.deleted_profiles)"' "$CT_TMP/del.json")"
+    assert_eq "eu's new profile arrived (flushed by the deletion)" 2 \
+        "$(chq 1 "SELECT sum(value) FROM flamedb.samples WHERE series IN (SELECT series FROM flamedb.labels WHERE value = 'eu') FORMAT TSV")"
+}
+
+test_front_selectors_match_as_on_a_single_node() {
+    # the same series pushed to a single-node flamedb and through a front
+    # end; each selector's series in ClickHouse (chselect.c's SQL) must be
+    # those the single node answers (/api/v1/series), label set for label set
+    ch_cluster_start single
+    fe_start 1 "${CH_URL[1]}" --flush-every 100ms
+    local port t0=1767225600 code
+    port=$(ct_free_ports 1)
+    "$FLAMEDB" serve --listen "127.0.0.1:$port" --data "$CT_TMP/single" --retention 0 >"$CT_TMP/single.log" 2>&1 &
+    local single=$!
+    local tries=200
+    until curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 || [ $tries -eq 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    local labels
+    for labels in "service=api&region=eu&env=prod" "service=api&region=us&env=prod" "service=api&env=dev" \
+                  "service=web&region=eu" "service=web&region=eu-west&zone=a" "service=db" \
+                  "service=q%27uote&region=back%5Cslash"; do
+        code=$(push 1 "/api/v1/ingest?$labels&from=$t0&until=$((t0 + 10))" --data-binary $'a;b 1\n')
+        assert_eq "push $labels to the front end" 200 "$code"
+        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/v1/ingest?$labels&from=$t0&until=$((t0 + 10))" --data-binary $'a;b 1\n')
+        assert_eq "push $labels to the single node" 200 "$code"
+    done
+    fe_drained 1 || return
+    local sel want got where
+    for sel in '{}' '{service="api"}' '{service!="api"}' '{region="eu"}' '{region!="eu"}' '{region=""}' \
+               '{region!=""}' '{region=~"eu.*"}' '{region!~"eu.*"}' '{region=~""}' '{region=~"e|u"}' \
+               '{service=~"a.i",env!="dev"}' '{zone!~"a"}' '{service="q'"'"'uote"}' '{region="back\\slash"}' \
+               '{service=~"(?i)API"}' '{nothere=""}' '{nothere!=""}'; do
+        want=$(curl -s -G "http://127.0.0.1:$port/api/v1/series" --data-urlencode "query=$sel" -d from=$t0 -d until=$((t0 + 10)) |
+            jq -c '[.series[].labels | to_entries | map(select(.key != "type")) | from_entries] | sort')
+        tool_ok "where $sel" where "$sel" || continue
+        where=$OUT
+        got=$(chq 1 "SELECT DISTINCT label_names, label_values FROM flamedb.series WHERE $where FORMAT JSONEachRow" |
+            jq -sc '[.[] | [.label_names, .label_values] | transpose | map(select(.[0] != "type")) | map({(.[0]): .[1]}) | add // {}] | sort')
+        assert_eq "series of $sel" "$want" "$got"
+    done
+    kill "$single" 2>/dev/null
+    wait "$single" 2>/dev/null
+}
