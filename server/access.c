@@ -32,6 +32,11 @@ int srv_access_load(srv_ctx *srv, char *err, size_t errlen)
 {
     srv_auth *a;
     if (srv_auth_load(srv->auth_path, &a, err, errlen)) return -1;
+    if (srv_metrics_tenants_load(srv, a)) { /* its tenants' /metrics counters */
+        srv_auth_free(a);
+        snprintf(err, errlen, "%s: out of memory", srv->auth_path);
+        return -1;
+    }
     pthread_rwlock_wrlock(&srv->auth_lock);
     srv_auth *old = srv->auth;
     srv->auth = a;
@@ -52,6 +57,7 @@ void srv_access_free(srv_ctx *srv)
 {
     srv_auth_free(srv->auth);
     srv->auth = NULL;
+    srv_metrics_free(srv);
 }
 
 static const char *client_address(srv_request *rq, char *buf, size_t cap)
@@ -72,12 +78,15 @@ int srv_access_check(srv_request *rq, unsigned scope)
     rq->scoped = 0;
     if (!srv->auth_path) return 0;
     if (scope & SRV_SCOPE_OPEN) return 0;
+    unsigned either = 0; /* /metrics: read or admin (metrics.c decides what each sees) */
     if (scope & SRV_SCOPE_METRICS) {
         if (!srv->metrics_auth) return 0;
-        scope = SRV_SCOPE_ADMIN;
+        scope = SRV_SCOPE_READ;
+        either = SRV_SCOPE_ADMIN;
     }
     char names[32], err[512];
     srv_scope_names(scope, names, sizeof names);
+    if (either) snprintf(names, sizeof names, "read' or 'admin");
     const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h) {
         srv_reply_error(rq, MHD_HTTP_UNAUTHORIZED,
@@ -94,10 +103,12 @@ int srv_access_check(srv_request *rq, unsigned scope)
     pthread_rwlock_rdlock(&srv->auth_lock);
     const srv_auth_token *t = srv_auth_find(srv->auth, token, (size_t)tl);
     unsigned has = t ? t->scopes : 0;
-    int status = 0;
-    if (t && (has & scope) == scope)
-        status = srv_auth_tenant(t, MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Scope-OrgID"),
-                                 rq->tenant, err, sizeof err);
+    int status = 0, allowed = (has & scope) == scope || (has & either);
+    const char *org = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "X-Scope-OrgID");
+    if (t && (has & either) && t->any_tenant && !org)
+        rq->every_tenant = 1; /* the operator's /metrics: every tenant (metrics.c) */
+    else if (t && allowed)
+        status = srv_auth_tenant(t, org, rq->tenant, err, sizeof err);
     pthread_rwlock_unlock(&srv->auth_lock);
     memset(token, 0, sizeof token);
     if (!t) {
@@ -107,7 +118,7 @@ int srv_access_check(srv_request *rq, unsigned scope)
         srv_reply_error(rq, MHD_HTTP_UNAUTHORIZED, "the token is not known to this server (flamedb serve --auth)");
         return -1;
     }
-    if ((has & scope) != scope) {
+    if (!allowed) {
         char own[32];
         srv_reply_error(rq, MHD_HTTP_FORBIDDEN, "%s %s needs the '%s' scope; the token has %s", rq->method, rq->url,
                         names, srv_scope_names(has, own, sizeof own));
@@ -117,7 +128,7 @@ int srv_access_check(srv_request *rq, unsigned scope)
         srv_reply_error(rq, status, "%s", err);
         return -1;
     }
-    rq->scoped = 1;
+    rq->scoped = !rq->every_tenant;
     return 0;
 }
 

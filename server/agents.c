@@ -346,6 +346,14 @@ enum MHD_Result srv_handle_agent_heartbeat(srv_request *rq)
     return srv_reply_json(rq, 200, ans);
 }
 
+void srv_fleet_each(srv_fleet *f, void (*fn)(void *ctx, const char *tenant), void *ctx)
+{
+    pthread_mutex_lock(&f->mu);
+    fleet_advance(f, srv_now_ms());
+    for (size_t i = 0; i < f->n; i++) fn(ctx, f->v[i].tenant);
+    pthread_mutex_unlock(&f->mu);
+}
+
 enum MHD_Result srv_handle_agents(srv_request *rq)
 {
     srv_fleet *f = rq->srv->fleet;

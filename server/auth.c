@@ -88,6 +88,11 @@ size_t srv_auth_count(const srv_auth *a)
     return a ? a->n : 0;
 }
 
+const srv_auth_token *srv_auth_at(const srv_auth *a, size_t i)
+{
+    return &a->tokens[i];
+}
+
 static int hexval(int c)
 {
     if (c >= '0' && c <= '9') return c - '0';

@@ -41,6 +41,8 @@ int srv_auth_parse(const char *text, size_t len, srv_auth **out, char *err, size
 int srv_auth_load(const char *path, srv_auth **out, char *err, size_t errlen);
 void srv_auth_free(srv_auth *a);
 size_t srv_auth_count(const srv_auth *a);
+/* Its i-th token, i < srv_auth_count(a) (metrics.c lists the tenants). */
+const srv_auth_token *srv_auth_at(const srv_auth *a, size_t i);
 
 /* The entry of a token (its SHA-256 compared with every entry's in
  * constant time), or NULL when it is not in the table. */

@@ -335,7 +335,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
         return;
     }
     srv_conns_idle(srv, conn);
-    srv_metrics_count(srv, rq->route, rq->status);
+    srv_metrics_count(rq);
     if (rq->job_free) rq->job_free(rq->job);
     free(rq->body);
     free(rq);

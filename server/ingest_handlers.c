@@ -534,9 +534,7 @@ static int reply_pprof(srv_request *rq, ingest_job *job, enum MHD_Result *res)
         trunc += q->truncated_stacks;
         json_array_append_new(arr, profile_json(q));
     }
-    atomic_fetch_add(&rq->srv->metrics.ingested_samples, samples);
-    atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
-    atomic_fetch_add(&rq->srv->metrics.ingested_profiles, job->n_pp);
+    srv_metrics_ingested(rq, samples, job->n_pp);
     *res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:I,s:o}", "stacks", (json_int_t)stacks, "series",
                                              (json_int_t)job->n_pp, "truncated_stacks", (json_int_t)trunc,
                                              "profiles", arr));
@@ -549,9 +547,7 @@ static int reply_otlp(srv_request *rq, ingest_job *job, enum MHD_Result *res)
 {
     uint64_t samples = 0;
     for (size_t i = 0; i < job->n_pp; i++) samples += known_samples(&job->pp[i]);
-    atomic_fetch_add(&rq->srv->metrics.ingested_samples, samples);
-    atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
-    atomic_fetch_add(&rq->srv->metrics.ingested_profiles, job->n_pp);
+    srv_metrics_ingested(rq, samples, job->n_pp);
     char why[320];
     snprintf(why, sizeof why, "%zu profile%s not stored, the first: %s", job->otlp_rejected,
              job->otlp_rejected == 1 ? "" : "s", job->otlp_why);
@@ -602,9 +598,7 @@ static int resumed(srv_request *rq, enum MHD_Result *res)
     ingest_profile *p = &job->p;
     if (job->pprof) return reply_pprof(rq, job, res);
     if (job->otlp) return reply_otlp(rq, job, res);
-    atomic_fetch_add(&rq->srv->metrics.ingested_samples, known_samples(p));
-    atomic_fetch_add(&rq->srv->metrics.ingested_bytes, rq->body_len);
-    atomic_fetch_add(&rq->srv->metrics.ingested_profiles, 1);
+    srv_metrics_ingested(rq, known_samples(p), 1);
     json_t *o = profile_json(p);
     json_object_set_new(o, "series", json_integer(1));
     json_object_set_new(o, "truncated_stacks", json_integer((json_int_t)p->truncated_stacks));

@@ -152,7 +152,7 @@ void srv_reader_end(srv_request *rq, store_reader *r)
     if (rq->reader == r) {
         rq->stopped = store_reader_stopped(r);
         rq->reader = NULL;
-        if (rq->stopped) atomic_fetch_add(&rq->srv->metrics.queries_stopped[rq->stopped], 1);
+        srv_metrics_stopped(rq);
         if (rq->stopped == STORE_STOP_GONE)
             srv_log("%s %s: the client went away; its query was stopped", rq->method, rq->url);
     }

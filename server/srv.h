@@ -59,12 +59,16 @@ typedef enum {
 #define SRV_MAX_HEADER_BYTES (8u << 10)    /* header fields, "Name: value\r\n" each */
 #define SRV_CONNECTION_MEMORY (16u << 10)  /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
 
+/* The per-tenant counters of /metrics under --auth (metrics.c). */
+typedef struct srv_metrics_tenants srv_metrics_tenants;
+
 typedef struct {
     _Atomic uint64_t requests[ROUTE_COUNT][SRV_STATUS_SLOTS];
     _Atomic uint64_t ingested_samples;
     _Atomic uint64_t ingested_bytes;
     _Atomic uint64_t ingested_profiles;
     _Atomic uint64_t queries_stopped[4]; /* by store_stop: deadline, max pairs, client gone */
+    srv_metrics_tenants *tenants;        /* the same per tenant; NULL without --auth */
 } srv_metrics;
 
 /* The origins allowed by --cors-origin, each as browsers send it in the
@@ -161,6 +165,7 @@ typedef struct {
     const char *allowed;   /* the route's methods, for the Allow header */
     int scoped;            /* acts for tenant (--auth): reads and writes are scoped to it */
     char tenant[SRV_TENANT_MAX + 1];
+    int every_tenant;      /* /metrics by the operator: an admin token of "*" without X-Scope-OrgID */
     int connect;           /* a Connect call (connect.c): errors are {"code", "message"} */
     int connect_json;      /* ... in application/json (else application/proto) */
     void *job;             /* a handler's state across a suspension */
@@ -329,6 +334,9 @@ srv_fleet *srv_fleet_new(double duty, int64_t period_ms, double rate);
 void srv_fleet_free(srv_fleet *f);
 enum MHD_Result srv_handle_agent_heartbeat(srv_request *rq);
 enum MHD_Result srv_handle_agents(srv_request *rq);
+/* Calls fn with the tenant label value of every agent in the registry
+ * ("" for the default tenant), under the registry's lock (metrics.c). */
+void srv_fleet_each(srv_fleet *f, void (*fn)(void *ctx, const char *tenant), void *ctx);
 /* grafana_handlers.c: Grafana's Pyroscope data source (issue 11, point 3) */
 enum MHD_Result srv_handle_connect(srv_request *rq);
 enum MHD_Result srv_handle_render(srv_request *rq);
@@ -362,8 +370,17 @@ int srv_workpool_submit(srv_workpool *wp, srv_work_fn fn, void *arg);
 /* Runs what is queued, joins the threads, frees the pool. */
 void srv_workpool_stop(srv_workpool *wp);
 
-/* metrics.c */
-void srv_metrics_count(srv_ctx *srv, srv_route route, int status);
+/* metrics.c: counting, server-wide and for the request's tenant (under
+ * --auth).  A request's answer (at its end: http.c); what an ingest stored
+ * (its body's bytes with it); a read whose work was stopped (rq->stopped). */
+void srv_metrics_count(srv_request *rq);
+void srv_metrics_ingested(srv_request *rq, uint64_t samples, uint64_t profiles);
+void srv_metrics_stopped(srv_request *rq);
+/* (Re)builds the tenants' table from a token table (access.c, at start and
+ * on SIGHUP), keeping the counts of the tenants that stay; -1: out of
+ * memory (the table in use stays). */
+int srv_metrics_tenants_load(srv_ctx *srv, const srv_auth *a);
+void srv_metrics_free(srv_ctx *srv);
 const char *srv_route_name(srv_route route);
 
 /* import.c: `flamedb import` (a client: perf script and folded files

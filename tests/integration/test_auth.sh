@@ -335,11 +335,14 @@ test_auth_metrics_auth() {
     start_auth_server --metrics-auth
     areq GET "" /metrics
     assert_401 "/metrics with --metrics-auth, no token" "admin"
+    # a tenant's token (read or admin) sees its tenant's series only
+    # (tests/integration/test_metrics_tenant.sh)
     areq GET "$TOK_A_READ" /metrics
-    assert_error "/metrics with a read token" 403 "needs the 'admin' scope"
+    assert_status "/metrics with a read token" 200
+    assert_contains "/metrics: Prometheus text, tenant a's" "$BODY" 'flamedb_ingested_samples_total{tenant="a"} 0'
     areq GET "$TOK_A" /metrics
-    assert_status "/metrics with an admin token" 200
-    assert_contains "/metrics: Prometheus text" "$BODY" "flamedb_http_requests_total"
+    assert_status "/metrics with an admin token of tenant a" 200
+    assert_not_contains "/metrics: no other tenant" "$BODY" 'tenant="b"'
     areq GET "" /healthz
     assert_status "healthz stays open" 200
 }
