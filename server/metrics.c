@@ -405,7 +405,7 @@ static void put_tenant_gauges(text *t, const view *vw, const char *name, int ser
 static void count_series(srv_ctx *srv, view *vw)
 {
     store_reader *r;
-    if (!vw->n || store_reader_begin(srv->st, &r)) return;
+    if (!vw->n || !srv->st || store_reader_begin(srv->st, &r)) return;
     for (size_t i = 0; i < vw->n; i++) {
         if (!strcmp(vw->t[i].name, SRV_TENANT_DEFAULT)) {
             uint32_t max = store_series_max(r);
@@ -432,13 +432,58 @@ static void count_agent(void *ctx, const char *tenant)
     if (st) st->agents++;
 }
 
+/* Cluster mode (--store clickhouse=...): the spool and the flusher
+ * (cluster/chfront.h) instead of the LMDB store's figures. */
+static void put_front(text *t, chfront *f)
+{
+    chfront_stats c;
+    chfront_stats_get(f, &c);
+    int64_t now = srv_now_ms();
+    put_one(t, "flamedb_clickhouse_up", "gauge",
+            "1 when ClickHouse answered the flusher's last exchange (cluster mode), else 0.",
+            (unsigned long long)c.reachable);
+    put_one(t, "flamedb_spool_bytes", "gauge",
+            "Bytes of acknowledged profiles in the front end's spool, not yet in ClickHouse.",
+            (unsigned long long)c.spool_bytes);
+    put_one(t, "flamedb_spool_max_bytes", "gauge",
+            "The spool's limit (serve --spool-max); past it ingest answers 503.", (unsigned long long)c.spool_max);
+    put_one(t, "flamedb_spool_files", "gauge", "Files in the spool (sealed and open).",
+            (unsigned long long)c.spool_files);
+    put(t, "# HELP flamedb_spool_oldest_age_seconds Age of the oldest record still in the spool: how far "
+           "ClickHouse lags behind what was acknowledged (0 when the spool is empty).\n"
+           "# TYPE flamedb_spool_oldest_age_seconds gauge\n"
+           "flamedb_spool_oldest_age_seconds %.3f\n",
+        c.spool_oldest_ms ? (double)(now - c.spool_oldest_ms) / 1000.0 : 0.0);
+    put_one(t, "flamedb_spool_appends_total", "counter", "Requests' rows appended to the spool.",
+            (unsigned long long)c.appends);
+    put_one(t, "flamedb_spool_fsyncs_total", "counter",
+            "fsyncs of the spool (group commit: one covers every record written before it).",
+            (unsigned long long)c.fsyncs);
+    put_one(t, "flamedb_clickhouse_flushed_files_total", "counter", "Spool files inserted into ClickHouse and removed.",
+            (unsigned long long)c.flushed_files);
+    put_one(t, "flamedb_clickhouse_inserted_profiles_total", "counter", "Profiles inserted into ClickHouse.",
+            (unsigned long long)c.flushed_profiles);
+    put_one(t, "flamedb_clickhouse_inserted_rows_total", "counter",
+            "Rows of the samples table inserted into ClickHouse (one per profile and stack).",
+            (unsigned long long)c.flushed_rows);
+    put_one(t, "flamedb_clickhouse_inserted_bytes_total", "counter", "RowBinary bytes inserted into ClickHouse.",
+            (unsigned long long)c.flushed_bytes);
+    put_one(t, "flamedb_clickhouse_errors_total", "counter",
+            "Failed exchanges with ClickHouse (inserts, schema, retention); the last is in /healthz.",
+            (unsigned long long)c.insert_errors);
+    put_one(t, "flamedb_clickhouse_retention_dropped_days_total", "counter",
+            "Day partitions dropped by retention in ClickHouse.", (unsigned long long)c.days_dropped);
+}
+
 static void render(srv_ctx *srv, view *vw, text *t)
 {
     srv_metrics *m = &srv->metrics;
     count_series(srv, vw);
     if (vw->n) srv_fleet_each(srv->fleet, count_agent, vw);
     store_stats s;
-    if (vw->server) store_get_stats(srv->st, &s);
+    /* the store's own figures: a single node's (cluster mode has none) */
+    int local = vw->server && srv->st;
+    if (local) store_get_stats(srv->st, &s);
 
     put_requests(t, vw, m->requests);
     if (vw->server) {
@@ -464,7 +509,7 @@ static void render(srv_ctx *srv, view *vw, text *t)
                 atomic_load(&m->ingested_profiles), offsetof(tenant_slot, ingested_profiles));
     put_counter(t, vw, "flamedb_ingested_bytes_total", "Request body bytes accepted by ingest, as received.",
                 atomic_load(&m->ingested_bytes), offsetof(tenant_slot, ingested_bytes));
-    if (vw->server) {
+    if (local) {
         put(t, "# HELP flamedb_commit_duration_seconds Time of each durable LMDB commit (group commit).\n"
                "# TYPE flamedb_commit_duration_seconds histogram\n");
         for (int i = 0; i < STORE_COMMIT_BUCKETS; i++)
@@ -479,10 +524,11 @@ static void render(srv_ctx *srv, view *vw, text *t)
                 "past serve --max-ingest-queue pushes get 503.",
                 (unsigned long long)atomic_load(&srv->ingest_held));
     }
+    if (vw->server && srv->front) put_front(t, srv->front);
     put_counter(t, vw, "flamedb_ingest_rate_limited_total",
                 "Pushes answered 429: their tenant pushed more than serve --ingest-rate allows.",
                 srv_ratelimit_limited(srv->ingest_rate), offsetof(tenant_slot, rate_limited));
-    if (vw->server) {
+    if (local) {
         put_one(t, "flamedb_commit_waits_total", "counter",
                 "Batches the writer held for requests on their way before committing (serve --commit-wait).",
                 (unsigned long long)s.gather_waits);
@@ -493,10 +539,12 @@ static void render(srv_ctx *srv, view *vw, text *t)
                 "Disk space used by the catalog and the partition files.",
                 (unsigned long long)s.db_bytes);
     }
-    put_head(t, "flamedb_series", "gauge", "Series (distinct label sets) stored.");
-    if (vw->server) put(t, "flamedb_series %llu\n", (unsigned long long)s.series);
-    put_tenant_gauges(t, vw, "flamedb_series", 1);
-    if (vw->server) {
+    if (srv->st) {
+        put_head(t, "flamedb_series", "gauge", "Series (distinct label sets) stored.");
+        if (local) put(t, "flamedb_series %llu\n", (unsigned long long)s.series);
+        put_tenant_gauges(t, vw, "flamedb_series", 1);
+    }
+    if (local) {
         put_one(t, "flamedb_call_tree_nodes", "gauge",
                 "Call-tree nodes (distinct stack prefixes) of the partitions whose dictionaries the writer holds in memory.",
                 (unsigned long long)s.nodes);

@@ -144,6 +144,17 @@ test_front_stores_every_format_exactly() {
     assert_eq "profiles after the malformed push" 6 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
     # the health check says where the data goes
     assert_eq "healthz: ClickHouse reachable" true "$(curl -s "$(fe_url 1)/healthz" | jq .clickhouse.reachable)"
+    # /metrics: the spool and the flusher, no LMDB figures
+    local m
+    m=$(curl -s "$(fe_url 1)/metrics")
+    assert_eq "metrics: ClickHouse up" 1 "$(awk '$1 == "flamedb_clickhouse_up" { print $2 }' <<<"$m")"
+    assert_eq "metrics: profiles inserted" 6 "$(awk '$1 == "flamedb_clickhouse_inserted_profiles_total" { print $2 }' <<<"$m")"
+    assert_eq "metrics: sample rows inserted" "$(chq 1 "SELECT count() FROM flamedb.samples FORMAT TSV")" \
+        "$(awk '$1 == "flamedb_clickhouse_inserted_rows_total" { print $2 }' <<<"$m")"
+    assert_eq "metrics: spool empty" "0 0.000" \
+        "$(awk '$1 == "flamedb_spool_bytes" { b = $2 } $1 == "flamedb_spool_oldest_age_seconds" { a = $2 } END { print b, a }' <<<"$m")"
+    assert_eq "metrics: profiles accepted by ingest" 6 "$(awk '$1 == "flamedb_ingested_profiles_total" { print $2 }' <<<"$m")"
+    assert_eq "metrics: no LMDB figures" 0 "$(grep -c '^flamedb_\(series\|partitions\|commit_duration_seconds_count\) ' <<<"$m")"
 }
 
 test_front_kill9_before_flush_loses_nothing() {
@@ -192,6 +203,11 @@ test_front_spools_while_clickhouse_is_down() {
     assert_contains "the 503 says why" "$(jq -r .error "$CT_TMP/push.json")" "--spool-max"
     assert_eq "healthz: ClickHouse unreachable" false "$(curl -s "$(fe_url 1)/healthz" | jq .clickhouse.reachable)"
     assert_contains "healthz names the failure" "$(curl -s "$(fe_url 1)/healthz" | jq -r .clickhouse.last_error)" "127.0.0.1"
+    local m
+    m=$(curl -s "$(fe_url 1)/metrics")
+    assert_eq "metrics: ClickHouse down" 0 "$(awk '$1 == "flamedb_clickhouse_up" { print $2 }' <<<"$m")"
+    assert_ge "metrics: errors counted" 1 "$(awk '$1 == "flamedb_clickhouse_errors_total" { print $2 }' <<<"$m")"
+    assert_ge "metrics: spool bytes held" 1 "$(awk '$1 == "flamedb_spool_bytes" { print $2 }' <<<"$m")"
     ch_start 1
     # the flusher backs off up to 30 s between tries: wake it with a push
     # (that one also counts once it is taken)
