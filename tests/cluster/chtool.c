@@ -19,6 +19,10 @@
  *   chtool where SELECTOR
  *       the SQL condition chselect_where makes of a flamedb selector
  *       (tenant label __tenant__); prints it (no server needed)
+ *   chtool merge URL SELECTOR FROM_MS UNTIL_MS [-c CLUSTER]
+ *       chread_merge + chread_frames: the selected series' stacks summed
+ *       over the range, as folded lines "frames value", sorted; and
+ *       "pieces: ..." (chread_plan) on stderr
  * Errors: "error: <status name>: code <N>: <message>" on stderr, exit 3.
  * CHTOOL_TIMEOUT_MS in the environment sets the request timeout
  * (default 120 s). */
@@ -29,6 +33,7 @@
 
 #include "../../cluster/chclient.h"
 #include "../../cluster/chschema.h"
+#include "../../cluster/chread.h"
 #include "../../cluster/chselect.h"
 
 static ch_client *open_or_die(const char *url)
@@ -353,6 +358,94 @@ static int cmd_where(int argc, char **argv)
     return 0;
 }
 
+typedef struct {
+    uint8_t (*ids)[16];
+    uint64_t *values;
+    size_t n, cap;
+    char **lines;
+    size_t n_lines;
+} merged;
+
+static void on_sum(void *ctx, const chread_sum *row)
+{
+    merged *m = ctx;
+    for (size_t i = 0; i < m->n; i++)
+        if (!memcmp(m->ids[i], row->stack, 16)) {
+            m->values[i] += row->value;
+            return;
+        }
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 256;
+        m->ids = realloc(m->ids, m->cap * sizeof *m->ids);
+        m->values = realloc(m->values, m->cap * sizeof *m->values);
+        if (!m->ids || !m->values) exit(4);
+    }
+    memcpy(m->ids[m->n], row->stack, 16);
+    m->values[m->n++] = row->value;
+}
+
+static void on_frames(void *ctx, const uint8_t *stack, const char *frames, size_t len)
+{
+    merged *m = ctx;
+    for (size_t i = 0; i < m->n; i++)
+        if (!memcmp(m->ids[i], stack, 16)) {
+            char *line;
+            if (asprintf(&line, "%.*s %llu", (int)len, frames, (unsigned long long)m->values[i]) < 0) exit(4);
+            m->lines[m->n_lines++] = line;
+            return;
+        }
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmd_merge(int argc, char **argv)
+{
+    if (argc != 6 && argc != 8) return 2;
+    chschema_options so = { .cluster = argc == 8 && !strcmp(argv[6], "-c") ? argv[7] : NULL };
+    query_selector sel;
+    char err[512], where[65536], cond[70000];
+    if (query_selector_parse(argv[3], &sel, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        return 3;
+    }
+    chread *c = chread_open(argv[2], &so, 120000, err, sizeof err);
+    if (!c || chselect_where(&sel, "__tenant__", where, sizeof where) || chread_series_in(c, where, cond, sizeof cond)) {
+        fprintf(stderr, "error: %s\n", c ? "selector too long" : err);
+        return 3;
+    }
+    query_selector_free(&sel);
+    int64_t from = atoll(argv[4]), until = atoll(argv[5]);
+    chread_piece p[5];
+    size_t np = chread_plan(from, until, p);
+    fprintf(stderr, "pieces:");
+    for (size_t i = 0; i < np; i++) fprintf(stderr, " %s[%lld,%lld)", p[i].table, (long long)p[i].from, (long long)p[i].until);
+    fprintf(stderr, "\n");
+    merged m = { 0 };
+    if (chread_merge(c, cond, from, until, on_sum, &m)) {
+        fprintf(stderr, "error: %s\n", chread_error(c));
+        return 3;
+    }
+    m.lines = calloc(m.n ? m.n : 1, sizeof *m.lines);
+    if (!m.lines || chread_frames(c, (const uint8_t(*)[16])m.ids, m.n, on_frames, &m)) {
+        fprintf(stderr, "error: %s\n", m.lines ? chread_error(c) : "out of memory");
+        return 3;
+    }
+    qsort(m.lines, m.n_lines, sizeof *m.lines, cmp_line);
+    for (size_t i = 0; i < m.n_lines; i++) {
+        printf("%s\n", m.lines[i]);
+        free(m.lines[i]);
+    }
+    if (m.n_lines != m.n) fprintf(stderr, "error: %zu stacks without frames\n", m.n - m.n_lines);
+    free(m.lines);
+    free(m.ids);
+    free(m.values);
+    chread_close(c);
+    return m.n_lines == m.n ? 0 : 3;
+}
+
 int main(int argc, char **argv)
 {
     int rc = 2;
@@ -363,7 +456,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[1], "u64")) rc = cmd_u64(argc, argv);
         else if (!strcmp(argv[1], "exec")) rc = cmd_exec(argc, argv);
         else if (!strcmp(argv[1], "where")) rc = cmd_where(argc, argv);
+        else if (!strcmp(argv[1], "merge")) rc = cmd_merge(argc, argv);
     }
-    if (rc == 2) fprintf(stderr, "usage: chtool schema|roundtrip|samples|u64|exec|where ... (see tests/cluster/chtool.c)\n");
+    if (rc == 2) fprintf(stderr, "usage: chtool schema|roundtrip|samples|u64|exec|where|merge ... (see tests/cluster/chtool.c)\n");
     return rc;
 }

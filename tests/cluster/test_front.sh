@@ -381,3 +381,43 @@ test_front_selectors_match_as_on_a_single_node() {
     kill "$single" 2>/dev/null
     wait "$single" 2>/dev/null
 }
+
+test_front_merge_pushdown_equals_single_node() {
+    # the read path's SQL (cluster/chread.c): a range read as raw rows at
+    # its ragged edges and 1 h / 10 min rollups in between, summed on the
+    # shards, answers the same stacks and values as a single node's merge
+    ch_cluster_start two_shards
+    fe_start 1 "${CH_URL[1]},${CH_URL[2]}" --clickhouse-cluster two_shards --flush-every 100ms
+    local port t0=1767225600 code k i
+    port=$(ct_free_ports 1)
+    "$FLAMEDB" serve --listen "127.0.0.1:$port" --data "$CT_TMP/single" --retention 0 >"$CT_TMP/single.log" 2>&1 &
+    local single=$! tries=200
+    until curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 || [ $tries -eq 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    # a profile every 5 minutes for 3 hours, 3 instances, stacks that change with time
+    for ((k = 0; k < 36; k++)); do
+        for i in 1 2 3; do
+            local body t=$((t0 + 300 * k))
+            body=$(printf 'main;serve;handler_%s %s\nmain;gc %s\nmain;serve;io_%s %s\n' $((k % 7)) $((k + i)) $i $((k % 3)) $((2 * k + 1)))
+            code=$(push 1 "/api/v1/ingest?service=roll&instance=i$i&from=$t&until=$((t + 10))" --data-binary "$body")
+            [ "$code" = 200 ] || fail "front end push $k/$i: $code"
+            code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/v1/ingest?service=roll&instance=i$i&from=$t&until=$((t + 10))" --data-binary "$body")
+            [ "$code" = 200 ] || fail "single node push $k/$i: $code"
+        done
+    done
+    fe_drained 1 || return
+    local range from until sel want got
+    for range in "420 10380" "0 10800" "3780 3840" "1200 3000" "-600 20000" "3600 7200"; do
+        from=$((t0 + ${range% *}))
+        until=$((t0 + ${range#* }))
+        for sel in '{service="roll"}' '{instance="i2"}' '{instance!="i2"}'; do
+            want=$(curl -s -G "http://127.0.0.1:$port/api/v1/query" --data-urlencode "query=$sel" -d from=$from -d until=$until -d format=folded | sort)
+            tool_ok "merge $sel $range" merge "${CH_URL[2]}" "$sel" $((from * 1000)) $((until * 1000)) -c two_shards || continue
+            got=$OUT
+            assert_eq "merge of $sel over [$range) s" "$want" "$got"
+        done
+        [ "$range" = "420 10380" ] && assert_contains "the plan of [7 min, 2 h 53 min)" "$ERR" "samples_1h"
+    done
+    assert_ge "stacks in the longest answer" 8 "$(wc -l <<<"$want")"
+    kill "$single" 2>/dev/null
+    wait "$single" 2>/dev/null
+}
