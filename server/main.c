@@ -579,8 +579,9 @@ static void log_line(const char *line)
 }
 
 /* serve --store clickhouse=...: a front end whose data goes to ClickHouse
- * through its spool in --data/spool (cluster/chfront.h). */
-static int run_front(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
+ * through its spool in --data/spool (cluster/chfront.h).  0, or the exit
+ * status after saying why. */
+static int open_front(srv_ctx *srv, const serve_flags *f)
 {
     char err[1024], spool[4200];
     if (mkdir(f->data, 0700) < 0 && errno != EEXIST) {
@@ -604,36 +605,14 @@ static int run_front(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
             (unsigned long long)st.spool_bytes, (unsigned long long)f->spool_max, (long long)f->flush_ms,
             (long long)(f->retention_ms / 1000));
     srv->max_connections = plan_connections(f, 0, 0, 1);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!srv->max_connections || srv_workpool_start(&srv->pool, cores > 0 ? (unsigned)cores : 1)) {
-        if (srv->max_connections) srv_log("cannot start the parsing threads");
-        chfront_close(srv->front);
-        return srv->max_connections ? 1 : 2;
-    }
-    int rc = srv_start(srv, f->listen, f->threads, err, sizeof err);
-    if (rc) {
-        srv_log("%s", err);
-        srv_workpool_stop(srv->pool);
-        chfront_close(srv->front);
-        return rc == -2 ? 2 : 1;
-    }
-    int sig = wait_signals(srv, f, sigs);
-    srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    srv_stop(srv);
-    srv_workpool_stop(srv->pool);
-    chfront_close(srv->front);
-    srv_log("stopped; the spool keeps what was not flushed yet");
-    return 0;
+    return srv->max_connections ? 0 : 2;
 }
 
-/* serve, once its flags, tokens and certificate are read: the store, the
- * server, the signals; answers the exit status. */
-static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
+/* The LMDB store in --data (the default).  0, or the exit status after
+ * saying why. */
+static int open_store(srv_ctx *srv, const serve_flags *f)
 {
     char err[1024];
-    add_own_names(&srv->cors, f->listen);
-    for (size_t i = 0; i < f->cors.n; i++) srv_log("CORS: allowing browser requests from %s", f->cors.origin[i]);
-    if (f->clickhouse) return run_front(srv, f, sigs);
     store_options opt = { .dir = f->data, .retention_ms = f->retention_ms, .partition_ms = f->partition_ms,
                           .commit_wait_ms = f->commit_wait_ms, .writers = f->writers };
     store_status ss = store_open(&srv->st, &opt, err, sizeof err);
@@ -653,30 +632,39 @@ static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
             store_writers(srv->st) == 1 ? "" : "s");
     srv->max_connections = plan_connections(f, stats.partition_files, store_partition_ms(srv->st),
                                             store_writers(srv->st));
-    if (!srv->max_connections) {
-        store_close(srv->st);
-        return 2;
-    }
+    return srv->max_connections ? 0 : 2;
+}
+
+/* serve, once its flags, tokens and certificate are read: the data (the
+ * store, or ClickHouse through the spool), the server, the signals;
+ * answers the exit status. */
+static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
+{
+    char err[1024];
+    add_own_names(&srv->cors, f->listen);
+    for (size_t i = 0; i < f->cors.n; i++) srv_log("CORS: allowing browser requests from %s", f->cors.origin[i]);
+    int rc = f->clickhouse ? open_front(srv, f) : open_store(srv, f);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (srv_workpool_start(&srv->pool, cores > 0 ? (unsigned)cores : 1)) {
+    if (!rc && srv_workpool_start(&srv->pool, cores > 0 ? (unsigned)cores : 1)) {
         srv_log("cannot start the parsing threads");
-        store_close(srv->st);
-        return 1;
-    }
-    int rc = srv_start(srv, f->listen, f->threads, err, sizeof err);
-    if (rc) {
+        rc = 1;
+    } else if (!rc && (rc = srv_start(srv, f->listen, f->threads, err, sizeof err))) {
         srv_log("%s", err);
         srv_workpool_stop(srv->pool);
-        store_close(srv->st);
-        return rc == -2 ? 2 : 1;
+        rc = rc == -2 ? 2 : 1;
+    } else if (!rc) {
+        int sig = wait_signals(srv, f, sigs);
+        srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        srv_stop(srv);
+        srv_workpool_stop(srv->pool);
     }
-    int sig = wait_signals(srv, f, sigs);
-    srv_log("%s: finishing requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    srv_stop(srv);
-    srv_workpool_stop(srv->pool);
-    store_close(srv->st);
-    srv_log("stopped");
-    return 0;
+    int front = srv->front != NULL;
+    store_close(srv->st);       /* each closes nothing when not opened */
+    chfront_close(srv->front);
+    srv->st = NULL;
+    srv->front = NULL;
+    if (!rc) srv_log(front ? "stopped; the spool keeps what was not flushed yet" : "stopped");
+    return rc;
 }
 
 static int serve(int argc, char **argv)
