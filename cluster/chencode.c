@@ -43,6 +43,20 @@ void chencode_stack_id(const char *frames, size_t len, uint8_t out[16])
     XXH128_canonicalFromHash((XXH128_canonical_t *)out, h);
 }
 
+/* The columns samples and profiles rows begin with: tenant, series,
+ * window_start, window_ms, unit, rate, gauge. */
+static void put_window(chrow_buf *b, const char *tenant, size_t tl, uint64_t series, const store_profile *p,
+                       uint32_t window, size_t ul)
+{
+    chrow_put_string(b, tenant, tl);
+    chrow_put_u64(b, series);
+    chrow_put_i64(b, p->from_ms);
+    chrow_put_u32(b, window);
+    chrow_put_string(b, p->unit, ul);
+    chrow_put_f64(b, p->rate);
+    chrow_put_u8(b, (uint8_t)(p->gauge != 0));
+}
+
 int chencode_profile(chencode_batch *b, const char *tenant, const store_profile *p, int64_t now_ms)
 {
     size_t tl = strlen(tenant);
@@ -54,13 +68,7 @@ int chencode_profile(chencode_batch *b, const char *tenant, const store_profile 
     for (size_t i = 0; i < p->n_stacks; i++) {
         uint8_t id[16];
         chencode_stack_id(p->stacks[i].frames, p->stacks[i].len, id);
-        chrow_put_string(sm, tenant, tl);
-        chrow_put_u64(sm, series);
-        chrow_put_i64(sm, p->from_ms);
-        chrow_put_u32(sm, window);
-        chrow_put_string(sm, p->unit, ul);
-        chrow_put_f64(sm, p->rate);
-        chrow_put_u8(sm, (uint8_t)(p->gauge != 0));
+        put_window(sm, tenant, tl, series, p, window, ul);
         chrow_put_fixed(sm, id, sizeof id);
         chrow_put_u64(sm, p->stacks[i].count);
         chrow_put_fixed(st, id, sizeof id);
@@ -70,13 +78,7 @@ int chencode_profile(chencode_batch *b, const char *tenant, const store_profile 
     chrow_buf *pr = &b->t[CHT_PROFILES];
     uint64_t samples = p->samples_kind == STORE_SAMPLES_GIVEN ? p->samples
                        : p->samples_kind == STORE_SAMPLES_COUNTS ? total : 0;
-    chrow_put_string(pr, tenant, tl);
-    chrow_put_u64(pr, series);
-    chrow_put_i64(pr, p->from_ms);
-    chrow_put_u32(pr, window);
-    chrow_put_string(pr, p->unit, ul);
-    chrow_put_f64(pr, p->rate);
-    chrow_put_u8(pr, (uint8_t)(p->gauge != 0));
+    put_window(pr, tenant, tl, series, p, window, ul);
     chrow_put_u64(pr, samples);
     chrow_put_u8(pr, (uint8_t)(p->samples_kind != STORE_SAMPLES_UNKNOWN));
     chrow_put_u32(pr, (uint32_t)p->n_stacks);
