@@ -297,8 +297,10 @@ char *query_tree_folded(store_reader *r, const query_tree *t, size_t *len);
 
 /* ---- analyses (top.c, diff.c, timeline.c, ...) ---------------------- */
 
-/* Functions ranked by self (or total) value, then the other, then name:
- * at most limit rows (0 = all) of n_functions.  Shares are of the tree's
+/* Functions ranked by self (or total) value, then the other, then name
+ * (or by name, then self, then total): rows [offset, offset + limit) (limit
+ * 0 = all) of the n_functions whose name contains match (ASCII case
+ * folded; NULL: every function).  Shares are of the tree's
  * grand total; their 95% Wilson intervals from the samples behind it
  * (has_ci 0 when the number of samples is not known).  Names are the
  * reader's: valid while it is.  -1 when out of memory. */
@@ -311,14 +313,22 @@ typedef struct {
 
 typedef struct {
     query_top_row *rows;
-    size_t n, n_functions;
+    size_t n, offset, n_functions;
     int has_ci;
 } query_top_result;
 
-int query_top(store_reader *r, const query_tree *t, size_t limit, int by_total, query_top_result *out);
+enum { QUERY_TOP_SELF, QUERY_TOP_TOTAL, QUERY_TOP_NAME };
+typedef struct {
+    size_t offset, limit;
+    int order;          /* QUERY_TOP_SELF, QUERY_TOP_TOTAL or QUERY_TOP_NAME */
+    const char *match;  /* NULL or "": every function */
+} query_top_opts;
+
+int query_top(store_reader *r, const query_tree *t, const query_top_opts *o, query_top_result *out);
 void query_top_free(query_top_result *top);
-/* {"total", "samples", "functions": [{"name", "self", "total", "self_share",
- * "total_share", "self_ci95", "total_ci95"}]}: the rows in t's unit. */
+/* {"total", "samples", "functions_total", "offset", "functions": [{"name",
+ * "self", "total", "self_share", "total_share", "self_ci95",
+ * "total_ci95"}]}: the rows in t's unit. */
 json_t *query_top_json(const query_tree *t, const query_top_result *top);
 
 /* The union of two trees: {"name", "left_self", "left_total", "right_self",

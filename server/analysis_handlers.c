@@ -123,10 +123,10 @@ static query_group_tree *merge_groups(srv_request *rq, store_reader *r, const qu
 /* ---- /api/v1/top ------------------------------------------------------ */
 
 /* A tree's ranked functions, JSON-encoded; NULL when out of memory. */
-static json_t *top_json(store_reader *r, const query_tree *t, size_t limit, int by_total)
+static json_t *top_json(store_reader *r, const query_tree *t, const query_top_opts *opts)
 {
     query_top_result top;
-    if (query_top(r, t, limit, by_total, &top)) return NULL;
+    if (query_top(r, t, opts, &top)) return NULL;
     json_t *o = query_top_json(t, &top);
     query_top_free(&top);
     return o;
@@ -134,12 +134,15 @@ static json_t *top_json(store_reader *r, const query_tree *t, size_t limit, int 
 
 enum MHD_Result srv_handle_top(srv_request *rq)
 {
-    uint64_t limit;
+    uint64_t limit, offset;
     const char *order = srv_param(rq, "order");
-    if (order && strcmp(order, "self") && strcmp(order, "total"))
-        return srv_reply_error(rq, 400, "parameter 'order': '%s' (supported: self, total)", order);
-    int by_total = order && !strcmp(order, "total");
+    if (order && strcmp(order, "self") && strcmp(order, "total") && strcmp(order, "name"))
+        return srv_reply_error(rq, 400, "parameter 'order': '%s' (supported: self, total, name)", order);
     if (srv_param_uint(rq, "limit", 20, 1000000, &limit)) return MHD_YES;
+    if (srv_param_uint(rq, "offset", 0, 1000000000, &offset)) return MHD_YES;
+    query_top_opts opts = { .offset = (size_t)offset, .limit = (size_t)limit, .match = srv_param(rq, "match"),
+                            .order = !order || !strcmp(order, "self") ? QUERY_TOP_SELF
+                                     : !strcmp(order, "total") ? QUERY_TOP_TOTAL : QUERY_TOP_NAME };
     query_group_by by;
     int grouped;
     side s;
@@ -153,7 +156,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     if (!r) goto out;
     if (!grouped) {
         if (side_merge(rq, r, &s)) goto out;
-        json_t *o = with_head(top_json(r, &s.tree, (size_t)limit, by_total), r, &s, s.tree.unit);
+        json_t *o = with_head(top_json(r, &s.tree, &opts), r, &s, s.tree.unit);
         res = srv_reply_json(rq, 200, o);
         goto out;
     }
@@ -165,7 +168,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     if (m) {
         json_t *groups = json_array();
         for (size_t i = 0; groups && i < ng; i++) {
-            json_t *e = top_json(r, &m[i].tree, (size_t)limit, by_total);
+            json_t *e = top_json(r, &m[i].tree, &opts);
             if (!e) continue;
             json_object_set_new(e, "labels", query_group_labels_json(&by, &g[m[i].group]));
             json_object_set_new(e, "unit", json_string(m[i].tree.unit));

@@ -64,7 +64,8 @@ static int put_group(text *t, store_reader *r, const query_group_by *by, const q
                      size_t k)
 {
     query_top_result top;
-    if (query_top(r, tree, k, 0, &top)) return -1;
+    query_top_opts o = { .limit = k, .order = QUERY_TOP_SELF };
+    if (query_top(r, tree, &o, &top)) return -1;
     for (size_t i = 0; i < top.n; i++) {
         const query_top_row *f = &top.rows[i];
         if (!f->self) continue; /* not a hotspot */

@@ -3,12 +3,14 @@
 // is table.js, transforms, the inverted tree and the sandwich views.js, the
 // label browser labels.js, the shortcuts keys.js, the timeline and its
 // brush timeline.js, split by a label split.js, the outlier ranking
-// outliers.js (docs/viewer.md).
+// outliers.js, the per-line table lines.js, the Insights view insights.js
+// (docs/viewer.md). A selector naming no service over several processes
+// (a whole node) is split by process by default (defaultSplit).
 //
 // All state lives in the URL, with the API's own parameter names (query,
 // from, until, group_by, left, right, left_from, ...), plus a few of the
-// viewer's own (view, split, search, layout, focus, tab, groups,
-// transforms, invert, sandwich, fn, tq, tsort, tl, brush, minsamples). Every change pushes a history entry
+// viewer's own (view, split, ilabel, builds, search, layout, focus, tab, groups,
+// transforms, invert, sandwich, fn, tq, tsort, tl, brush, minsamples, linesof). Every change pushes a history entry
 // (typing in a box replaces it); popstate re-reads the URL, and data is
 // fetched again only when a data parameter changed.
 //
@@ -21,18 +23,20 @@
 import { FlameGraph, wilson } from './flame.js';
 import { fromLevels, fromNested } from './tree.js';
 import { initViews } from './views.js';
-import { initTable } from './table.js';
+import { initTable, ALL as TABLE_ALL } from './table.js';
 import { initLabels } from './labels.js';
 import { initKeys } from './keys.js';
 import { authFetch } from './auth.js';
 import { splitAnswer, nodesPerGroup } from './split.js';
 import { initTimeline } from './timeline.js';
 import { rankGroups, MIN_SAMPLES, K as NOISE_K } from './outliers.js';
+import { initLines } from './lines.js';
+import { initInsights } from './insights.js';
 
 const $ = (s) => document.querySelector(s);
 const DATA_KEYS = ['query', 'from', 'until', 'group_by', 'split', 'max_nodes', 'view', 'left', 'right',
-  'left_from', 'left_until', 'right_from', 'right_until'];
-const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups', 'transforms', 'invert', 'sandwich', 'fn', 'tq', 'tsort', 'tl', 'brush', 'minsamples'];
+  'left_from', 'left_until', 'right_from', 'right_until', 'ilabel', 'builds'];
+const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups', 'transforms', 'invert', 'sandwich', 'fn', 'tq', 'tsort', 'tl', 'brush', 'minsamples', 'linesof'];
 
 let state = {};
 let loadedKey = null;
@@ -47,7 +51,7 @@ function readURL() {
   const p = new URLSearchParams(location.search);
   const s = {};
   for (const k of [...DATA_KEYS, ...UI_KEYS]) if (p.get(k) !== null && p.get(k) !== '') s[k] = p.get(k);
-  s.view = s.view === 'diff' ? 'diff' : 'flame';
+  s.view = s.view === 'diff' || s.view === 'insights' ? s.view : 'flame';
   return s;
 }
 function urlOf(s) {
@@ -270,7 +274,9 @@ function selectFunction(name) {
   exactSearch = true;
   commit({ search: name, fn: name });
 }
-const table = initTable({ commit, getState: () => state, fmtValue, pct, ci, esc, select: selectFunction, views });
+const table = initTable({ api, commit, getState: () => state, fmtValue, pct, ci, esc, select: selectFunction, views });
+const lines = initLines({ api, commit, getState: () => state, fmtValue, pct, ci, esc });
+const insights = initInsights({ api, commit, getState: () => state, esc, fmtTime, setMatcher, num });
 const labels = initLabels({ api, commit, getState: () => state, selectorOfLabels, esc });
 initKeys({ views, labels, getState: () => state, commit });
 
@@ -453,9 +459,13 @@ function syncPickers() {
   ensureOption($('#service'), matcherValue(state.query, 'service'));
   ensureOption($('#type'), matcherValue(state.query, 'type'));
   ensureOption($('#group_by'), state.group_by || '');
-  ensureOption($('#split'), state.split || '');
+  const sp = $('#split');
+  ensureOption(sp, splitBy() || '');
+  sp.dataset.auto = autoSplit ? autoSplit : '';
+  sp.title = autoSplit ? `split by ${autoSplit} by default: the selector names no ${autoSplit} and its profiles are of ${autoSplitValues} ${autoSplit} values (a whole-node view); pick none to turn it off` : '';
 }
-$('#split').onchange = (e) => commit({ split: e.target.value || undefined, focus: undefined });
+// none while a default split is drawn is split=- (off, kept in the URL)
+$('#split').onchange = (e) => commit({ split: e.target.value || (autoSplit ? '-' : undefined), focus: undefined });
 $('#service').onchange = (e) => commit({ query: setMatcher(state.query, 'service', e.target.value), focus: undefined, groups: undefined });
 $('#type').onchange = (e) => commit({ query: setMatcher(state.query, 'type', e.target.value), focus: undefined });
 $('#group_by').onchange = (e) => commit({ group_by: e.target.value || undefined, groups: undefined, tab: e.target.value ? 'groups' : undefined });
@@ -547,7 +557,7 @@ for (const b of document.querySelectorAll('#views button')) {
     if (v === state.view) return;
     // the diff opens on the query against its previous period (loadDiff)
     if (v === 'diff') commit({ view: 'diff', left: state.left || state.query, right: state.right || state.query, tab: 'compare', focus: undefined });
-    else commit({ view: 'flame', tab: undefined, focus: undefined });
+    else commit({ view: v === 'insights' ? 'insights' : 'flame', tab: undefined, focus: undefined });
   };
 }
 for (const b of document.querySelectorAll('#orient button')) {
@@ -659,6 +669,8 @@ function syncBar() {
   $('#until').value = state.until || 'now';
   for (const k of ['left', 'right', 'left_from', 'left_until', 'right_from', 'right_until']) $('#' + k).value = state[k] || '';
   $('#diffbar').hidden = state.view !== 'diff';
+  document.body.dataset.view = state.view;
+  $('#insights').hidden = state.view !== 'insights';
   for (const b of document.querySelectorAll('#views button')) b.classList.toggle('on', b.dataset.view === state.view);
   for (const b of document.querySelectorAll('#orient button')) b.classList.toggle('on', b.dataset.layout === (state.layout === 'icicle' ? 'icicle' : 'flame'));
   for (const b of document.querySelectorAll('#presets button')) b.classList.toggle('on', state.from === 'now-' + b.dataset.range && (state.until || 'now') === 'now');
@@ -695,10 +707,12 @@ function drawMain() {
 }
 
 function applyUI() {
+  if (state.view === 'insights') return;   // insights.js draws its own, on load
   drawMain();
   for (const m of miniGraphs) { m.icicle = graph.icicle; m.draw(); }
   if (groupStab && groupsShown !== (state.groups || '') + '|' + (Number(state.minsamples) > 0 ? Number(state.minsamples) : MIN_SAMPLES)) renderGroups(groupStab, groupAnswers);
   table.render();
+  lines.render();
 }
 
 async function render() {
@@ -714,7 +728,9 @@ async function render() {
   showError(null);
   try {
     loadPickers().catch(showError);
-    if (state.view === 'diff') await loadDiff(mine); else await loadFlame(mine);
+    if (state.view === 'diff') await loadDiff(mine);
+    else if (state.view === 'insights') await loadInsights(mine);
+    else await loadFlame(mine);
     if (mine !== loads) return;
     applyUI();
     document.body.dataset.state = 'ready';
@@ -725,6 +741,7 @@ async function render() {
     document.body.dataset.state = 'error';
   } finally {
     if (mine === loads) $('#loading').hidden = true;
+    $('#summary').title = $('#summary').textContent;   // whole when cut
   }
 }
 
@@ -760,10 +777,16 @@ async function loadFlame(mine) {
   const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
   const maxNodes = state.max_nodes || '8192';
   const stepStab = autoStep(base.from, base.until, 60);
-  const qP = state.split ? querySplit(base, maxNodes) : api('/api/v1/query', { ...base, max_nodes: maxNodes, format: 'levels' });
+  const auto = await defaultSplit(base);
+  if (mine !== loads) return;
+  autoSplit = auto ? auto.label : null;
+  autoSplitValues = auto ? auto.values : 0;
+  syncPickers();
+  const split = splitBy();
+  const qP = split ? querySplit(base, maxNodes, split, auto ? auto.values : undefined) : api('/api/v1/query', { ...base, max_nodes: maxNodes, format: 'levels' });
   const restP = Promise.all([
-    api('/api/v1/timeline', { ...base, group_by: state.group_by || state.split }),
-    api('/api/v1/top', { ...base, limit: 0 }),
+    api('/api/v1/timeline', { ...base, group_by: state.group_by || split }),
+    api('/api/v1/top', { ...base, limit: TABLE_ALL }),
     api('/api/v1/stability', { ...base, step: stepStab }),
     state.group_by ? api('/api/v1/stability', { ...base, group_by: state.group_by }) : null,
     state.group_by ? api('/api/v1/query', { ...base, group_by: state.group_by, max_nodes: 1000, format: 'levels' }) : null,
@@ -774,7 +797,7 @@ async function loadFlame(mine) {
   // the levels answer as flat arrays (tree.js); split.js already made its tree
   if (!q.tree) { q.tree = fromLevels(q); delete q.levels; delete q.names; }
   current = q;
-  setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes, split: state.split }, q.total ? '' : 'No profiles match this selector in this range.');
+  setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes, split }, q.total ? '' : 'No profiles match this selector in this range.');
   renderLatest(q, base);
   const tr = $('#truncated');
   tr.hidden = !(q.truncated && q.truncated.nodes);
@@ -785,15 +808,15 @@ async function loadFlame(mine) {
   $('#legend').hidden = true;
   const others = q.other_types && q.other_types.length ? ` · other types: ${q.other_types.join(', ')}` : '';
   if (!q.type) $('#summary').textContent = 'no profiles in this range';
-  else $('#summary').innerHTML = `<b>${esc(q.type)}</b>${q.groups !== undefined ? ` · split by ${esc(state.split)}: ${q.groups} value${q.groups === 1 ? '' : 's'}${q.skipped.groups ? ` (${q.skipped.groups} in ${esc(q.skipped.units.join(', '))} left out)` : ''}` : ''} · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
+  else $('#summary').innerHTML = `<b>${esc(q.type)}</b>${q.groups !== undefined ? ` · split by ${esc(split)}${autoSplit ? ' (whole node: by default)' : ''}: ${q.groups} value${q.groups === 1 ? '' : 's'}${q.skipped.groups ? ` (${q.skipped.groups} in ${esc(q.skipped.units.join(', '))} left out)` : ''}` : ''} · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
   // the flamegraph first: a big tree's table (/api/v1/top) can take longer
   drawMain();
   document.body.dataset.flame = 'ready';
   const [tlAns, top, stab, gstab, gq] = await restP;
   if (mine !== loads) return;
-  timeline.draw(tlAns, { label: state.group_by || state.split });
-  table.setData(top);
+  timeline.draw(tlAns, { label: state.group_by || split });
+  table.setData(top, base);
   lastStability = stab;
   renderStability(stab);
   groupAnswers = gq;
@@ -803,14 +826,35 @@ async function loadFlame(mine) {
 
 // Split by a label: the groups of one query as root frames (split.js). The
 // nodes kept per group share the budget by the label's number of values.
-async function querySplit(base, maxNodes) {
+async function querySplit(base, maxNodes, label, n) {
   let per = maxNodes;
   if (!state.max_nodes) {
-    const l = await api('/api/v1/labels', { query: base.query, from: base.from, until: base.until }).catch(() => ({ labels: [] }));
-    const n = (l.labels.find((x) => x.name === state.split) || {}).values;
+    if (n === undefined) {
+      const l = await api('/api/v1/labels', { query: base.query, from: base.from, until: base.until }).catch(() => ({ labels: [] }));
+      n = (l.labels.find((x) => x.name === label) || {}).values;
+    }
     per = String(nodesPerGroup(Number(maxNodes) * 2, n));
   }
-  return splitAnswer(await api('/api/v1/query', { ...base, group_by: state.split, max_nodes: per, format: 'levels' }), state.split);
+  return splitAnswer(await api('/api/v1/query', { ...base, group_by: label, max_nodes: per, format: 'levels' }), label);
+}
+
+// Whole-node views are split by process by default: a selector that names
+// no service (nor process) over the profiles of several processes (the
+// agent's --all pushes one `service` per program, docs/agent.md) would
+// merge every process's `main` into one frame. Then the label `process`
+// (when the profiles have one with two values or more), else `service`,
+// splits the graph unless the URL says split=LABEL or split=- (off).
+let autoSplit = null, autoSplitValues = 0;
+const splitBy = () => (state.split === '-' ? null : state.split || autoSplit);
+async function defaultSplit(base) {
+  if (state.split || state.view === 'diff') return null;
+  if (/(?:^|[{,\s])(service|process)\s*(=~|!~|!=|=)/.test(normSel(base.query))) return null;
+  const l = await api('/api/v1/labels', { query: base.query, from: base.from, until: base.until }).catch(() => ({ labels: [] }));
+  for (const label of ['process', 'service']) {
+    const x = l.labels.find((y) => y.name === label);
+    if (x && x.values >= 2) return { label, values: x.values };
+  }
+  return null;
 }
 
 // The two sides of a diff. Each side is a selector over a range (left_from,
@@ -834,6 +878,7 @@ function diffSides(s, now = Date.now() / 1000) {
 }
 
 async function loadDiff(mine) {
+  autoSplit = null;
   const { sides, defaulted, ranges } = diffSides(state);
   if (defaulted) {
     // the URL says what is compared; no second load for it
@@ -875,6 +920,22 @@ async function loadDiff(mine) {
   lastStability = null;
 }
 
+// The Insights view (insights.js): its four charts over the query and range,
+// with the query's timeline above them.
+async function loadInsights(mine) {
+  autoSplit = null;
+  const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
+  const [tlAns, d] = await Promise.all([
+    api('/api/v1/timeline', base),
+    insights.load(base, autoStep(base.from, base.until, 60)),
+  ]);
+  if (mine !== loads) return;
+  timeline.draw(tlAns, {});
+  insights.render(d);
+  $('#summary').innerHTML = `insights · <b>${esc(d.stab.type || 'no profiles')}</b> · ${d.stab.windows.length} windows of ${d.stab.step}s`;
+  current = null;
+}
+
 // ---------- test and bench hook ----------
 window.__flamedb = {
   draws: 0,
@@ -883,6 +944,8 @@ window.__flamedb = {
   get current() { return current; },
   get views() { return views; },
   get table() { return table; },
+  get lines() { return lines.model; },
+  get insights() { return insights.model; },
   get timeline() { return timeline.model; },
   exportSVG,
   loads: () => loads,

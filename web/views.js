@@ -135,7 +135,7 @@ export function initViews(ctx) {
   }
   function openMenu(name, x, y) {
     const items = [['sandwich', 'Sandwich: callers and callees', 's'], ['ff', KINDS.ff.title, 'f'], ['mf', KINDS.mf.title, 'm'],
-      ['rec', KINDS.rec.title, 'r'], ['drec', KINDS.drec.title, ''], ['cf', KINDS.cf.title, 'c'], ['df', KINDS.df.title, 'd'], ['copy', 'Copy the function name', '']];
+      ['rec', KINDS.rec.title, 'r'], ['drec', KINDS.drec.title, ''], ['cf', KINDS.cf.title, 'c'], ['df', KINDS.df.title, 'd'], ['lines', 'Lines: its time per source line', ''], ['copy', 'Copy the function name', '']];
     menu.innerHTML = `<div class="ctx-head">${esc(name)}</div>` + items.map(([k, t, key]) =>
       `<a href="#" data-act="${k}">${esc(t)}${key ? `<kbd>${key}</kbd>` : ''}</a>`).join('');
     menu.dataset.name = name;
@@ -155,6 +155,7 @@ export function initViews(ctx) {
   });
   function act(what, name) {
     if (what === 'sandwich') openSandwich(name);
+    else if (what === 'lines') commit({ linesof: name, tab: 'top' });
     else if (what === 'copy') navigator.clipboard?.writeText(name).catch(() => {});
     else if (KINDS[what]) addTransform(what, name);
   }

@@ -16,6 +16,7 @@ import { registerViewTests } from './views.mjs';
 import { registerNextTests, loadNextFixtures } from './next.mjs';
 import { registerLevelsTests } from './levels.mjs';
 import { registerAgentsTests } from './agents.mjs';
+import { registerPanelsTests, loadPanelsFixtures } from './panels.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -61,6 +62,7 @@ async function loadFixtures(url) {
   if (existsSync(mix)) await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, readFileSync(mix));
   else await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, 'kernel;idle 9000\nuser;work 100\n');
   await loadNextFixtures(url, T);
+  await loadPanelsFixtures(url, T);
 }
 
 // ---------- helpers ----------
@@ -503,6 +505,7 @@ registerViewTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP });
 registerNextTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP, T, artifacts });
 registerLevelsTests({ test, open, ready, shot, FROM, UNTIL });
 registerAgentsTests({ test, open, shot });
+registerPanelsTests({ test, open, ready, shot, FROM, UNTIL, T });
 
 // ---------- main ----------
 try {

@@ -120,7 +120,7 @@ test_top_group_by() {
 
 test_top_refusals() {
     start_server
-    get /api/v1/top order=name
+    get /api/v1/top order=size
     assert_error "bad order" 400 "order" "self" "total"
     get /api/v1/top limit=ten
     assert_error "limit not a number" 400 "limit"
