@@ -41,11 +41,12 @@ mg_answers() {
 # except the "samples" fields of JSON answers, which flamedb-6 fixed (the
 # previous release gave the value as the number of samples; now a profile
 # says its samples or they are null): those are checked by mg_check_samples;
-# and the "aggregation" fields flamedb-6 added.
+# and the fields added since, beside the old ones.
 mg_same() {
     case $1 in
     *.json)
-        local strip='walk(if type == "object" then del(.samples, .aggregation) else . end)'
+        # aggregation (flamedb-6), top's functions_total and offset (issue 16)
+        local strip='walk(if type == "object" then del(.samples, .aggregation, .functions_total, .offset) else . end)'
         [ "$(jq -S -c "$strip" "$1")" = "$(jq -S -c "$strip" "$2")" ]
         ;;
     *) cmp -s "$1" "$2" ;;
