@@ -5,8 +5,10 @@
  * opened for a window of alloc_duty x the interval at a random place in it
  * (so that it does not beat with what the program does periodically) and
  * closed after; the interval's allocation folds are scaled by its length
- * over the time the probes were on.  When closing every probe would take
- * more than a quarter of the interval (~90 ms each, serially) they stay
+ * over the time the probes were on.  With tracefs probes and their keepers
+ * (uprobe.c) a window closes at once; with the uprobe PMU each event's
+ * close waits ~90 ms, serially, the program trapping until the last: when
+ * that tail would be more than a quarter of the interval the probes stay
  * installed.  No probes while fleet control says not to sample.
  */
 #include "ctx.h"
@@ -86,15 +88,15 @@ void allocduty_start(agent_ctx *c, double start)
 {
     c->alloc_scale = 1;
     if (!c->nalloc || c->o.alloc_duty >= 1 || !c->perf) return;
-    /* closing the probes at each window's end takes ~90 ms per event, the
-     * loop waiting and the program still trapping: with many threads and
-     * CPUs that would eat the interval; then they stay installed */
+    /* with PMU probes closing takes ~90 ms per event, the loop waiting and
+     * the program still trapping: with many threads and CPUs that would
+     * eat the interval; then they stay installed */
     size_t ev = agent_perf_alloc_events(c->perf);
-    double tail = (double)ev * AGENT_UPROBE_CLOSE_S;
+    double tail = agent_perf_alloc_tail_s(c->perf);
     if (tail > c->o.interval * 0.25) {
         agent_log(0, "--alloc-duty %g: %zu probes (threads x CPUs x functions) would take about %.1f s "
-               "to close at each window's end; they stay installed (--alloc-duty 1)",
-               c->o.alloc_duty, ev, tail);
+               "to close at each window's end (%s); they stay installed (--alloc-duty 1)",
+               c->o.alloc_duty, ev, tail, agent_perf_alloc_how(c->perf));
         c->o.alloc_duty = 1;
         return;
     }

@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 #include "alloc.h"
+#include "uprobe.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -86,6 +87,10 @@ static void usage(FILE *f)
 "                       each interval (a random window), scaling the\n"
 "                       estimates by 1/F: the program pays the traps only\n"
 "                       then (default %g)\n"
+"  --alloc-probes M     how the probes are made: tracefs (uprobe_events: a\n"
+"                       window's probes close at once), pmu (the uprobe PMU:\n"
+"                       ~90 ms per event to close), auto (default: tracefs\n"
+"                       where the agent may write it, else pmu)\n"
 "Thread pruning (Atys FSP):\n"
 "  --fsp P              per interval and process keep the most active threads\n"
 "                       that make at least P of the samples (default 0.99;\n"
@@ -164,7 +169,7 @@ int agent_cli_parse(agent_opts *o, int argc, char **argv)
     enum { O_SERVER = 256, O_PID, O_ALL, O_SERVICE, O_LABELS, O_FREQ, O_INTERVAL, O_DURATION,
            O_OUTPUT, O_UNWIND, O_NOKERNEL, O_NOLINES, O_NODEMANGLE, O_FSP, O_FDA, O_THETA, O_LAMBDA, O_MINF, O_MAXF,
            O_SPOOL, O_SPOOLMAX, O_METRICS, O_VERBOSE, O_HELP, O_OFFCPU, O_ALLOC, O_ALLOCDUTY,
-           O_TOKEN, O_TOKENFILE, O_TENANT, O_CA, O_AGENTID, O_SIMULATE };
+           O_TOKEN, O_TOKENFILE, O_TENANT, O_CA, O_AGENTID, O_SIMULATE, O_ALLOCPROBES };
     static const struct option longopts[] = {
         { "server", 1, 0, O_SERVER }, { "pid", 1, 0, O_PID }, { "all", 0, 0, O_ALL },
         { "service", 1, 0, O_SERVICE }, { "labels", 1, 0, O_LABELS },
@@ -178,6 +183,7 @@ int agent_cli_parse(agent_opts *o, int argc, char **argv)
         { "spool-max", 1, 0, O_SPOOLMAX }, { "metrics", 1, 0, O_METRICS },
         { "verbose", 0, 0, O_VERBOSE },
         { "offcpu", 0, 0, O_OFFCPU }, { "alloc", 2, 0, O_ALLOC }, { "alloc-duty", 1, 0, O_ALLOCDUTY },
+        { "alloc-probes", 1, 0, O_ALLOCPROBES },
         { "token", 1, 0, O_TOKEN }, { "token-file", 1, 0, O_TOKENFILE },
         { "tenant", 1, 0, O_TENANT }, { "ca", 1, 0, O_CA },
         { "agent-id", 1, 0, O_AGENTID }, { "simulate", 0, 0, O_SIMULATE },
@@ -253,6 +259,13 @@ int agent_cli_parse(agent_opts *o, int argc, char **argv)
             if (parse_double("--alloc-duty", optarg, 0, 1, &o->alloc_duty) < 0) return -1;
             if (o->alloc_duty <= 0) { fprintf(stderr, "flamedb-agent: --alloc-duty must be > 0\n"); return -1; }
             break;
+        case O_ALLOCPROBES:
+            if (strcmp(optarg, "auto") == 0) o->alloc_probes = AGENT_UPROBES_AUTO;
+            else if (strcmp(optarg, "tracefs") == 0) o->alloc_probes = AGENT_UPROBES_TRACEFS;
+            else if (strcmp(optarg, "pmu") == 0) o->alloc_probes = AGENT_UPROBES_PMU;
+            else { fprintf(stderr, "flamedb-agent: --alloc-probes '%s': expected auto, tracefs or pmu\n", optarg); return -1; }
+            o->alloc_probes_set = 1;
+            break;
         case O_HELP: usage(stdout); exit(0);
         default:
             if (optopt >= O_SERVER || optopt == 0)
@@ -280,6 +293,7 @@ int agent_cli_parse(agent_opts *o, int argc, char **argv)
     }
     if (o->output && o->spool) { fprintf(stderr, "flamedb-agent: --spool applies to pushing, not to --output\n"); return -1; }
     if (o->alloc_duty && !o->alloc_period) { fprintf(stderr, "flamedb-agent: --alloc-duty only applies with --alloc\n"); return -1; }
+    if (o->alloc_probes_set && !o->alloc_period) { fprintf(stderr, "flamedb-agent: --alloc-probes only applies with --alloc\n"); return -1; }
     if (!o->alloc_duty) o->alloc_duty = AGENT_ALLOC_DUTY;
     return 0;
 }

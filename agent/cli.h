@@ -36,6 +36,7 @@ typedef struct {
     int offcpu;                     /* --offcpu */
     uint64_t alloc_period;          /* --alloc[=N]: every Nth call; 0: off */
     double alloc_duty;              /* --alloc-duty F: probes in F of each interval */
+    int alloc_probes, alloc_probes_set;  /* --alloc-probes: agent_uprobes_mode */
     const char *token, *token_file, *tenant, *ca;  /* a server with --auth, https */
     const char *agent_id;           /* --agent-id: the name in the fleet (NULL: node) */
     int simulate;                   /* --simulate: made-up samples, no perf_event */

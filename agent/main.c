@@ -243,6 +243,7 @@ static void extra_setup(agent_ctx *c, agent_perf_opts *po)
             po->alloc = c->alloc_targets;
             po->nalloc = c->nalloc;
             po->alloc_period = c->o.alloc_period;
+            po->alloc_probes = (agent_uprobes_mode)c->o.alloc_probes;
         }
     }
 }
@@ -258,7 +259,8 @@ static void extra_report(agent_ctx *c)
         agent_log(0, "--alloc: no allocation profiles: %s", agent_perf_why_not(c->perf, AGENT_SAMPLE_ALLOC));
     else if (c->nalloc) {
         agent_log(0, "allocation profiles (alloc_objects, alloc_space): every %llu-th call of %zu "
-               "allocator entry point(s)", (unsigned long long)c->o.alloc_period, c->nalloc);
+               "allocator entry point(s), probes: %s", (unsigned long long)c->o.alloc_period, c->nalloc,
+               agent_perf_alloc_how(c->perf));
         for (size_t i = 0; i < c->nalloc; i++)
             agent_log(1, "  uprobe %s+0x%llx (%s)", c->alloc_targets[i].path,
                    (unsigned long long)c->alloc_targets[i].offset,

@@ -22,8 +22,11 @@
  *     sample says it); under --all, where the events are per CPU and see
  *     every switch, the raw record's next_pid (PERF_SAMPLE_RAW): one record
  *     per switch instead of three.
- *   - allocation (--alloc): a uprobe (the uprobe PMU: config1 = the file's
- *     path, config2 = the entry's offset) per allocator entry point,
+ *   - allocation (--alloc): a uprobe per allocator entry point, defined in
+ *     tracefs's uprobe_events and opened by its id (PERF_TYPE_TRACEPOINT)
+ *     where the agent may write there, else through the uprobe PMU
+ *     (config1 = the file's path, config2 = the entry's offset): see
+ *     uprobe.c for why tracefs (a window's events close at once),
  *     sample_period = every Nth call, with the user registers (the size
  *     arguments) and 64 bytes of user stack (the return address, which the
  *     kernel's callchain misses at a function's entry); kernel callchains
@@ -81,6 +84,8 @@ struct agent_perf {
     int *cpu_ring;                  /* per CPU: the fd owning its ring, -1 */
     int ncpu;
     char why_offcpu[512], why_alloc[512];
+    agent_uprobe_set up;            /* --alloc: the tracefs probes (up.v NULL: PMU) */
+    char alloc_how[400];
     uint64_t upto;
     uint64_t lost;
     uint64_t malformed;             /* records that could not be parsed */
@@ -144,9 +149,10 @@ static void attr_stack(struct perf_event_attr *a, const agent_perf_opts *o, agen
                            kind == AGENT_SAMPLE_OFFCPU ? AGENT_OFFCPU_STACK_SIZE : AGENT_ALLOC_STACK_SIZE;
 }
 
-/* kind: AGENT_SAMPLE_CPU, _OFFCPU or _ALLOC (with target t). */
+/* kind: AGENT_SAMPLE_CPU, _OFFCPU or _ALLOC (with target t, and tp_id
+ * its tracefs event's id, 0: the PMU). */
 static int perf_open(pid_t pid, int cpu, const agent_perf_opts *o, int inherit,
-                     agent_sample_kind kind, const agent_uprobe_target *t)
+                     agent_sample_kind kind, const agent_uprobe_target *t, int tp_id)
 {
     struct perf_event_attr a;
     attr_common(&a, inherit);
@@ -174,10 +180,15 @@ static int perf_open(pid_t pid, int cpu, const agent_perf_opts *o, int inherit,
         if (pid == -1) a.sample_type |= PERF_SAMPLE_RAW;   /* next_pid */
         else a.context_switch = 1;                        /* switch-in records */
     } else {
-        a.type = (uint32_t)o->uprobe_type;
-        a.config = 0;                   /* entry, not return probe */
-        a.config1 = (uint64_t)(uintptr_t)t->path;
-        a.config2 = t->offset;
+        if (tp_id > 0) {
+            a.type = PERF_TYPE_TRACEPOINT;
+            a.config = (uint64_t)tp_id;
+        } else {
+            a.type = (uint32_t)o->uprobe_type;
+            a.config = 0;               /* entry, not return probe */
+            a.config1 = (uint64_t)(uintptr_t)t->path;
+            a.config2 = t->offset;
+        }
         /* not PERF_SAMPLE_PERIOD: with it the kernel samples every hit of
          * a software or tracepoint event (perf_swevent_event), whatever
          * the period; each sample stands for alloc_period calls */
@@ -255,6 +266,37 @@ static int perf_map_ring(agent_perf *p, int fd, char *err, size_t errlen)
     return 0;
 }
 
+/* The tracefs event id of allocation target i, 0: the PMU's. */
+static int alloc_tp(const agent_perf *p, size_t i)
+{
+    return p->up.v && i < p->up.n ? p->up.v[i].id : 0;
+}
+
+/* --alloc: the probes in tracefs where it can be (uprobe.c), else the
+ * PMU's; alloc_how says which and why. */
+static void alloc_define(agent_perf *p)
+{
+    char err[300];
+    if (p->o.alloc_probes == AGENT_UPROBES_PMU) {
+        snprintf(p->alloc_how, sizeof p->alloc_how, "uprobe PMU (--alloc-probes pmu)");
+        return;
+    }
+    if (agent_uprobe_define(&p->up, p->o.alloc, p->o.nalloc, err, sizeof err) < 0) {
+        if (p->o.alloc_probes == AGENT_UPROBES_TRACEFS) {
+            snprintf(p->why_alloc, sizeof p->why_alloc, "--alloc-probes tracefs: %.400s", err);
+            p->has_alloc = 0;
+        }
+        snprintf(p->alloc_how, sizeof p->alloc_how, "uprobe PMU (no tracefs probes: %.300s)", err);
+        return;
+    }
+    size_t def = 0;
+    for (size_t i = 0; i < p->up.n; i++) def += p->up.v[i].id > 0;
+    snprintf(p->alloc_how, sizeof p->alloc_how, "tracefs %s/uprobe_events, group %s (%zu of %zu entry points%s)",
+             p->up.dir, p->up.group, def, p->up.n,
+             p->up.kept ? "; kept registered by a disabled event on kthreadd"
+                        : "; no kernel thread to keep them registered: each window's last close waits ~90 ms");
+}
+
 static agent_perf *perf_new(const agent_perf_opts *o, int ncpu)
 {
     agent_perf *p = calloc(1, sizeof *p);
@@ -272,6 +314,7 @@ static agent_perf *perf_new(const agent_perf_opts *o, int ncpu)
     if (!p->rings || !p->pfds || !p->cpu_ring) { agent_perf_close(p); return NULL; }
     p->ncpu = ncpu;
     for (int c = 0; c < ncpu; c++) p->cpu_ring[c] = -1;
+    if (p->has_alloc) alloc_define(p);
     p->alloc_on = p->has_alloc;
     return p;
 }
@@ -335,7 +378,7 @@ static const char *fn_name(agent_alloc_fn fn)
 static int perf_open_at(agent_perf *p, pid_t pid, int cpu, int inherit, int *ring,
                         char *err, size_t errlen)
 {
-    int fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_CPU, NULL);
+    int fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_CPU, NULL, 0);
     if (fd < 0) {
         if (errno == ESRCH) return -2;
         if (errno == ENODEV || errno == EINVAL) return 0;
@@ -344,7 +387,7 @@ static int perf_open_at(agent_perf *p, pid_t pid, int cpu, int inherit, int *rin
     }
     if (perf_attach(p, fd, AGENT_SAMPLE_CPU, NULL, pid, ring, err, errlen) < 0) return -1;
     if (p->has_offcpu) {
-        fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_OFFCPU, NULL);
+        fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_OFFCPU, NULL, 0);
         if (fd < 0 && errno != ESRCH) {
             char why[400];
             agent_perf_explain(errno, why, sizeof why);
@@ -356,7 +399,7 @@ static int perf_open_at(agent_perf *p, pid_t pid, int cpu, int inherit, int *rin
     }
     for (size_t i = 0; p->has_alloc && i < p->o.nalloc; i++) {
         const agent_uprobe_target *t = &p->o.alloc[i];
-        fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_ALLOC, t);
+        fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_ALLOC, t, alloc_tp(p, i));
         if (fd < 0 && errno != ESRCH) {
             char why[400];
             agent_perf_explain(errno, why, sizeof why);
@@ -448,6 +491,7 @@ void agent_perf_close(agent_perf *p)
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     for (size_t i = 0; i < p->nrings; i++) munmap(p->rings[i].meta, (p->pages + 1) * pg);
     for (size_t i = 0; i < p->nfds; i++) close(p->fds[i]);
+    agent_uprobe_undefine(&p->up);      /* after every event on the probes */
     free(p->fds); free(p->fdkind); free(p->rings); free(p->pfds); free(p->scratch);
     free(p->cpu_ring);
     free(p->evs);
@@ -477,21 +521,26 @@ uint64_t agent_perf_upto(const agent_perf *p) { return p->upto; }
 
 /* ---- allocation probes on and off (--alloc-duty) ---- */
 
-/* Closing a perf uprobe event waits for a grace period (the kernel's
- * uprobe_unregister_sync: about 90 ms measured) under a global mutex, so
- * closes are serial, also from several threads; and the breakpoint stays
- * in the process until the last event on it is closed.  So each window
- * ends with a tail of about (events - 1) x 90 ms, events = threads x CPUs
- * x 3 under --pid (12 for 2 threads on 2 CPUs: ~1 s), during which the
- * program still traps; the events are disabled first (at once, no wait),
- * so the tail takes no samples and the window's time is exact.  The same
- * wait makes the agent's exit slow with many events. */
+/* Closing a perf uprobe event of the PMU waits for a grace period (the
+ * kernel's uprobe_unregister_sync: about 90 ms measured) under a global
+ * mutex, so closes are serial, also from several threads; and the
+ * breakpoint stays in the process until the last event on it is closed.
+ * So with PMU probes each window ends with a tail of about (events - 1) x
+ * 90 ms, events = threads x CPUs x 3 under --pid (12 for 2 threads on 2
+ * CPUs: ~1 s), during which the program still traps.  With tracefs probes
+ * (uprobe.c) and their keepers no close waits and the breakpoints leave
+ * at once; without keepers each probe's last close waits, after taking
+ * its breakpoint out: the events are closed in the order they were opened,
+ * so every probe's last event comes after all the others.  The events are
+ * disabled first (at once, no wait), so the tail takes no samples and the
+ * window's time is exact.  The same wait makes the agent's exit slower
+ * (the keepers: ~90 ms per probe). */
 
 /* Opens the allocation events of one (pid, cpu) into the CPU's ring. */
 static int alloc_open_at(agent_perf *p, pid_t pid, int cpu, int inherit, char *err, size_t errlen)
 {
     for (size_t i = 0; i < p->o.nalloc; i++) {
-        int fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_ALLOC, &p->o.alloc[i]);
+        int fd = perf_open(pid, cpu, &p->o, inherit, AGENT_SAMPLE_ALLOC, &p->o.alloc[i], alloc_tp(p, i));
         if (fd < 0) {
             if (errno == ESRCH) return -2;
             snprintf(err, errlen, "perf_event_open of a uprobe: %s", strerror(errno));
@@ -562,6 +611,21 @@ void agent_perf_alloc_off(agent_perf *p, void (*fn)(const agent_sample *s, void 
 }
 
 int agent_perf_alloc_is_on(const agent_perf *p) { return p->alloc_on; }
+
+const char *agent_perf_alloc_how(const agent_perf *p) { return p->alloc_how; }
+
+double agent_perf_alloc_tail_s(const agent_perf *p)
+{
+    size_t ev = agent_perf_alloc_events(p), pmu = 0, unkept = 0;
+    if (ev == 0 || p->o.nalloc == 0) return 0;
+    for (size_t i = 0; i < p->o.nalloc; i++) {
+        if (!alloc_tp(p, i)) pmu++;
+        else if (p->up.v[i].keep < 0) unkept++;
+    }
+    /* every (thread, CPU) has one event per target */
+    double waits = (double)ev * (double)pmu / (double)p->o.nalloc + (double)unkept;
+    return waits > 1 ? (waits - 1) * AGENT_UPROBE_CLOSE_S : 0;
+}
 
 size_t agent_perf_alloc_events(const agent_perf *p)
 {

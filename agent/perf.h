@@ -52,8 +52,10 @@ typedef struct {
      * offset of next_pid in its raw record */
     int offcpu_tp, offcpu_next_pid_off;
     /* --alloc: uprobes (PMU type) on these entry points, a sample every
-     * alloc_period calls (0: none) */
+     * alloc_period calls (0: none); defined in tracefs where it can be
+     * (alloc_probes, uprobe.c), else through the PMU */
     int uprobe_type;
+    agent_uprobes_mode alloc_probes;
     const agent_uprobe_target *alloc;
     size_t nalloc;
     uint64_t alloc_period;
@@ -87,6 +89,14 @@ size_t agent_perf_alloc_events(const agent_perf *p);
 /* Closing a perf uprobe event waits about this long (a grace period under
  * a global mutex: serial), perf.c. */
 #define AGENT_UPROBE_CLOSE_S 0.09
+/* How long the program goes on trapping after agent_perf_alloc_off starts
+ * closing the events open now: 0 with tracefs probes and their keepers;
+ * about AGENT_UPROBE_CLOSE_S per PMU event (or per tracefs probe without
+ * a keeper) but the last, see perf.c. */
+double agent_perf_alloc_tail_s(const agent_perf *p);
+/* How the allocation probes are made, for the log: "tracefs (...)" or
+ * "uprobe PMU (...)" with the reason. */
+const char *agent_perf_alloc_how(const agent_perf *p);
 /* Waits up to timeout_ms for data, then calls fn for every sample read.
  * Answers the number of samples, -1 on error. */
 int agent_perf_poll(agent_perf *p, int timeout_ms,

@@ -44,17 +44,25 @@
 #      a pipe, a contended mutex) against the time the program measured in
 #      each; the shares of the three allocation sites (alloc_objects,
 #      alloc_space) against its counts and bytes: MAE in pp;
-#    - the cost to the profiled program: alloc.c's calls per second alone,
-#      under --alloc (the defaults: every 509th call, probes installed 5 %
-#      of each interval) and under --alloc-duty 1 (always installed), with
-#      0, 100 and 1000 rounds of arithmetic per call (--work; 0 is the
-#      allocation-heavy loop): slowdown in %.  Each probed call is a
+#    - the cost to the profiled program: alloc.c's calls per CPU second
+#      (its own user + system time: the traps are system time, and a run
+#      that gets less of a shared CPU does not look slower) alone, under
+#      --alloc (the defaults: every 307th call, probes installed 3 % of
+#      each interval, tracefs probes where the agent may write tracefs),
+#      the same with --alloc-probes pmu (the uprobe PMU: each window ends
+#      with ~90 ms of traps per event) and under --alloc-duty 1 (always
+#      installed), with 0, 100 and 1000 rounds of arithmetic per call
+#      (--work; 0 is the allocation-heavy loop): slowdown in %, and the
+#      wall-clock calls per second's beside it.  Each probed call is a
 #      breakpoint trap whatever the period, so the slowdown depends on the
-#      calls per second and the duty, not on N.
+#      calls per second and the duty, not on N.  BENCH_AGENT_ALLOC_RUNS=K
+#      repeats each row K times (the spread on a shared machine).
 #
 # Env: BENCH_AGENT_SECONDS=20  seconds per run (6 runs: about 2.5 min in all)
 #      BENCH_AGENT_FDA=1       also the FDA runs (+80 s)
 #      BENCH_AGENT_EXTRA=0     without the runs of 5. (about 2 min)
+#      BENCH_AGENT_ONLY=alloc  only the allocation runs of 5. (accuracy and
+#                              the cost table: about 4 min per repeat)
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: bash bench/bench_agent.sh FLAMEDB AGENT" >&2
@@ -146,6 +154,8 @@ mae() {  # "a b c" "a b c" -> mean absolute error
         for (i = 1; i <= 3; i++) { d = x[i] - y[i]; s += d < 0 ? -d : d } printf "%.2f", s / 3 }'
 }
 
+ONLY=${BENCH_AGENT_ONLY:-}
+if [ -z "$ONLY" ]; then
 echo
 echo "== accuracy (fp build, --unwind fp, 2 threads, $SECS s per frequency)"
 printf '%-6s %-8s %-26s %-26s %-8s\n' Hz samples "agent a/b/c %" "truth a/b/c %" "MAE pp"
@@ -210,6 +220,7 @@ printf '%-22s %-12s %-12s %-12s %-10s\n' "agent dwarf 99 Hz" "$DW_CPU" "$DW_CPU_
 [ -n "${PD_S:-}" ] && printf '%-22s %-12s %-12s %-12s\n' "perf dwarf pipeline" "$(awk -v s="$PD_S" -v t="$SECS" 'BEGIN { printf "%.2f", s / t * 100 }')" "$PD_S" "dwarf/dwarf $(ratio "$DW_CPU_S" "$PD_S")"
 echo "RESULT agent overhead fp 99 Hz: $FP_CPU % of a core (target <= 1), VmHWM $FP_RSS MB (target <= 30), $(ratio "$FP_CPU_S" "${PF_S:-}") x perf -g pipeline (target <= 0.5)"
 echo "RESULT agent overhead dwarf 99 Hz: $DW_CPU % of a core (target <= 3), VmHWM $DW_RSS MB (target <= 30)$([ -n "${PD_S:-}" ] && echo ", $(ratio "$DW_CPU_S" "$PD_S") x perf dwarf pipeline")"
+fi   # BENCH_AGENT_ONLY
 
 # ---- off-CPU and allocation profiles (issue 13) ---------------------------
 # extra_run NAME SECS "WORKLOAD ARGS" AGENT-ARGS...: the program for SECS + 2
@@ -253,11 +264,13 @@ typed_shares() {
 }
 fmt3() { awk -v s="$1" 'BEGIN { split(s, x, " "); printf "%.1f/%.1f/%.1f", x[1], x[2], x[3] }'; }
 
-if [ "${BENCH_AGENT_EXTRA:-1}" != 0 ]; then
+if [ "${BENCH_AGENT_EXTRA:-1}" != 0 ] || [ "$ONLY" = alloc ]; then
     XS=${BENCH_AGENT_EXTRA_SECONDS:-10}
     echo
     echo "== off-CPU and allocation profiles (issue 13), --unwind fp, 99 Hz, $XS s per run"
     printf '%-40s %-12s %-10s\n' run "CPU % core" "VmHWM MB"
+    WL_cpu=-; WL_offcpu=-; WL_alloc=-; OFF0=-; OFF1=-; OS="0 0 0"; OT="0 0 0"; OM=-
+    if [ "$ONLY" != alloc ]; then
     for mode in cpu offcpu alloc; do
         case $mode in cpu) a=() ;; offcpu) a=(--offcpu) ;; alloc) a=(--alloc) ;; esac
         extra_run "x_wl_$mode" "$XS" "$TMP/workload_fp $((XS + 2)) 2" --no-kernel "${a[@]}"
@@ -275,6 +288,7 @@ if [ "${BENCH_AGENT_EXTRA:-1}" != 0 ]; then
     OT=$(jq -r '.share | [.site_sleep, .site_read, .site_lock] | map(. * 100) | map(tostring) | join(" ")' "$TMP/x_off.truth")
     OS=$(typed_shares x_off offcpu "site_sleep site_read site_lock")
     OM=$(mae "$OS" "$OT")
+    fi   # not BENCH_AGENT_ONLY=alloc
     extra_run x_alloc "$XS" "$TMP/alloc $((XS + 2)) 1 --truth --work 100" --alloc
     printf '%-40s %-12s %-10s\n' "alloc.c (--work 100), --alloc" "$CPU_PCT" "$RSS_MB"
     AL1="$CPU_PCT % / $RSS_MB MB"
@@ -284,15 +298,17 @@ if [ "${BENCH_AGENT_EXTRA:-1}" != 0 ]; then
     AS2=$(typed_shares x_alloc alloc_space "site_a site_b site_c")
     echo
     printf '%-26s %-22s %-22s %-8s\n' profile "agent %" "truth %" "MAE pp"
-    printf '%-26s %-22s %-22s %-8s\n' "offcpu sleep/read/lock" "$(fmt3 "$OS")" "$(fmt3 "$OT")" "$OM"
+    [ "$ONLY" = alloc ] || printf '%-26s %-22s %-22s %-8s\n' "offcpu sleep/read/lock" "$(fmt3 "$OS")" "$(fmt3 "$OT")" "$OM"
     printf '%-26s %-22s %-22s %-8s\n' "alloc_objects a/b/c" "$(fmt3 "$AS1")" "$(fmt3 "$AT1")" "$(mae "$AS1" "$AT1")"
     printf '%-26s %-22s %-22s %-8s\n' "alloc_space a/b/c" "$(fmt3 "$AS2")" "$(fmt3 "$AT2")" "$(mae "$AS2" "$AT2")"
     echo
-    echo "cost to the profiled program: alloc.c calls/s alone (10 s), under --alloc with the defaults"
-    echo "(every 509th call, probes in a 0.5 s window of each 10 s interval; 20 s: 2 windows) and"
-    echo "under --alloc-duty 1 (always installed; 8 s); one thread"
-    printf '%-8s %-14s %-16s %-12s %-16s %-12s\n' "--work" "alone" "--alloc" "slowdown %" "--alloc-duty 1" "slowdown %"
-    cost_run() {  # WORK SECONDS AGENT-ARGS...: sets R (calls/s)
+    echo "cost to the profiled program: alloc.c calls per CPU second alone (10 s), under --alloc with the"
+    echo "defaults (every 307th call, probes in a 0.3 s window of each 10 s interval; 20 s: 2 windows),"
+    echo "the same with --alloc-probes pmu, and under --alloc-duty 1 (always installed; 8 s); one thread;"
+    echo "slowdown in calls per CPU second (wall: in calls per second)"
+    printf '%-6s %-12s %-12s %-18s %-12s %-18s %-12s %-18s\n' "--work" "alone" "--alloc" "slowdown % (wall)" \
+        "pmu" "slowdown % (wall)" "duty 1" "slowdown % (wall)"
+    cost_run() {  # WORK SECONDS AGENT-ARGS...: sets R (calls per CPU second), RW (per second)
         local w=$1 s=$2
         shift 2
         "$TMP/alloc" "$s" 1 --truth --work "$w" >"$TMP/probed.$w" 2>&1 &
@@ -304,22 +320,29 @@ if [ "${BENCH_AGENT_EXTRA:-1}" != 0 ]; then
         fi
         wait "$WPID"; WPID=""
         [ -n "$APID" ] && { kill -TERM "$APID" 2>/dev/null; wait "$APID"; APID=""; }
-        R=$(jq -r .calls_per_s "$TMP/probed.$w")
+        R=$(jq -r .calls_per_cpu_s "$TMP/probed.$w")
+        RW=$(jq -r .calls_per_s "$TMP/probed.$w")
     }
+    slow() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (1 - b / a) * 100 }'; }
     for w in 0 100 1000; do
-        cost_run "$w" 10; r0=$R
-        cost_run "$w" 20 --alloc; r1=$R
-        cost_run "$w" 8 --alloc --alloc-duty 1; r2=$R
-        sd=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.1f", (1 - b / a) * 100 }')
-        sd1=$(awk -v a="$r0" -v b="$r2" 'BEGIN { printf "%.1f", (1 - b / a) * 100 }')
-        printf '%-8s %-14.0f %-16.0f %-12s %-16.0f %-12s\n' "$w" "$r0" "$r1" "$sd" "$r2" "$sd1"
-        eval "SD_$w=$sd; SA_$w=$sd1"
+        for _ in $(seq "${BENCH_AGENT_ALLOC_RUNS:-1}"); do
+            cost_run "$w" 10; r0=$R; w0=$RW
+            cost_run "$w" 20 --alloc; r1=$R; w1=$RW
+            cost_run "$w" 20 --alloc --alloc-probes pmu; r2=$R; w2=$RW
+            cost_run "$w" 8 --alloc --alloc-duty 1; r3=$R; w3=$RW
+            sd=$(slow "$r0" "$r1"); sp=$(slow "$r0" "$r2"); sa=$(slow "$r0" "$r3")
+            printf '%-6s %-12.0f %-12.0f %-18s %-12.0f %-18s %-12.0f %-18s\n' "$w" "$r0" "$r1" "$sd ($(slow "$w0" "$w1"))" \
+                "$r2" "$sp ($(slow "$w0" "$w2"))" "$r3" "$sa ($(slow "$w0" "$w3"))"
+            eval "SD_$w=$sd; SP_$w=$sp; SA_$w=$sa"
+        done
     done
-    echo "  (a probed run includes the agent's start, ~0.1-0.3 s unprobed)"
-    echo "RESULT agent 99 Hz on workload.c: on-CPU $WL_cpu, --offcpu $WL_offcpu, --alloc $WL_alloc (CPU % core / VmHWM)"
-    echo "RESULT agent --offcpu on offcpu.c: $OFF1 (on-CPU only: $OFF0); share MAE $OM pp"
+    echo "  (a probed run includes the agent's start, ~0.1-0.3 s unprobed; load average now $(cut -d' ' -f1-3 /proc/loadavg))"
+    if [ "$ONLY" != alloc ]; then
+        echo "RESULT agent 99 Hz on workload.c: on-CPU $WL_cpu, --offcpu $WL_offcpu, --alloc $WL_alloc (CPU % core / VmHWM)"
+        echo "RESULT agent --offcpu on offcpu.c: $OFF1 (on-CPU only: $OFF0); share MAE $OM pp"
+    fi
     echo "RESULT agent --alloc on alloc.c: $AL1; share MAE objects $(mae "$AS1" "$AT1") pp, space $(mae "$AS2" "$AT2") pp"
-    echo "RESULT agent --alloc slowdown of the allocation loop at the defaults: $SD_0 % (0 work/call), $SD_100 % (100), $SD_1000 % (1000) (target <= 5); always installed: $SA_0 %, $SA_100 %, $SA_1000 %"
+    echo "RESULT agent --alloc slowdown of the allocation loop at the defaults (calls per CPU second, last run): $SD_0 % (0 work/call), $SD_100 % (100), $SD_1000 % (1000) (target <= 5); --alloc-probes pmu: $SP_0 %, $SP_100 %, $SP_1000 %; always installed: $SA_0 %, $SA_100 %, $SA_1000 %"
 fi
 
 [ "${BENCH_AGENT_FDA:-0}" = 1 ] || exit 0

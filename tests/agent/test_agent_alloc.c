@@ -1,14 +1,19 @@
 /* test_agent_alloc.c — allocation profiles (agent/alloc.c, uprobe.c): the
- * size from the arguments, the weights of a sample, nested calls, and the
+ * size from the arguments, the weights of a sample, nested calls, the
  * entry points found in this process's own libc, checked against where
- * the dynamic linker put malloc, calloc and realloc. */
+ * the dynamic linker put malloc, calloc and realloc, and (as root, with
+ * tracefs) their probes defined in uprobe_events, kept, and removed, with
+ * the leftovers of a dead agent. */
 #include <string.h>
 
 #include "../unit/testutil.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../agent/agent.h"
@@ -120,6 +125,82 @@ static void uprobe_pmu(void **state)
     }
 }
 
+/* DIR/uprobe_events's text, malloc'd ("" when unreadable). */
+static char *uprobe_events(const char *dir)
+{
+    char path[128], *text = NULL;
+    snprintf(path, sizeof path, "%s/uprobe_events", dir);
+    if (agent_read_file(path, &text, NULL) < 0) return strdup("");
+    return text;
+}
+
+static void tracefs_probes(void **state)
+{
+    (void)state;
+    const char *dir = access("/sys/kernel/tracing/uprobe_events", W_OK) == 0 ? "/sys/kernel/tracing" :
+                      access("/sys/kernel/debug/tracing/uprobe_events", W_OK) == 0 ? "/sys/kernel/debug/tracing" : NULL;
+    char err[512];
+    agent_uprobe_target *v = NULL;
+    size_t n = 0;
+    assert_int_equal(agent_alloc_targets((pid_t[]){ getpid() }, 1, &v, &n, err, sizeof err), 0);
+    agent_uprobe_set s;
+    if (!dir) {                         /* not root, or no tracefs: refused, said why */
+        assert_int_equal(agent_uprobe_define(&s, v, n, err, sizeof err), -1);
+        assert_non_null(strstr(err, "uprobe_events"));
+        assert_null(s.v);
+        free(v);
+        skip();
+    }
+    /* the group a dead agent left: a pid that exited */
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    assert_true(dead > 0);
+    waitpid(dead, NULL, 0);
+    char line[4300], group[64];
+    snprintf(group, sizeof group, "flamedb_%d/", (int)dead);
+    snprintf(line, sizeof line, "p:flamedb_%d/malloc_0 %s:0x%llx", (int)dead, v[0].path,
+             (unsigned long long)v[0].offset);
+    char path[128];
+    snprintf(path, sizeof path, "%s/uprobe_events", dir);
+    int fd = open(path, O_WRONLY | O_APPEND);
+    if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+        fail_msg("%s: %s: %s", path, line, strerror(errno));
+    close(fd);
+    char *text = uprobe_events(dir);
+    assert_non_null(strstr(text, group));
+    free(text);
+
+    assert_int_equal(agent_uprobe_define(&s, v, n, err, sizeof err), 0);
+    assert_int_equal(s.n, n);
+    char own[64];
+    snprintf(own, sizeof own, "flamedb_%d", (int)getpid());
+    assert_string_equal(s.group, own);
+    text = uprobe_events(dir);
+    assert_null(strstr(text, group));               /* the dead agent's removed */
+    for (size_t i = 0; i < n; i++) {
+        assert_true(s.v[i].id > 0);
+        assert_int_equal(s.v[i].fn, v[i].fn);
+        /* p:flamedb_PID/malloc_0 /usr/lib/...libc.so.6:0x0000000000098930 */
+        snprintf(line, sizeof line, "%s/%s_%zu %s:0x%016llx", own,
+                 v[i].fn == AGENT_ALLOC_MALLOC ? "malloc" : v[i].fn == AGENT_ALLOC_CALLOC ? "calloc" : "realloc",
+                 i, v[i].path, (unsigned long long)v[i].offset);
+        assert_non_null(strstr(text, line));
+        /* kthreadd is a kernel thread outside a container: every probe kept */
+        if (s.kept) assert_true(s.v[i].keep >= 0);
+    }
+    free(text);
+    char comm[64] = "";
+    FILE *cf = fopen("/proc/2/comm", "r");
+    if (cf) { if (!fgets(comm, sizeof comm, cf)) comm[0] = 0; fclose(cf); }
+    if (strncmp(comm, "kthreadd", 8) == 0) assert_true(s.kept);
+    agent_uprobe_undefine(&s);
+    assert_null(s.v);
+    text = uprobe_events(dir);
+    assert_null(strstr(text, own));                 /* ours removed */
+    free(text);
+    free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +210,7 @@ int main(void)
         cmocka_unit_test(counted),
         cmocka_unit_test(finds_libc_entry_points),
         cmocka_unit_test(uprobe_pmu),
+        cmocka_unit_test(tracefs_probes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -157,17 +157,16 @@ alloc_run() {
     assert_contains "site_b's calloc" "$k" "site_b;"
 }
 
-# Duty cycling: every 509th call (the default), the probes in 30 % of each
-# 5 s interval (1.5 s windows; the default 5 % would leave 0.25 s windows,
+# Duty cycling: every Nth call (the default), the probes in 30 % of each
+# 5 s interval (1.5 s windows; the default 3 % would leave 0.15 s windows,
 # too few samples on a loaded 2-core runner for ±5 pp), the estimates
-# scaled up.  (5 s: the 12 probes of 2 threads on 2 CPUs take ~1 s to
-# close, under a quarter of the interval.)
+# scaled up.
 test_alloc_shares() {
     local on off
     alloc_run at-alloc 5 11 --alloc --alloc-duty 0.3
     on=$(grep -c 'allocation probes on for' "$ALOG")
     off=$(grep -c 'allocation probes off' "$ALOG")
-    assert_ge "probe windows opened (one per 2 s interval)" 2 "$on"
+    assert_ge "probe windows opened (one per 5 s interval)" 2 "$on"
     assert_ge "probe windows closed" 2 "$off"
 }
 
@@ -178,20 +177,86 @@ test_alloc_shares_always_on() {
     if grep -q 'allocation probes on for' "$ALOG"; then fail "--alloc-duty 1 closed and reopened the probes"; fi
 }
 
-# Where closing the probes at each window's end would take more than a
-# quarter of the interval (12 probes, ~1 s, in 2 s intervals), they stay
-# installed, and the agent says so.
-test_alloc_duty_falls_back() {
+# The uprobe PMU (--alloc-probes pmu): where closing the probes at each
+# window's end would take more than a quarter of the interval (12 events of
+# 2 threads on 2 CPUs, ~90 ms each, in 2 s intervals), they stay
+# installed, and the agent says so.  (On a 1-CPU machine: 6 events, 0.45 s,
+# under the quarter: no fallback to see.)
+test_alloc_duty_falls_back_pmu() {
+    [ "$(nproc)" -ge 2 ] || skip "one CPU: 6 PMU events close within a quarter of the interval"
     "$AT_BUILD/alloc" 5 1 >/dev/null 2>&1 &
     WPID=$!
     sleep 0.3
-    "$AGENT" --pid "$WPID" --alloc --interval 2 --duration 3 --no-kernel --unwind fp --verbose \
+    "$AGENT" --pid "$WPID" --alloc --alloc-probes pmu --interval 2 --duration 3 --no-kernel --unwind fp --verbose \
         --output "$AT_TMP/out.txt" >"$AT_TMP/agent.log" 2>&1 || die "agent failed: $(tail -3 "$AT_TMP/agent.log")"
     ALOG=$AT_TMP/agent.log
     check_available --alloc
+    assert_contains "the PMU is used" "$(cat "$ALOG")" "probes: uprobe PMU (--alloc-probes pmu)"
     assert_contains "the fallback is logged" "$(cat "$ALOG")" "they stay installed (--alloc-duty 1)"
     if grep -q 'allocation probes on for' "$ALOG"; then fail "the probes were closed and reopened"; fi
     assert_contains "allocation profiles written" "$(grep '^# ' "$AT_TMP/out.txt")" "type=alloc_objects"
+}
+
+# tracefs probes (the default as root): one registration per allocator,
+# kept by a disabled event on kthreadd, so a window's 12 events close at
+# once and the same 2 s intervals keep their windows (no fallback).  The
+# probes are in uprobe_events under the agent's group while it runs, gone
+# after; a group left by an agent that died (a pid that exited) is removed
+# at the start.
+test_alloc_tracefs_probes() {
+    local ue dead libc off apid log
+    ue=/sys/kernel/tracing/uprobe_events
+    [ -w "$ue" ] || ue=/sys/kernel/debug/tracing/uprobe_events
+    [ -w "$ue" ] || skip "no writable uprobe_events (tracefs not mounted, or not root)"
+    libc=$(awk '$2 ~ /x/ && $6 ~ /libc[.-]/ { print $6; exit }' /proc/self/maps)
+    [ -n "$libc" ] || die "no libc in /proc/self/maps"
+    off=$(readelf -sW --dyn-syms "$libc" 2>/dev/null | awk '$8 ~ /^malloc(@|$)/ && $4 == "FUNC" { print $2; exit }')
+    [ -n "$off" ] || skip "no malloc symbol in $libc (readelf)"
+    sh -c 'exit 0' & dead=$!
+    wait "$dead"
+    echo "p:flamedb_$dead/malloc_0 $libc:0x$off" >>"$ue" || die "cannot write $ue"
+    assert_contains "the dead agent's group is planted" "$(cat "$ue")" "flamedb_$dead/"
+    "$AT_BUILD/alloc" 8 1 >/dev/null 2>&1 &
+    WPID=$!
+    sleep 0.3
+    log=$AT_TMP/agent.log
+    "$AGENT" --pid "$WPID" --alloc --interval 2 --alloc-duty 0.25 --duration 5 --no-kernel --unwind fp --verbose \
+        --output "$AT_TMP/out.txt" >"$log" 2>&1 &
+    apid=$!
+    ALOG=$log
+    for _ in $(seq 100); do grep -q 'allocation probes on for' "$log" && break; kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
+    assert_contains "the agent's probes are in uprobe_events while it runs" "$(cat "$ue")" "flamedb_$apid/malloc_"
+    wait "$apid" || die "agent failed: $(tail -3 "$log")"
+    check_available --alloc
+    assert_contains "tracefs is used" "$(cat "$log")" "probes: tracefs"
+    if [ "$(cat /proc/2/comm 2>/dev/null)" = kthreadd ]; then
+        assert_contains "kept by kthreadd" "$(cat "$log")" "kept registered by a disabled event on kthreadd"
+    fi
+    if grep -q 'they stay installed' "$log"; then fail "tracefs probes fell back to always installed: $(grep 'stay installed' "$log")"; fi
+    assert_ge "probe windows opened (2 s intervals)" 2 "$(grep -c 'allocation probes on for' "$log")"
+    assert_ge "probe windows closed" 2 "$(grep -c 'allocation probes off' "$log")"
+    assert_contains "allocation profiles written" "$(grep '^# ' "$AT_TMP/out.txt")" "type=alloc_objects"
+    if grep -q "flamedb_$dead/" "$ue"; then fail "the dead agent's group was not removed: $(grep "flamedb_$dead/" "$ue")"; fi
+    if grep -q "flamedb_$apid/" "$ue"; then fail "the agent's probes stayed after its exit: $(grep "flamedb_$apid/" "$ue")"; fi
+}
+
+# As a user who may not write tracefs, --alloc-probes tracefs says why and
+# the on-CPU profile goes on.
+test_alloc_probes_tracefs_refused() {
+    local out
+    command -v setpriv >/dev/null || die "setpriv (util-linux) is needed"
+    [ "$(id -u)" = 0 ] || die "this test drops to user nobody and so must start as root"
+    chmod 777 "$AT_TMP"
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$AT_BUILD/alloc" 5 1 >/dev/null 2>&1 &
+    WPID=$!
+    sleep 0.3
+    out=$(cd / && timeout 30 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$AGENT" --pid "$WPID" --alloc --alloc-probes tracefs --no-kernel --unwind fp --interval 1 --duration 2 \
+        --output "$AT_TMP/out.txt" 2>&1)
+    [ $? = 0 ] || die "agent as nobody with --alloc-probes tracefs failed: $out"
+    assert_contains "the reason is logged" "$out" "--alloc: no allocation profiles: --alloc-probes tracefs: no writable uprobe_events"
+    assert_contains "on-CPU profiles still written" "$(grep '^# ' "$AT_TMP/out.txt")" "rate=99"
+    if grep -q 'type=alloc_objects' "$AT_TMP/out.txt"; then fail "an allocation profile without probes"; fi
 }
 
 # The kernel refuses the tracepoint to an unprivileged agent (tracefs is
