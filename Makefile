@@ -29,7 +29,7 @@ LDFLAGS += -pthread $(SAN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) libelf libdw 2>/dev/null) -I$(BUILD)/gen
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -liberty -lstdc++ -lm
 
-LIB_SRC := $(wildcard storage/*.c ingest/*.c query/*.c cluster/*.c)
+LIB_SRC := $(wildcard common/*.c storage/*.c ingest/*.c query/*.c cluster/*.c client/*.c)
 LIB_CXX := $(wildcard query/*.cc)
 SRV_SRC := $(wildcard server/*.c)
 WEB     := $(sort $(wildcard web/*))
@@ -44,7 +44,7 @@ TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test
 AGENT_PKGS := libelf libdw libcurl zlib
 AGENT_SRC  := $(filter-out agent/main.c,$(wildcard agent/*.c))
 # ingest/demangle.c (libiberty's demangler, issue 13) is shared with the server.
-AGENT_OBJ  := $(AGENT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/ingest/demangle.o
+AGENT_OBJ  := $(AGENT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/ingest/demangle.o $(BUILD)/client/push.o $(BUILD)/common/gzip.o
 AGENT_BIN  := $(if $(wildcard agent/main.c),$(BIN)/flamedb-agent)
 AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -liberty -lm
 AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/%,$(wildcard tests/agent/test_*.c))

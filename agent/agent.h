@@ -23,7 +23,7 @@
  *   fold.c      folded profiles under construction
  *   fsp.c       Atys FSP thread pruning;  fda.c: Atys FDA frequency
  *   url.c       the ingest URL
- *   push.c      HTTP POST with libcurl and gzip
+ *   ../client/push.c  the folded-push client (HTTP POST, keep-alive, gzip; shared with flamedb import)
  *   spool.c     profiles on disk while the server is unreachable
  *   deliver.c   push or spool, with backoff, replaying in order
  *   fleet.c     fleet control: heartbeat, the server's plan (issue 13)
@@ -64,7 +64,7 @@
 #include "offcpu.h"
 #include "perf.h"
 #include "proc.h"
-#include "push.h"
+#include "../client/push.h"
 #include "readfile.h"
 #include "spool.h"
 #include "symbols.h"

@@ -26,7 +26,7 @@
 #include <time.h>
 
 struct agent_deliver {
-    agent_push *push;
+    client_push *push;
     agent_spool spool;
     int have_spool, temp_spool;
     char spool_dir[256];
@@ -47,12 +47,12 @@ agent_deliver *agent_deliver_open(const agent_deliver_opts *o, agent_metrics *m,
     agent_deliver *d = calloc(1, sizeof *d);
     if (!d) { snprintf(err, errlen, "out of memory"); return NULL; }
     d->m = m;
-    d->push = agent_push_new();
+    d->push = client_push_new();
     if (!d->push) { snprintf(err, errlen, "libcurl initialization failed"); goto fail; }
     char token[1100];
     if (o->token && o->token_file) { snprintf(err, errlen, "--token and --token-file exclude each other"); goto fail; }
-    if (o->token_file && agent_token_read(o->token_file, token, sizeof token, err, errlen) < 0) goto fail;
-    if (agent_push_auth(d->push, o->token_file ? token : o->token, o->tenant, o->ca, err, errlen) < 0)
+    if (o->token_file && client_token_read(o->token_file, token, sizeof token, err, errlen) < 0) goto fail;
+    if (client_push_auth(d->push, o->token_file ? token : o->token, o->tenant, o->ca, err, errlen) < 0)
         goto fail;
     const char *dir = o->spool;
     if (!dir) {
@@ -74,7 +74,7 @@ fail:
 void agent_deliver_close(agent_deliver *d)
 {
     if (!d) return;
-    agent_push_free(d->push);
+    client_push_free(d->push);
     if (d->have_spool) {
         size_t left = agent_spool_count(&d->spool);
         if (left && d->temp_spool)
@@ -99,7 +99,7 @@ static int send_cb(const char *url, const void *body, size_t len, void *arg)
     char err[600];
     int retryable;
     d->attempts++;
-    if (agent_push_send(d->push, url, body, len, &retryable, err, sizeof err) == 0) {
+    if (client_push_send(d->push, url, body, len, NULL, &retryable, err, sizeof err) == 0) {
         d->m->profiles_pushed++;
         d->m->samples_delivered += agent_folded_total(body, len);
         d->last_push = (int64_t)time(NULL);
@@ -174,4 +174,4 @@ uint64_t agent_deliver_attempts(const agent_deliver *d) { return d->attempts; }
 uint64_t agent_deliver_failures(const agent_deliver *d) { return d->failures; }
 const char *agent_deliver_last_error(const agent_deliver *d) { return d->last_error; }
 int64_t agent_deliver_last_push(const agent_deliver *d) { return d->last_push; }
-agent_push *agent_deliver_push(agent_deliver *d) { return d->push; }
+client_push *agent_deliver_push(agent_deliver *d) { return d->push; }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "metrics.h"
-#include "push.h"
+#include "../client/push.h"
 
 typedef struct {
     const char *token, *token_file;  /* --token, --token-file (exclusive) */
@@ -40,6 +40,6 @@ const char *agent_deliver_last_error(const agent_deliver *d);
 /* When the last push was accepted (unix s), 0 never. */
 int64_t agent_deliver_last_push(const agent_deliver *d);
 /* The connection (its auth), for other requests to the same server. */
-agent_push *agent_deliver_push(agent_deliver *d);
+client_push *agent_deliver_push(agent_deliver *d);
 
 #endif

@@ -92,7 +92,7 @@ static void heartbeat(agent_ctx *c)
     long status = 0;
     const char *answer = NULL;
     double sent = agent_wall_s();
-    int rc = agent_push_json(agent_deliver_push(c->deliver), url, body, len, &status, &answer, err, sizeof err);
+    int rc = client_push_json(agent_deliver_push(c->deliver), url, body, len, &status, &answer, err, sizeof err);
     free(body);
     agent_fleet_plan plan;
     if (rc == 0 && agent_fleet_plan_parse(answer, strlen(answer), &plan, err, sizeof err) == 0) {

@@ -15,38 +15,11 @@
  * time_nanos is from and duration_nanos is until − from. */
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "../common/gzip.h"
 #include "../storage/frame.h"
 #include "profile.pb-c.h"
 #include "query_internal.h"
-
-int query_gzip(const void *in, size_t len, char **out, size_t *out_len)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
-    size_t cap = deflateBound(&z, (uLong)len) + 32;
-    char *buf = malloc(cap);
-    if (!buf) {
-        deflateEnd(&z);
-        return -1;
-    }
-    z.next_in = (Bytef *)(uintptr_t)in;
-    z.avail_in = (uInt)len;
-    z.next_out = (Bytef *)buf;
-    z.avail_out = (uInt)cap;
-    int rc = deflate(&z, Z_FINISH);
-    size_t n = cap - z.avail_out;
-    deflateEnd(&z);
-    if (rc != Z_STREAM_END) {
-        free(buf);
-        return -1;
-    }
-    *out = buf;
-    *out_len = n;
-    return 0;
-}
 
 typedef Perftools__Profiles__Profile pb_profile;
 
@@ -316,7 +289,7 @@ char *query_tree_pprof(store_reader *r, const query_tree *t, const char *type, i
     packed = malloc(n ? n : 1);
     if (!packed) goto done;
     perftools__profiles__profile__pack(&o.prof, (uint8_t *)packed);
-    if (query_gzip(packed, n, &gz, len)) gz = NULL;
+    if (gzip_compress(packed, n, (unsigned char **)&gz, len)) gz = NULL;
 done:
     free(packed);
     out_free(&o);

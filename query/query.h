@@ -421,7 +421,4 @@ const char *query_block_unit(const store_block *b, uint64_t *weight);
 char *query_tree_pprof(store_reader *r, const query_tree *t, const char *type, int64_t from_ms, int64_t until_ms,
                        size_t *len);
 
-/* Gzips in into a new malloc'd buffer (gzip header, zlib deflate). */
-int query_gzip(const void *in, size_t len, char **out, size_t *out_len);
-
 #endif

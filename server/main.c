@@ -1,6 +1,6 @@
 /* main.c — the flamedb command: `flamedb serve` and its flags, `flamedb
  * migrate`, `flamedb check` (storage/check.c does the work, this prints it)
- * and `flamedb import` (server/import.c).
+ * and `flamedb import` (client/import.c).
  *
  * serve opens the store, starts the HTTP server and waits for SIGINT or
  * SIGTERM; then it stops accepting, lets requests in flight finish, closes
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../client/import.h"
 #include "../query/query.h"
 #include "srv.h"
 
@@ -844,7 +845,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "serve")) return serve(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "import")) return srv_import_main(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "import")) return client_import_main(argc - 2, argv + 2);
     if (!strcmp(argv[1], "migrate")) return migrate(argc - 2, argv + 2);
     if (!strcmp(argv[1], "check")) return check(argc - 2, argv + 2);
     fprintf(stderr, "flamedb: unknown command '%s'\n\n%s", argv[1], usage_main);

@@ -383,10 +383,6 @@ int srv_metrics_tenants_load(srv_ctx *srv, const srv_auth *a);
 void srv_metrics_free(srv_ctx *srv);
 const char *srv_route_name(srv_route route);
 
-/* import.c: `flamedb import` (a client: perf script and folded files
- * pushed over HTTP). */
-int srv_import_main(int argc, char **argv);
-
 /* log.c: one line per event on stderr.  Each format string may log a
  * burst of lines a minute; more are counted and summed up in one line, so
  * that no client can flood the log (issue 12: 12 M lines in 30 s). */

@@ -15,7 +15,7 @@
  *
  * Pushes go to POST /api/v1/ingest with service, --labels, from, until and
  * rate (when --rate is given) as parameters, gzip'd, over one keep-alive
- * libcurl handle.  Any HTTP error stops the import with the server's JSON
+ * connection (client/push.c, the agent's push client too).  Any HTTP error stops the import with the server's JSON
  * error and a non-zero exit.
  *
  * A server with --auth takes the token of --token or --token-file (the
@@ -33,8 +33,8 @@
 #include <unistd.h>
 
 #include "../ingest/ingest.h"
-#include "../query/query.h"
-#include "srv.h"
+#include "import.h"
+#include "push.h"
 
 static const char usage_import[] =
     "Usage: flamedb import --server URL --service NAME [flags] FILE...\n"
@@ -69,10 +69,9 @@ static const char usage_import[] =
 typedef struct {
     const char *server, *service, *labels;
     const char *token, *token_file, *tenant, *ca;
-    char *auth_header, *tenant_header;  /* "Authorization: Bearer ...", "X-Scope-OrgID: ..." */
     double rate;
     int64_t window_ms;
-    CURL *curl;
+    client_push *push;
     int progress;          /* stderr is a terminal */
     uint64_t profiles, samples;
 } importer;
@@ -94,18 +93,13 @@ static int sbuf_put(sbuf *s, const char *p, size_t n)
     return 0;
 }
 
-static int sbuf_esc(sbuf *s, CURL *c, const char *v, size_t n)
+static int sbuf_esc(sbuf *s, const char *v, size_t n)
 {
-    char *e = curl_easy_escape(c, v, (int)n);
+    char *e = curl_easy_escape(NULL, v, (int)n);
     if (!e) return -1;
     int rc = sbuf_put(s, e, strlen(e));
     curl_free(e);
     return rc;
-}
-
-static size_t collect(char *p, size_t size, size_t n, void *arg)
-{
-    return sbuf_put(arg, p, size * n) ? 0 : size * n;
 }
 
 /* The ingest URL of one profile. */
@@ -116,7 +110,7 @@ static int build_url(importer *im, sbuf *u, int64_t from_ms, int64_t until_ms)
     size_t bl = strlen(base);
     while (bl && base[bl - 1] == '/') bl--;
     if (sbuf_put(u, base, bl) || sbuf_put(u, "/api/v1/ingest?service=", 23) ||
-        sbuf_esc(u, im->curl, im->service, strlen(im->service)))
+        sbuf_esc(u, im->service, strlen(im->service)))
         return -1;
     snprintf(num, sizeof num, "&from=%lld.%03lld&until=%lld.%03lld", (long long)(from_ms / 1000),
              (long long)(from_ms % 1000), (long long)(until_ms / 1000), (long long)(until_ms % 1000));
@@ -134,8 +128,8 @@ static int build_url(importer *im, sbuf *u, int64_t from_ms, int64_t until_ms)
                 fprintf(stderr, "flamedb import: --labels: '%.*s' is not k=v\n", (int)n, p);
                 return -2;
             }
-            if (sbuf_put(u, "&", 1) || sbuf_esc(u, im->curl, p, (size_t)(eq - p)) || sbuf_put(u, "=", 1) ||
-                sbuf_esc(u, im->curl, eq + 1, n - (size_t)(eq - p) - 1))
+            if (sbuf_put(u, "&", 1) || sbuf_esc(u, p, (size_t)(eq - p)) || sbuf_put(u, "=", 1) ||
+                sbuf_esc(u, eq + 1, n - (size_t)(eq - p) - 1))
                 return -1;
         }
         p = comma ? comma + 1 : NULL;
@@ -147,55 +141,30 @@ static int build_url(importer *im, sbuf *u, int64_t from_ms, int64_t until_ms)
 static int push(importer *im, const char *what, const char *body, size_t len, int64_t from_ms, int64_t until_ms,
                 uint64_t samples)
 {
-    sbuf url = { 0 }, resp = { 0 };
-    char *gz = NULL;
-    size_t gz_len = 0;
+    sbuf url = { 0 };
     int rc = build_url(im, &url, from_ms, until_ms);
     if (rc) {
         if (rc == -1) fprintf(stderr, "flamedb import: out of memory\n");
         free(url.b);
         return -1;
     }
-    if (query_gzip(body, len, &gz, &gz_len)) {
-        fprintf(stderr, "flamedb import: out of memory compressing %s\n", what);
-        free(url.b);
+    long code;
+    int retryable;
+    char err[700];
+    rc = client_push_send(im->push, url.b, body, len, &code, &retryable, err, sizeof err);
+    free(url.b);
+    if (rc) {
+        if (im->progress) fputc('\n', stderr);
+        if (code)
+            fprintf(stderr, "flamedb import: %s: the server answered HTTP %ld: %s\n", what, code,
+                    client_push_answer(im->push)[0] ? client_push_answer(im->push) : "(no body)");
+        else
+            fprintf(stderr, "flamedb import: %s: cannot reach %s: %s\n", what, im->server, err);
         return -1;
     }
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Encoding: gzip");
-    h = curl_slist_append(h, "Content-Type: text/plain");
-    if (im->auth_header) h = curl_slist_append(h, im->auth_header);
-    if (im->tenant_header) h = curl_slist_append(h, im->tenant_header);
-    curl_easy_setopt(im->curl, CURLOPT_URL, url.b);
-    curl_easy_setopt(im->curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(im->curl, CURLOPT_POSTFIELDS, gz);
-    curl_easy_setopt(im->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)gz_len);
-    curl_easy_setopt(im->curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(im->curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(im->curl, CURLOPT_WRITEDATA, &resp);
-    CURLcode cc = curl_easy_perform(im->curl);
-    long code = 0;
-    curl_easy_getinfo(im->curl, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all(h);
-    free(gz);
-    free(url.b);
-    rc = 0;
-    if (cc != CURLE_OK) {
-        if (im->progress) fputc('\n', stderr);
-        fprintf(stderr, "flamedb import: %s: cannot reach %s: %s%s\n", what, im->server, curl_easy_strerror(cc),
-                cc == CURLE_PEER_FAILED_VERIFICATION ? " (its certificate is not signed by an authority this "
-                                                       "machine trusts: give it with --ca FILE)" : "");
-        rc = -1;
-    } else if (code != 200) {
-        if (im->progress) fputc('\n', stderr);
-        fprintf(stderr, "flamedb import: %s: the server answered HTTP %ld: %s\n", what, code,
-                resp.b ? resp.b : "(no body)");
-        rc = -1;
-    } else {
-        im->profiles++;
-        im->samples += samples;
-    }
-    free(resp.b);
-    return rc;
+    im->profiles++;
+    im->samples += samples;
+    return 0;
 }
 
 static int cmp_stack(const void *a, const void *b)
@@ -356,37 +325,7 @@ static int import_file(importer *im, const char *name)
     return rc;
 }
 
-/* The token of --token or --token-file (its first line, blanks around it
- * cut) as a header line; answers -1 after saying why. */
-static int read_token(importer *im)
-{
-    char buf[1100];
-    const char *t = im->token;
-    if (im->token_file) {
-        FILE *f = fopen(im->token_file, "r");
-        if (!f) {
-            fprintf(stderr, "flamedb import: --token-file %s: %s\n", im->token_file, strerror(errno));
-            return -1;
-        }
-        if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
-        fclose(f);
-        t = buf;
-    }
-    while (*t == ' ' || *t == '\t') t++;
-    size_t n = strcspn(t, "\r\n");
-    while (n && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)t[i] < 0x20 || t[i] == 0x7f) n = 0;
-    if (!n || n > 1000) {
-        fprintf(stderr, "flamedb import: %s%s: expected a token of 1 to 1000 printable characters\n",
-                im->token_file ? "--token-file " : "--token", im->token_file ? im->token_file : "");
-        return -1;
-    }
-    if (asprintf(&im->auth_header, "Authorization: Bearer %.*s", (int)n, t) < 0) im->auth_header = NULL;
-    return im->auth_header ? 0 : -1;
-}
-
-int srv_import_main(int argc, char **argv)
+int client_import_main(int argc, char **argv)
 {
     importer im = { .window_ms = 10000, .progress = isatty(2) };
     int first_file = -1;
@@ -446,36 +385,31 @@ int srv_import_main(int argc, char **argv)
         fprintf(stderr, "flamedb import: --token and --token-file exclude each other\n");
         return 2;
     }
-    if ((im.token || im.token_file) && read_token(&im)) return 2;
-    if (im.tenant) {
-        if (!*im.tenant || strspn(im.tenant, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-                               strlen(im.tenant)) {
-            fprintf(stderr, "flamedb import: --tenant '%s': expected letters, digits, '_', '.' or '-'\n", im.tenant);
-            free(im.auth_header);
-            return 2;
-        }
-        if (asprintf(&im.tenant_header, "X-Scope-OrgID: %s", im.tenant) < 0) im.tenant_header = NULL;
-    }
-    if (im.ca && access(im.ca, R_OK)) {
-        fprintf(stderr, "flamedb import: --ca %s: %s\n", im.ca, strerror(errno));
-        free(im.auth_header);
-        free(im.tenant_header);
+    if (im.tenant && (!*im.tenant ||
+                      strspn(im.tenant, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+                          strlen(im.tenant))) {
+        fprintf(stderr, "flamedb import: --tenant '%s': expected letters, digits, '_', '.' or '-'\n", im.tenant);
         return 2;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(im.curl = curl_easy_init())) {
+    char token[1100], err[700];
+    if (im.token_file && client_token_read(im.token_file, token, sizeof token, err, sizeof err)) {
+        fprintf(stderr, "flamedb import: %s\n", err);
+        return 2;
+    }
+    if (!(im.push = client_push_new())) {
         fprintf(stderr, "flamedb import: cannot initialise libcurl\n");
         return 1;
     }
-    curl_easy_setopt(im.curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(im.curl, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(im.curl, CURLOPT_TIMEOUT, 300L);
-    if (im.ca) curl_easy_setopt(im.curl, CURLOPT_CAINFO, im.ca);
+    client_push_timeout(im.push, 300);
+    if (client_push_auth(im.push, im.token_file ? token : im.token, im.tenant, im.ca, err, sizeof err)) {
+        fprintf(stderr, "flamedb import: %s%s\n", im.token && strstr(err, "token") ? "--token: " : "", err);
+        client_push_free(im.push);
+        return 2;
+    }
+    memset(token, 0, sizeof token);
     int rc = 0;
     for (int i = first_file; i < argc && !rc; i++)
         if (import_file(&im, argv[i])) rc = 1;
-    curl_easy_cleanup(im.curl);
-    curl_global_cleanup();
-    free(im.auth_header);
-    free(im.tenant_header);
+    client_push_free(im.push);
     return rc;
 }

@@ -1,6 +1,7 @@
-/* push.c — POST /api/v1/ingest over libcurl.
+/* push.c — the folded-push client: POST /api/v1/ingest over libcurl, for
+ * the agent and `flamedb import`.
  *
- * One CURL easy handle for the agent's life, so the connection is kept
+ * One CURL easy handle for the client's life, so the connection is kept
  * alive between pushes; bodies are gzip'd (Content-Encoding: gzip).  The
  * caller decides about retries and spooling from *retryable.
  *
@@ -17,40 +18,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-struct agent_push {
+#include "../common/gzip.h"
+
+struct client_push {
     CURL *curl;
     struct curl_slist *headers;
-    struct curl_slist *jheaders;    /* agent_push_json: JSON, not gzip'd */
+    struct curl_slist *jheaders;    /* client_push_json: JSON, not gzip'd */
     char answer[512];
     size_t answer_len;
     char *ca;
+    long timeout_s;                 /* client_push_send */
 };
-
-int agent_gzip(const void *in, size_t len, unsigned char **out, size_t *outlen)
-{
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return -1;
-    size_t cap = deflateBound(&z, len) + 32;
-    unsigned char *buf = malloc(cap);
-    if (!buf) { deflateEnd(&z); return -1; }
-    z.next_in = (Bytef *)(uintptr_t)in;
-    z.avail_in = (uInt)len;
-    z.next_out = buf;
-    z.avail_out = (uInt)cap;
-    int rc = deflate(&z, Z_FINISH);
-    *outlen = z.total_out;
-    deflateEnd(&z);
-    if (rc != Z_STREAM_END) { free(buf); return -1; }
-    *out = buf;
-    return 0;
-}
 
 static size_t push_write(char *data, size_t size, size_t n, void *arg)
 {
-    agent_push *p = arg;
+    client_push *p = arg;
     size_t len = size * n, room = sizeof p->answer - 1 - p->answer_len;
     size_t k = len < room ? len : room;
     memcpy(p->answer + p->answer_len, data, k);
@@ -61,7 +44,7 @@ static size_t push_write(char *data, size_t size, size_t n, void *arg)
 
 /* POSTs body with headers; 0 on 2xx (p->answer holds the answer's first
  * bytes), -1 with err; *status the HTTP status (0: none). */
-static int push_post(agent_push *p, const char *url, struct curl_slist *headers, const void *body,
+static int push_post(client_push *p, const char *url, struct curl_slist *headers, const void *body,
                      size_t len, long timeout_s, int *retryable, long *status, char *err, size_t errlen)
 {
     CURL *c = p->curl;
@@ -98,11 +81,11 @@ static int push_post(agent_push *p, const char *url, struct curl_slist *headers,
     return -1;
 }
 
-agent_push *agent_push_new(void)
+client_push *client_push_new(void)
 {
     static int inited;
     if (!inited) { curl_global_init(CURL_GLOBAL_DEFAULT); inited = 1; }
-    agent_push *p = calloc(1, sizeof *p);
+    client_push *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->curl = curl_easy_init();
     if (!p->curl) { free(p); return NULL; }
@@ -111,10 +94,11 @@ agent_push *agent_push_new(void)
     p->headers = curl_slist_append(p->headers, "Expect:");
     p->jheaders = curl_slist_append(NULL, "Content-Type: application/json");
     p->jheaders = curl_slist_append(p->jheaders, "Expect:");
+    p->timeout_s = 30;
     return p;
 }
 
-void agent_push_free(agent_push *p)
+void client_push_free(client_push *p)
 {
     if (!p) return;
     curl_slist_free_all(p->headers);
@@ -124,22 +108,33 @@ void agent_push_free(agent_push *p)
     free(p);
 }
 
-int agent_push_send(agent_push *p, const char *url, const void *body,
-                    size_t len, int *retryable, char *err, size_t errlen)
+int client_push_send(client_push *p, const char *url, const void *body, size_t len, long *status, int *retryable,
+                     char *err, size_t errlen)
 {
     unsigned char *gz;
     size_t gzlen;
     *retryable = 0;
-    if (agent_gzip(body, len, &gz, &gzlen) < 0) {
-        snprintf(err, errlen, "gzip failed");
+    if (status) *status = 0;
+    if (gzip_compress(body, len, &gz, &gzlen) < 0) {
+        snprintf(err, errlen, "out of memory compressing %zu bytes", len);
         return -1;
     }
-    int rc = push_post(p, url, p->headers, gz, gzlen, 30L, retryable, NULL, err, errlen);
+    int rc = push_post(p, url, p->headers, gz, gzlen, p->timeout_s, retryable, status, err, errlen);
     free(gz);
     return rc;
 }
 
-int agent_push_json(agent_push *p, const char *url, const char *body, size_t len,
+void client_push_timeout(client_push *p, long seconds)
+{
+    p->timeout_s = seconds;
+}
+
+const char *client_push_answer(const client_push *p)
+{
+    return p->answer;
+}
+
+int client_push_json(client_push *p, const char *url, const char *body, size_t len,
                     long *status, const char **answer, char *err, size_t errlen)
 {
     int retryable;
@@ -156,7 +151,7 @@ static int header_safe(const char *s)
     return 1;
 }
 
-int agent_push_auth(agent_push *p, const char *token, const char *tenant, const char *ca,
+int client_push_auth(client_push *p, const char *token, const char *tenant, const char *ca,
                     char *err, size_t errlen)
 {
     char line[1100];
@@ -183,7 +178,7 @@ int agent_push_auth(agent_push *p, const char *token, const char *tenant, const 
     return 0;
 }
 
-int agent_token_read(const char *path, char *buf, size_t cap, char *err, size_t errlen)
+int client_token_read(const char *path, char *buf, size_t cap, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) { snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno)); return -1; }
