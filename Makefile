@@ -44,7 +44,7 @@ TESTS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test
 AGENT_PKGS := libelf libdw libcurl zlib
 AGENT_SRC  := $(filter-out agent/main.c,$(wildcard agent/*.c))
 # ingest/demangle.c (libiberty's demangler, issue 13) is shared with the server.
-AGENT_OBJ  := $(AGENT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/ingest/demangle.o $(BUILD)/client/push.o $(BUILD)/common/gzip.o
+AGENT_OBJ  := $(AGENT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/ingest/demangle.o $(BUILD)/client/push.o $(BUILD)/common/gzip.o $(BUILD)/common/utf8.o
 AGENT_BIN  := $(if $(wildcard agent/main.c),$(BIN)/flamedb-agent)
 AGENT_LIBS  = $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null) -liberty -lm
 AGENT_TESTS := $(patsubst tests/agent/%.c,$(BUILD)/tests/%,$(wildcard tests/agent/test_*.c))

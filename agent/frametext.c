@@ -7,6 +7,8 @@
  * are not UTF-8 or too long are left out rather than sent.
  */
 #include "frametext.h"
+
+#include "../common/utf8.h"
 #include "../storage/frame.h"
 
 #include <ctype.h>
@@ -21,30 +23,6 @@ void agent_frame_clean(char *name)
         if (*c == ';') *c = ':';
         else if (*c == '\n' || *c == '\r' || *c == FRAME_SEP) *c = ' ';
     }
-}
-
-/* Valid UTF-8 (the server refuses frames that are not), no overlongs, no
- * surrogates. */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) { i++; continue; }
-        size_t k;
-        unsigned min;
-        if (c >= 0xc2 && c <= 0xdf) { k = 1; min = 0x80; c &= 0x1f; }
-        else if (c >= 0xe0 && c <= 0xef) { k = 2; min = 0x800; c &= 0x0f; }
-        else if (c >= 0xf0 && c <= 0xf4) { k = 3; min = 0x10000; c &= 0x07; }
-        else return 0;
-        for (size_t j = 1; j <= k; j++) {
-            if (i + j >= n || (s[i + j] & 0xc0) != 0x80) return 0;
-            c = (c << 6) | (s[i + j] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
-        i += k + 1;
-    }
-    return 1;
 }
 
 /* Appends one location field: folded-safe (';' -> ':', line breaks and
@@ -65,9 +43,9 @@ int agent_frame_locate(char *buf, size_t cap, const char *file, unsigned line,
     size_t ml = mapping ? strlen(mapping) : 0, bl = build_id ? strlen(build_id) : 0;
     if (nl == 0 || memchr(buf, FRAME_SEP, nl) || fl == 0 || line == 0 ||
         line > AGENT_LINE_MAX || fl > AGENT_LOCATION_FIELD_MAX ||
-        !utf8_valid((const unsigned char *)file, fl))
+        !utf8_valid(file, fl))
         return 0;
-    if (ml > AGENT_LOCATION_FIELD_MAX || !utf8_valid((const unsigned char *)mapping, ml)) ml = 0;
+    if (ml > AGENT_LOCATION_FIELD_MAX || !utf8_valid(mapping, ml)) ml = 0;
     for (size_t i = 0; i < bl; i++)
         if (!isxdigit((unsigned char)build_id[i])) { bl = 0; break; }
     if (bl > 128) bl = 0;

@@ -109,7 +109,7 @@ static size_t first_bad_utf8_frame(const char *f, size_t n)
     for (;;) {
         const char *semi = memchr(s, ';', (size_t)(end - s));
         const char *fe = semi ? semi : end;
-        if (!ingest_utf8_valid(s, (size_t)(fe - s)) || !semi)
+        if (!utf8_valid(s, (size_t)(fe - s)) || !semi)
             return k;
         s = semi + 1;
         k++;
@@ -173,7 +173,7 @@ static int frames_fast(const char *f, size_t n, size_t *depth)
         any |= w;
     }
     if (bad) return 0;
-    if ((any & UINT64_C(0x8080808080808080)) && !ingest_utf8_valid(f, n)) return 0;
+    if ((any & UINT64_C(0x8080808080808080)) && !utf8_valid(f, n)) return 0;
     *depth = semis + 1;
     return 1;
 }
@@ -217,7 +217,7 @@ static ingest_status check_frames(const char *f, size_t n, size_t line, int loca
                  frame_at(f, (size_t)(nul - f)));
         return INGEST_EINVAL;
     }
-    if (!ingest_utf8_valid(f, n)) {
+    if (!utf8_valid(f, n)) {
         snprintf(err, errlen, "line %zu: frame %zu is not valid UTF-8", line,
                  first_bad_utf8_frame(f, n));
         return INGEST_EINVAL;

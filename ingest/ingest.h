@@ -19,6 +19,7 @@
 #ifndef FLAMEDB_INGEST_H
 #define FLAMEDB_INGEST_H
 
+#include "../common/utf8.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -156,9 +157,6 @@ struct ProtobufCMessageDescriptor;
 struct ProtobufCMessage;
 struct ProtobufCMessage *ingest_protojson_parse(const struct ProtobufCMessageDescriptor *d, const char *text,
                                                 size_t len, char *err, size_t errlen);
-
-/* Returns 1 when the bytes are valid UTF-8. */
-int ingest_utf8_valid(const char *s, size_t len);
 
 /* ---- pprof (pprof.c, multipart.c) ------------------------------------ */
 

@@ -202,7 +202,7 @@ static size_t frame_put(char *buf, const char *name, size_t n) { return field_pu
 static const char *field_at(const decoder *d, int64_t i)
 {
     const char *s = str_at(d, i);
-    return s && *s && ingest_utf8_valid(s, strlen(s)) ? s : NULL;
+    return s && *s && utf8_valid(s, strlen(s)) ? s : NULL;
 }
 
 /* Appends (buf non-NULL) or measures the location part of a frame (see
@@ -317,7 +317,7 @@ static ingest_status location_frames(decoder *d, size_t li, uint32_t need, char 
                 name = fb;
             }
             nl = strlen(name);
-            if (!ingest_utf8_valid(name, nl)) {
+            if (!utf8_valid(name, nl)) {
                 snprintf(d->err, d->errlen, "location %" PRIu64 ": function name is not valid UTF-8", loc->id);
                 return INGEST_EINVAL;
             }

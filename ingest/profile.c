@@ -82,7 +82,7 @@ ingest_status ingest_label_add(ingest_profile *p, const char *name, const char *
                  INGEST_MAX_LABEL_VALUE);
         return INGEST_EINVAL;
     }
-    if (!ingest_utf8_valid(value, value_len)) {
+    if (!utf8_valid(value, value_len)) {
         snprintf(err, errlen, "label '%s' value is not valid UTF-8", name);
         return INGEST_EINVAL;
     }

@@ -9,7 +9,7 @@
  * "..." when cut. */
 void ingest_quote(char *dst, size_t cap, const char *s, size_t len)
 {
-    int utf8 = ingest_utf8_valid(s, len);
+    int utf8 = utf8_valid(s, len);
     size_t n = len > 64 ? 64 : len, o = 0;
 
     while (utf8 && n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80)

@@ -86,7 +86,7 @@ enum MHD_Result srv_reply_verror(srv_request *rq, int status, const char *code, 
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
     /* Messages quote user input; keep the JSON valid whatever it was. */
-    if (!ingest_utf8_valid(msg, strlen(msg)))
+    if (!utf8_valid(msg, strlen(msg)))
         for (char *p = msg; *p; p++)
             if ((unsigned char)*p >= 0x80) *p = '?';
     if (status >= 500) srv_log("%s %s: %d %s", rq->method, rq->url, status, msg);

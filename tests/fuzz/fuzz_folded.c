@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(st->len > 0 && st->count > 0);
             FUZZ_CHECK(st->frames >= body && st->frames + st->len <= body + size - 1);
             FUZZ_CHECK(!memchr(st->frames, '\0', st->len) && !memchr(st->frames, '\n', st->len));
-            FUZZ_CHECK(ingest_utf8_valid(st->frames, st->len));
+            FUZZ_CHECK(utf8_valid(st->frames, st->len));
             FUZZ_CHECK(st->frames[0] != ';' && st->frames[st->len - 1] != ';');
             size_t depth = 1;
             for (uint32_t k = 0; k < st->len; k++) {

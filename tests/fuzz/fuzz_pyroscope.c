@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < p.n_labels; i++) {
             const char *v = p.labels[i].value;
             FUZZ_CHECK(*p.labels[i].name && strlen(p.labels[i].name) <= INGEST_MAX_LABEL_NAME);
-            FUZZ_CHECK(*v && strlen(v) <= INGEST_MAX_LABEL_VALUE && ingest_utf8_valid(v, strlen(v)));
+            FUZZ_CHECK(*v && strlen(v) <= INGEST_MAX_LABEL_VALUE && utf8_valid(v, strlen(v)));
         }
         ingest_profile_finish(&p, err, sizeof err);
     } else {

@@ -1431,19 +1431,19 @@ static void test_utf8(void **state)
     for (size_t i = 0; i < ARRAY_LEN(utf8_cases); i++) {
         const struct utf8_case *c = &utf8_cases[i];
         size_t len = c->len ? c->len : strlen(c->s);
-        if (ingest_utf8_valid(c->s, len) != c->valid)
+        if (utf8_valid(c->s, len) != c->valid)
             fail_msg("case %zu: expected %s", i, c->valid ? "valid" : "invalid");
     }
     /* a bad byte is found at every position around the word boundaries */
     char buf[40];
     for (size_t pos = 0; pos < sizeof buf; pos++) {
         memset(buf, 'a', sizeof buf);
-        assert_true(ingest_utf8_valid(buf, sizeof buf));
+        assert_true(utf8_valid(buf, sizeof buf));
         buf[pos] = (char)0x80;
-        if (ingest_utf8_valid(buf, sizeof buf))
+        if (utf8_valid(buf, sizeof buf))
             fail_msg("0x80 at %zu not caught", pos);
         /* the length is respected: bytes past it are not read */
-        assert_true(ingest_utf8_valid(buf, pos));
+        assert_true(utf8_valid(buf, pos));
     }
 }
 

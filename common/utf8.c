@@ -1,4 +1,5 @@
-/* utf8.c — strict UTF-8 validation for frames and label values.
+/* utf8.c — strict UTF-8 validation, for frames and label values on the
+ * server (ingest/) and frame texts in the agent.
  *
  * Strict means what RFC 3629 and Unicode's table 3-7 allow and nothing
  * more: no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no UTF-16
@@ -9,8 +10,9 @@
  * Frames are almost always ASCII, so the loop first skips ASCII eight bytes
  * at a time (one load and one mask test per word) and only decodes a
  * sequence byte by byte when a high bit shows up. */
-#include "ingest.h"
+#include "utf8.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define HIGH_BITS UINT64_C(0x8080808080808080)
@@ -43,7 +45,7 @@ static size_t seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
-int ingest_utf8_valid(const char *str, size_t len)
+int utf8_valid(const char *str, size_t len)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
