@@ -9,7 +9,7 @@
  *                              600; the argument overrides it).  Short mode: 30.
  *        BENCH_FLEET_SHAPE     compact (default) or deep: the shape of the stacks
  *        BENCH_FLEET_GZIP      deflate level of the bodies, 0 = plain text
- *                              (default 6: flamedb-agent's, agent/push.c)
+ *                              (default 6: flamedb-agent's, common/gzip.c)
  *        BENCH_FLEET_THREADS   client threads (default 8)
  *        BENCH_FLEET_BAD       percent of pushes that are malformed (default 0;
  *                              issue 12's soak: 5): each must be answered 400
