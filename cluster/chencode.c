@@ -57,7 +57,7 @@ static void put_window(chrow_buf *b, const char *tenant, size_t tl, uint64_t ser
     chrow_put_u8(b, (uint8_t)(p->gauge != 0));
 }
 
-int chencode_profile(chencode_batch *b, const char *tenant, const store_profile *p, int64_t now_ms)
+int chencode_profile(chencode_batch *b, const char *tenant, const store_profile *p, int64_t now_ms, uint64_t batch)
 {
     size_t tl = strlen(tenant);
     uint64_t series = chencode_series_id(p->labels, p->n_labels);
@@ -71,6 +71,7 @@ int chencode_profile(chencode_batch *b, const char *tenant, const store_profile 
         put_window(sm, tenant, tl, series, p, window, ul);
         chrow_put_fixed(sm, id, sizeof id);
         chrow_put_u64(sm, p->stacks[i].count);
+        chrow_put_u64(sm, batch);
         chrow_put_fixed(st, id, sizeof id);
         chrow_put_string(st, p->stacks[i].frames, p->stacks[i].len);
         total += p->stacks[i].count;   /* ingest bounds totals below 2^63 */
@@ -83,6 +84,7 @@ int chencode_profile(chencode_batch *b, const char *tenant, const store_profile 
     chrow_put_u8(pr, (uint8_t)(p->samples_kind != STORE_SAMPLES_UNKNOWN));
     chrow_put_u32(pr, (uint32_t)p->n_stacks);
     chrow_put_u64(pr, total);
+    chrow_put_u64(pr, batch);
     chrow_buf *se = &b->t[CHT_SERIES], *lb = &b->t[CHT_LABELS];
     chrow_put_string(se, tenant, tl);
     chrow_put_u64(se, series);

@@ -16,7 +16,11 @@
  * (so no front end holds a global dictionary): a stack is XXH3-128 of its
  * frames text; a series is the low 64 bits of XXH3-128 of its labels as
  * `name \0 value \0` pairs in name order.  The tenant is a column of its
- * own, never a label.
+ * own, never a label.  A request's rows carry its batch, an id unique to
+ * the request (chfront.c draws it): ClickHouse deduplicates a block it
+ * has seen, which is right for a retried insert of the same spool file
+ * (same batch) and wrong for two requests that happen to hold the same
+ * profile (two batches: both count).
  *
  * A batch holds the rows of many profiles, one buffer per table; a record
  * is one batch's bytes in one piece (the spool's unit: what a request
@@ -45,9 +49,10 @@ void chencode_batch_init(chencode_batch *b);
 void chencode_batch_reset(chencode_batch *b);
 void chencode_batch_free(chencode_batch *b);
 
-/* Adds one profile's rows; now_ms is the series' first_seen.  -1 when
- * memory ran out (the batch is then unusable until reset). */
-int chencode_profile(chencode_batch *b, const char *tenant, const store_profile *p, int64_t now_ms);
+/* Adds one profile's rows; now_ms is the series' first_seen, batch the
+ * request's id (above).  -1 when memory ran out (the batch is then
+ * unusable until reset). */
+int chencode_profile(chencode_batch *b, const char *tenant, const store_profile *p, int64_t now_ms, uint64_t batch);
 
 /* The ids (see above). */
 uint64_t chencode_series_id(const store_label *labels, int n);

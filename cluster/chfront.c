@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "chclient.h"
@@ -77,6 +80,8 @@ struct chfront {
     void (*log)(const char *line);
     int schema_ok;
     idset64 known_stacks, known_series;
+    uint64_t batch_base;       /* random at open: requests' batch ids are base + n */
+    _Atomic uint64_t batch_n;
 
     pthread_t thread;
     pthread_mutex_t mu;        /* stop, wake, stats */
@@ -115,12 +120,16 @@ chfront_status chfront_write(chfront *f, const char *tenant, const store_profile
     chrow_buf_init(&rec);
     chfront_status rc = CHFRONT_OK;
     int64_t now = now_ms();
+    /* the request's id: the same in its spool record however often the
+     * record is sent, never the same as another request's (64 random bits
+     * a front end's run, then counted) */
+    uint64_t batch = f->batch_base + atomic_fetch_add(&f->batch_n, 1);
     for (size_t i = 0; i < n && !rc; i++) {
         if (p[i]->until_ms - p[i]->from_ms > (int64_t)UINT32_MAX) {
             snprintf(err, errlen, "a profile's window is %lld ms long: cluster mode stores windows up to %u ms "
                      "(49 days)", (long long)(p[i]->until_ms - p[i]->from_ms), UINT32_MAX);
             rc = CHFRONT_EINVAL;
-        } else if (chencode_profile(&b, tenant ? tenant : "", p[i], now) < 0) {
+        } else if (chencode_profile(&b, tenant ? tenant : "", p[i], now, batch) < 0) {
             snprintf(err, errlen, "out of memory");
             rc = CHFRONT_ENOMEM;
         }
@@ -338,6 +347,7 @@ static int flush_file(chfront *f, uint64_t seq)
             chrow_get_u8(&r);
             uint32_t stacks = chrow_get_u32(&r);
             chrow_get_u64(&r);
+            chrow_get_u64(&r);   /* batch */
             if (!chrow_failed(&r)) {
                 np++;
                 rows += stacks;
@@ -473,6 +483,11 @@ chfront_status chfront_open(chfront **out, const chfront_options *o, char *err, 
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cond, NULL);
     f->flush_ms = o->flush_ms > 0 ? o->flush_ms : 1000;
+    if (getrandom(&f->batch_base, sizeof f->batch_base, 0) != (ssize_t)sizeof f->batch_base) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        f->batch_base = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+    }
     f->retention_ms = o->retention_ms;
     f->log = o->log;
     chfront_status rc = CHFRONT_OK;

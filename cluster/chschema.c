@@ -33,11 +33,12 @@ typedef struct {
 static const col samples_cols[] = {
     {"tenant", "String"}, {"series", "UInt64"}, {"window_start", "Int64"}, {"window_ms", "UInt32"},
     {"unit", "String"},   {"rate", "Float64"},  {"gauge", "UInt8"},       {"stack", "FixedString(16)"},
-    {"value", "UInt64"},  {NULL, NULL}};
+    {"value", "UInt64"},  {"batch", "UInt64"},  {NULL, NULL}};
 static const col profiles_cols[] = {
     {"tenant", "String"},  {"series", "UInt64"},       {"window_start", "Int64"}, {"window_ms", "UInt32"},
     {"unit", "String"},    {"rate", "Float64"},        {"gauge", "UInt8"},        {"samples", "UInt64"},
-    {"samples_known", "UInt8"}, {"stacks", "UInt32"}, {"total", "UInt64"},        {NULL, NULL}};
+    {"samples_known", "UInt8"}, {"stacks", "UInt32"}, {"total", "UInt64"},        {"batch", "UInt64"},
+    {NULL, NULL}};
 static const col stacks_cols[] = {{"stack", "FixedString(16)"}, {"frames", "String"}, {NULL, NULL}};
 static const col series_cols[] = {{"tenant", "String"},
                                   {"series", "UInt64"},

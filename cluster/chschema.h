@@ -31,7 +31,7 @@
 
 /* The schema this flamedb writes and reads.  Bump on any change of the
  * tables below; an older flamedb then refuses to start on the new one. */
-#define CHSCHEMA_VERSION 1
+#define CHSCHEMA_VERSION 2   /* 2: samples and profiles carry batch (chencode.h) */
 
 typedef enum {
     CHSCHEMA_REPL_AUTO = 0,  /* replicated exactly when a cluster is named */

@@ -11,10 +11,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #define REC_MAGIC "FDS1"
 #define REC_HEAD 12
+#define FILE_MAX (32u << 20)   /* a file is sealed at this size: what a flush reads at once */
 
 typedef struct {
     uint64_t seq, size;
@@ -36,6 +37,8 @@ struct chspool {
     uint64_t bytes;
     uint64_t appends, fsyncs;
 };
+
+static int seal_if(chspool *s, int64_t min_age_ms, uint64_t min_size);
 
 static int64_t now_ms(void)
 {
@@ -209,7 +212,8 @@ chspool_status chspool_append(chspool *s, const void *rec, size_t len, char *err
     uint8_t head[REC_HEAD];
     memcpy(head, REC_MAGIC, 4);
     put_le32(head + 4, (uint32_t)len);
-    put_le32(head + 8, (uint32_t)crc32(crc32(0, NULL, 0), rec, (uInt)len));
+    put_le32(head + 8, libdeflate_crc32(0, rec, len));
+    seal_if(s, 0, FILE_MAX);    /* a file the flusher has not taken yet stops growing here */
     pthread_mutex_lock(&s->mu);
     if (s->max_bytes && s->bytes + REC_HEAD + len > s->max_bytes) {
         uint64_t held = s->bytes;
@@ -283,12 +287,14 @@ chspool_status chspool_append(chspool *s, const void *rec, size_t len, char *err
     return rc;
 }
 
-int chspool_seal(chspool *s, int64_t min_age_ms)
+/* Seals the open file when its first record is min_age_ms old and it holds
+ * at least min_size bytes (and some record). */
+static int seal_if(chspool *s, int64_t min_age_ms, uint64_t min_size)
 {
     int sealed = 0;
     pthread_mutex_lock(&s->sync_mu);
     pthread_mutex_lock(&s->mu);
-    if (s->fd >= 0 && s->open.size && now_ms() - s->open.first_ms >= min_age_ms) {
+    if (s->fd >= 0 && s->open.size && s->open.size >= min_size && now_ms() - s->open.first_ms >= min_age_ms) {
         if (fdatasync(s->fd) == 0) {
             s->durable_seq = s->open.seq;
             s->durable_off = s->open.size;
@@ -305,6 +311,11 @@ int chspool_seal(chspool *s, int64_t min_age_ms)
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&s->sync_mu);
     return sealed;
+}
+
+int chspool_seal(chspool *s, int64_t min_age_ms)
+{
+    return seal_if(s, min_age_ms, 0);
 }
 
 int chspool_oldest(chspool *s, uint64_t *seq)
@@ -362,7 +373,7 @@ int chspool_next(const char *data, size_t len, size_t *off, const char **rec, si
     const uint8_t *h = (const uint8_t *)data + o;
     uint32_t n = get_le32(h + 4), crc = get_le32(h + 8);
     if (n > len - o - REC_HEAD) return 0;
-    if ((uint32_t)crc32(crc32(0, NULL, 0), (const Bytef *)data + o + REC_HEAD, n) != crc) return 0;
+    if (libdeflate_crc32(0, data + o + REC_HEAD, n) != crc) return 0;
     *rec = data + o + REC_HEAD;
     *rec_len = n;
     *off = o + REC_HEAD + n;

@@ -9,9 +9,11 @@
  * not on kill -9 of the front end, not while ClickHouse is down.
  *
  * Files: DIR/<seq, 16 hex digits>.spool, records back to back, each
- * `FDS1`, payload length (u32 LE), CRC-32 of the payload (u32 LE), the
- * payload.  Appends go to the newest file; chspool_seal closes it (by age
- * or size) so that the flusher can take it; at open every file found is
+ * `FDS1`, payload length (u32 LE), CRC-32 of the payload (u32 LE,
+ * libdeflate's), the payload.  Appends go to the newest file; chspool_seal
+ * closes it (by age) so that the flusher can take it, and an append closes
+ * it once it holds 32 MiB, so a slow flush never meets a file bigger than
+ * that (the flusher reads a file whole); at open every file found is
  * sealed (a restart flushes what the last run left).  A record is
  * acknowledged only after an fsync covering it, so a torn tail after a
  * crash holds nothing acknowledged: readers stop at the first record that

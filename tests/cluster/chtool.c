@@ -268,6 +268,7 @@ static int cmd_samples(int argc, char **argv)
         chrow_put_u8(&b, 0);
         chrow_put_fixed(&b, stack, 16);
         chrow_put_u64(&b, v);
+        chrow_put_u64(&b, seed);   /* batch: one a block, as a front end's request */
         sum += v;
     }
     ch_setting set[8];

@@ -43,8 +43,8 @@ test_identical_rollup_blocks_kept() {
     # chschema.c turns them off anyway (replicated_deduplication_window =
     # 0), and this test holds any ClickHouse to it.
     local w0=1767225600000 t
-    assert_ok "window 1" 1 "INSERT INTO flamedb.samples_local VALUES ('t', 9, $w0, 10000, 'samples', 100, 0, 'abcdefghijklmnop', 5)" >/dev/null
-    assert_ok "window 2" 1 "INSERT INTO flamedb.samples_local VALUES ('t', 9, $((w0 + 10000)), 10000, 'samples', 100, 0, 'abcdefghijklmnop', 5)" >/dev/null
+    assert_ok "window 1" 1 "INSERT INTO flamedb.samples_local VALUES ('t', 9, $w0, 10000, 'samples', 100, 0, 'abcdefghijklmnop', 5, 1)" >/dev/null
+    assert_ok "window 2" 1 "INSERT INTO flamedb.samples_local VALUES ('t', 9, $((w0 + 10000)), 10000, 'samples', 100, 0, 'abcdefghijklmnop', 5, 1)" >/dev/null
     for t in samples samples_10m samples_1h; do
         assert_eq "$t keeps both" 10 "$(chq 1 "SELECT sum(value) FROM flamedb.$t FORMAT TSV")"
     done

@@ -251,11 +251,20 @@ test_front_replayed_spool_counts_once_on_replicas() {
     fe_stop 2
     fe_start 2 "${CH_URL[2]},${CH_URL[1]}" --clickhouse-cluster one_shard_two_replicas --flush-every 100ms
     fe_drained 2 || return
+    # the same profile in three requests, each flushed alone (so each alone
+    # in its spool file): three profiles, not one block seen thrice
+    local k
+    for k in 1 2 1; do
+        code=$(push "$k" "/api/v1/ingest?service=rep&instance=same&from=$t0&until=$((t0 + 10))" --data-binary $'x;y 5\n')
+        assert_eq "identical push to front end $k" 200 "$code"
+        fe_drained "$k" || return
+        want=$((want + 5))
+    done
     local i
     for i in 1 2; do
         assert_ok "sync replica $i" "$i" "SYSTEM SYNC REPLICA flamedb.samples_local" >/dev/null
         assert_ok "sync replica $i" "$i" "SYSTEM SYNC REPLICA flamedb.profiles_local" >/dev/null
-        assert_eq "profiles on replica $i (the replayed file counted once)" 30 \
+        assert_eq "profiles on replica $i (the replayed file counted once, identical pushes each)" 33 \
             "$(chq "$i" "SELECT count() FROM flamedb.profiles FORMAT TSV")"
         assert_eq "total on replica $i" "$want" "$(chq "$i" "SELECT sum(value) FROM flamedb.samples FORMAT TSV")"
     done

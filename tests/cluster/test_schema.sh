@@ -28,8 +28,8 @@ test_single_idempotent_and_concurrent() {
         "$(chq 1 "SELECT engine FROM system.tables WHERE database='flamedb' AND name='stacks' FORMAT TSV")"
     assert_eq "engine of samples_1h" "SummingMergeTree" \
         "$(chq 1 "SELECT engine FROM system.tables WHERE database='flamedb' AND name='samples_1h' FORMAT TSV")"
-    # each run that found no version row wrote one: all say 1
-    assert_eq "schema versions" "1" \
+    # each run that found no version row wrote one: all say 2
+    assert_eq "schema versions" "2" \
         "$(chq 1 "SELECT DISTINCT value FROM flamedb.meta WHERE name='schema_version' FORMAT TSV")"
     # another database name is another schema
     tool_ok "database -d other" schema "${CH_URL[1]}" -d other
@@ -38,16 +38,16 @@ test_single_idempotent_and_concurrent() {
 
 test_version_refused() {
     ch_cluster_start single
-    tool_ok "version 1" schema "${CH_URL[1]}"
+    tool_ok "version 2" schema "${CH_URL[1]}"
     # a newer flamedb on it: refused, nothing changed
-    tool schema "${CH_URL[1]}" -v 2
-    assert_eq "exit of version 2 on a version-1 schema" 1 "$RC"
-    assert_contains "refusal" "$ERR" "holds flamedb schema version 1, older than this flamedb's 2: migrate it first"
+    tool schema "${CH_URL[1]}" -v 3
+    assert_eq "exit of version 3 on a version-2 schema" 1 "$RC"
+    assert_contains "refusal" "$ERR" "holds flamedb schema version 2, older than this flamedb's 3: migrate it first"
     # an older flamedb on a newer schema
     tool_ok "version 3 on a fresh database" schema "${CH_URL[1]}" -d newer -v 3
     tool schema "${CH_URL[1]}" -d newer
-    assert_eq "exit of version 1 on a version-3 schema" 1 "$RC"
-    assert_contains "refusal" "$ERR" "holds flamedb schema version 3, newer than this flamedb's 1: upgrade this flamedb"
+    assert_eq "exit of version 2 on a version-3 schema" 1 "$RC"
+    assert_contains "refusal" "$ERR" "holds flamedb schema version 3, newer than this flamedb's 2: upgrade this flamedb"
     assert_eq "versions untouched" "3" \
         "$(chq 1 "SELECT DISTINCT value FROM newer.meta WHERE name='schema_version' FORMAT TSV")"
     # two versions at once (front ends of two versions raced): refused
@@ -65,7 +65,7 @@ test_foreign_tables_refused() {
         "CREATE TABLE fdb.samples (tenant String, series UInt32, ts DateTime) ENGINE = MergeTree() ORDER BY series" >/dev/null
     tool schema "${CH_URL[1]}" -d fdb
     assert_eq "exit on a foreign samples table" 1 "$RC"
-    assert_contains "refusal names the column" "$ERR" "fdb.samples has column series of type UInt32, flamedb schema 1 wants UInt64"
+    assert_contains "refusal names the column" "$ERR" "fdb.samples has column series of type UInt32, flamedb schema 2 wants UInt64"
     assert_eq "nothing created beside it" "samples" "$(_tables_of 1 fdb)"
     # a table lacking a column
     assert_ok "create db2" 1 "CREATE DATABASE fdb2" >/dev/null
@@ -107,12 +107,12 @@ _on_cluster() {
     assert_contains "samples_10m_local settings" \
         "$(chq 1 "SHOW CREATE TABLE flamedb.samples_10m_local FORMAT TSVRaw")" "replicated_deduplication_window = 0"
     # the version, read through the Distributed meta
-    assert_eq "schema versions" "1" \
+    assert_eq "schema versions" "2" \
         "$(chq 1 "SELECT DISTINCT value FROM flamedb.meta WHERE name='schema_version' FORMAT TSV")"
     # a newer version is refused on the cluster too
-    tool schema "${CH_URL[1]}" -c "$CT_CLUSTER" -v 2
-    assert_eq "exit of version 2" 1 "$RC"
-    assert_contains "refusal" "$ERR" "older than this flamedb's 2"
+    tool schema "${CH_URL[1]}" -c "$CT_CLUSTER" -v 3
+    assert_eq "exit of version 3" 1 "$RC"
+    assert_contains "refusal" "$ERR" "older than this flamedb's 3"
 }
 
 test_on_cluster_two_shards() {

@@ -129,6 +129,39 @@ static void torn_tail_left_out(void **state)
     chspool_close(s);
 }
 
+static void files_sealed_at_32_mib(void **state)
+{
+    (void)state;
+    chspool *s;
+    char err[256];
+    size_t mib = 1u << 20;
+    char *rec = malloc(mib);
+    assert_non_null(rec);
+    memset(rec, 'y', mib);
+    assert_int_equal(chspool_open(&s, dir, 0, err, sizeof err), CHSPOOL_OK);
+    for (int i = 0; i < 70; i++) assert_int_equal(chspool_append(s, rec, mib, err, sizeof err), CHSPOOL_OK);
+    /* never chspool_seal'd: the appends closed a file at each 32 MiB */
+    chspool_stats st;
+    chspool_stats_get(s, &st);
+    assert_int_equal(st.files, 3);
+    uint64_t seq;
+    int sealed = 0;
+    while (chspool_oldest(s, &seq)) {
+        char *data;
+        size_t len, torn, off = 0, rl;
+        const char *r;
+        assert_int_equal(chspool_read(s, seq, &data, &len, &torn, err, sizeof err), CHSPOOL_OK);
+        assert_true(len >= (32u << 20) && len < (34u << 20));
+        while (chspool_next(data, len, &off, &r, &rl)) {}
+        free(data);
+        assert_int_equal(chspool_remove(s, seq, err, sizeof err), CHSPOOL_OK);
+        sealed++;
+    }
+    assert_int_equal(sealed, 2);
+    chspool_close(s);
+    free(rec);
+}
+
 static void limit_answers_full(void **state)
 {
     (void)state;
@@ -220,7 +253,7 @@ static void profile_rows_split_into_tables(void **state)
                         .samples_kind = STORE_SAMPLES_COUNTS };
     chencode_batch b;
     chencode_batch_init(&b);
-    assert_int_equal(chencode_profile(&b, "t1", &p, 42), 0);
+    assert_int_equal(chencode_profile(&b, "t1", &p, 42, 77), 0);
     chrow_buf rec;
     chrow_buf_init(&rec);
     assert_int_equal(chencode_record(&b, &rec), 0);
@@ -249,6 +282,7 @@ static void profile_rows_split_into_tables(void **state)
         chencode_stack_id(stacks[i].frames, stacks[i].len, id);
         assert_memory_equal(chrow_get_fixed(&r, 16), id, 16);
         total += chrow_get_u64(&r);
+        assert_int_equal(chrow_get_u64(&r), 77);   /* the batch */
     }
     assert_false(chrow_more(&r));
     assert_int_equal(total, 12);
@@ -267,6 +301,7 @@ static void profile_rows_split_into_tables(void **state)
     assert_int_equal(chrow_get_u8(&r), 1);
     assert_int_equal(chrow_get_u32(&r), 2);
     assert_int_equal(chrow_get_u64(&r), 12);
+    assert_int_equal(chrow_get_u64(&r), 77);
     assert_false(chrow_more(&r));
     assert_null(chrow_failed(&r));
     /* one series row, one labels row a label, one stacks row a stack */
@@ -291,6 +326,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(records_in_order_across_seals_and_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(torn_tail_left_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(files_sealed_at_32_mib, setup, teardown),
         cmocka_unit_test_setup_teardown(limit_answers_full, setup, teardown),
         cmocka_unit_test_setup_teardown(concurrent_appends_each_once, setup, teardown),
         cmocka_unit_test(profile_rows_split_into_tables),
