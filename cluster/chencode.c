@@ -72,8 +72,10 @@ int chencode_profile(chencode_batch *b, const char *tenant, const store_profile 
         chrow_put_fixed(sm, id, sizeof id);
         chrow_put_u64(sm, p->stacks[i].count);
         chrow_put_u64(sm, batch);
-        chrow_put_fixed(st, id, sizeof id);
-        chrow_put_string(st, p->stacks[i].frames, p->stacks[i].len);
+        if (!b->stack_sent || !b->stack_sent(b->stack_sent_ctx, id)) {
+            chrow_put_fixed(st, id, sizeof id);
+            chrow_put_string(st, p->stacks[i].frames, p->stacks[i].len);
+        }
         total += p->stacks[i].count;   /* ingest bounds totals below 2^63 */
     }
     chrow_buf *pr = &b->t[CHT_PROFILES];

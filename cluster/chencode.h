@@ -43,6 +43,10 @@ extern const char *const chencode_table_names[CHT_N];
 typedef struct {
     chrow_buf t[CHT_N];
     uint64_t profiles, samples_rows;
+    /* optional: 1 when a stack's frames are in ClickHouse already (the
+     * front end sent them): its stacks row is left out */
+    int (*stack_sent)(void *ctx, const uint8_t id[16]);
+    void *stack_sent_ctx;
 } chencode_batch;
 
 void chencode_batch_init(chencode_batch *b);
