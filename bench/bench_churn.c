@@ -28,6 +28,12 @@
  * buckets) and store_retention_run at the day's end (partitions older than
  * 7 days go).
  *
+ * Series churn: each day also BENCH_CHURN_PIDS (default 2,000) series that
+ * live that day only (labels build and pid, as short-lived processes and
+ * deploys give), one small profile each.  Their catalog entries should go
+ * with their last partition: the catalog's size (series, bytes in memory,
+ * catalog.mdb) is printed each day and compared with the baseline's.
+ *
  * At each day the benchmark prints the process RSS (RssAnon, RssFile of
  * /proc/self/status, and malloc's bytes in use), the writer's maps
  * (store_get_stats dict_memory), the data directory's allocated bytes (every
@@ -50,7 +56,7 @@
  *
  * Env: BENCH_CHURN_STACKS (default 10000000; 1000000 is the short mode),
  * BENCH_CHURN_DAYS (30), BENCH_CHURN_RETENTION_DAYS (7),
- * BENCH_CHURN_REOPEN_EVERY (5).  Never passes or fails on a figure; exits
+ * BENCH_CHURN_REOPEN_EVERY (5), BENCH_CHURN_PIDS (2000).  Never passes or fails on a figure; exits
  * non-zero only when something could not run. */
 #include <malloc.h>
 #include <pthread.h>
@@ -207,6 +213,7 @@ typedef struct {
     uint64_t stacks;          /* distinct in all */
     uint64_t stable;          /* of which stable */
     int days, retention_days, reopen_every;
+    uint32_t pids;            /* short-lived series a day (BENCH_CHURN_PIDS) */
 } churn_cfg;
 
 static uint64_t day_new(const churn_cfg *c, int day)
@@ -325,6 +332,73 @@ static void *day_worker(void *arg)
     return NULL;
 }
 
+/* ---- series churn: short-lived series, like pid or build labels ---------- */
+
+typedef struct {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    uint32_t left;
+    int failed;
+} pid_wait;
+
+static void pid_done(void *ctx, store_status ss, uint32_t series_id, const char *err)
+{
+    (void)series_id;
+    pid_wait *w = ctx;
+    pthread_mutex_lock(&w->m);
+    if (ss) {
+        fprintf(stderr, "bench_churn: a pid series' write failed: %s\n", err);
+        w->failed = 1;
+    }
+    if (!--w->left) pthread_cond_signal(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+/* The day's c->pids series that live one day only: labels {build, pid,
+ * service=churn-pids, type=cpu}, pid unique over the month, one small
+ * profile each (3 stable stacks), all queued at once so they share group
+ * commits.  Answers -1 when a write failed. */
+static int run_pids(const churn_cfg *c, store *st, int day)
+{
+    if (!c->pids) return 0;
+    uint32_t n = c->pids;
+    char (*pid)[16] = malloc((size_t)n * sizeof *pid);
+    store_label (*labels)[4] = malloc((size_t)n * sizeof *labels);
+    store_profile *sp = malloc((size_t)n * sizeof *sp);
+    static const char *const text[3] = { "main;run;work_a", "main;run;work_b", "main;idle" };
+    store_stack stacks[3];
+    for (int k = 0; k < 3; k++) stacks[k] = (store_stack){ text[k], (uint32_t)strlen(text[k]), (uint64_t)k + 1 };
+    char build[16];
+    snprintf(build, sizeof build, "b%03d", day + 1);
+    pid_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, n, 0 };
+    int64_t day_ms = BASE_MS + (int64_t)day * DAY_MS;
+    if (!pid || !labels || !sp) {
+        fprintf(stderr, "bench_churn: out of memory\n");
+        exit(1);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(pid[i], sizeof pid[i], "%u", (unsigned)day * n + i + 1);
+        labels[i][0] = (store_label){ "build", build };
+        labels[i][1] = (store_label){ "pid", pid[i] };
+        labels[i][2] = (store_label){ "service", "churn-pids" };
+        labels[i][3] = (store_label){ "type", "cpu" };
+        int64_t from = day_ms + (int64_t)(i % 8000) * WINDOW_MS;
+        sp[i] = (store_profile){ .labels = labels[i], .n_labels = 4, .from_ms = from, .until_ms = from + WINDOW_MS,
+                                 .rate = 100, .unit = "samples", .stacks = stacks, .n_stacks = 3 };
+        if (store_write_async(st, &sp[i], pid_done, &w)) {
+            fprintf(stderr, "bench_churn: store_write_async refused a pid series\n");
+            exit(1);
+        }
+    }
+    pthread_mutex_lock(&w.m);
+    while (w.left) pthread_cond_wait(&w.c, &w.m);
+    pthread_mutex_unlock(&w.m);
+    free(pid);
+    free(labels);
+    free(sp);
+    return w.failed ? -1 : 0;
+}
+
 typedef struct {
     uint32_t profiles;
     uint64_t pairs, built, deleted;
@@ -343,9 +417,10 @@ static int run_day(const churn_cfg *c, store *st, int day, day_result *r)
         pthread_create(&th[t], NULL, day_worker, &wa[t]);
     }
     for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    if (run_pids(c, st, day)) return -1;
     r->write_s = gen_now() - t0;
-    r->profiles = j.n_profiles;
-    r->pairs = atomic_load(&j.pairs);
+    r->profiles = j.n_profiles + c->pids;
+    r->pairs = atomic_load(&j.pairs) + 3 * (uint64_t)c->pids;
     if (atomic_load(&j.failed)) return -1;
     int64_t end = BASE_MS + (int64_t)(day + 1) * DAY_MS;
     if (store_compact_run(st, end + 10 * 60000, &r->built)) {
@@ -390,7 +465,7 @@ static void heap_mib(double *in_use, double *held)
 
 /* all: every file of the data directory, allocated; live: catalog.mdb and
  * the partition files present (dirsize.h's walk). */
-typedef struct { uint64_t all, live; uint32_t parts; } dir_bytes;
+typedef struct { uint64_t all, live, catalog; uint32_t parts; } dir_bytes;
 
 static void measure_dir_bytes(const char *dir, dir_bytes *d)
 {
@@ -399,6 +474,7 @@ static void measure_dir_bytes(const char *dir, dir_bytes *d)
     d->all = dir_sizes_all(&s);
     d->live = dir_sizes_live(&s);
     d->parts = s.n_parts;
+    d->catalog = s.catalog_size;
 }
 
 /* What the live partitions hold, by database: each file opened read-only
@@ -441,17 +517,19 @@ static store *open_store(const churn_cfg *c, const char *dir, double *ms)
 
 static void print_header(const char *who)
 {
-    printf("  %s%-4s %5s %8s %6s %8s %6s %6s | %7s %7s %7s %7s %7s | %8s %8s %6s | %6s %6s %7s\n", who, "day",
-           "parts", "new", "profs", "pairs", "write", "stk/s", "anon", "file", "malloc", "held", "maps", "dir MB",
-           "live MB", "ratio", "close", "open", "anon'");
-    printf("  %s%-4s %5s %8s %6s %8s %6s %6s | %7s %7s %7s %7s %7s | %8s %8s %6s | %6s %6s %7s\n", who, "", "",
-           "stacks", "", "", "s", "k", "MiB", "MiB", "in use", "MiB", "MiB", "", "", "dir/lv", "ms", "ms", "MiB");
+    printf("  %s%-4s %5s %8s %6s %8s %6s %6s | %7s %7s %7s %7s %7s | %8s %8s %6s | %7s %7s %7s | %6s %6s %7s\n", who,
+           "day", "parts", "new", "profs", "pairs", "write", "stk/s", "anon", "file", "malloc", "held", "maps",
+           "dir MB", "live MB", "ratio", "series", "catalog", "cat.mdb", "close", "open", "anon'");
+    printf("  %s%-4s %5s %8s %6s %8s %6s %6s | %7s %7s %7s %7s %7s | %8s %8s %6s | %7s %7s %7s | %6s %6s %7s\n", who,
+           "", "", "stacks", "", "", "s", "k", "MiB", "MiB", "in use", "MiB", "MiB", "", "", "dir/lv", "", "KiB",
+           "KiB", "ms", "ms", "MiB");
 }
 
 typedef struct {
     mem_kb mem;
     double heap, held, maps_mib;
     dir_bytes d;
+    uint64_t series, cat_mem;   /* the catalog: live series, bytes in memory */
 } step_figs;
 
 static void measure_step(store *st, const char *dir, step_figs *f)
@@ -461,6 +539,8 @@ static void measure_step(store *st, const char *dir, step_figs *f)
     store_stats s;
     store_get_stats(st, &s);
     f->maps_mib = mib((double)s.dict_memory);
+    f->series = s.series;
+    f->cat_mem = s.catalog_memory;
     measure_dir_bytes(dir, &f->d);
 }
 
@@ -471,11 +551,12 @@ static void print_row(const char *who, const churn_cfg *c, int day, const day_re
     if (close_ms) snprintf(cl, sizeof cl, "%.1f", *close_ms);
     if (open_ms) snprintf(op, sizeof op, "%.1f", *open_ms);
     if (after) snprintf(af, sizeof af, "%.1f", after->anon / 1024);
-    printf("  %s%-4d %5u %8llu %6u %8llu %6.2f %6.0f | %7.1f %7.1f %7.1f %7.1f %7.1f | %8.1f %8.1f %6.3f | %6s %6s "
-           "%7s\n",
+    printf("  %s%-4d %5u %8llu %6u %8llu %6.2f %6.0f | %7.1f %7.1f %7.1f %7.1f %7.1f | %8.1f %8.1f %6.3f | %7llu %7.0f "
+           "%7.0f | %6s %6s %7s\n",
            who, day + 1, f->d.parts, (unsigned long long)day_new(c, day), r->profiles, (unsigned long long)r->pairs,
            r->write_s, (double)day_new(c, day) / r->write_s / 1e3, f->mem.anon / 1024, f->mem.file / 1024, f->heap,
-           f->held, f->maps_mib, f->d.all / 1e6, f->d.live / 1e6, (double)f->d.all / (double)f->d.live, cl, op, af);
+           f->held, f->maps_mib, f->d.all / 1e6, f->d.live / 1e6, (double)f->d.all / (double)f->d.live,
+           (unsigned long long)f->series, f->cat_mem / 1024.0, f->d.catalog / 1024.0, cl, op, af);
 }
 
 /* ---- the baseline child -------------------------------------------------- */
@@ -483,6 +564,7 @@ static void print_row(const char *who, const churn_cfg *c, int day, const day_re
 typedef struct {
     double dir_all, dir_live, anon, file, rss, open_ms;
     uint32_t parts;
+    double series, cat_mem, cat_file;
 } baseline_figs;
 
 static int run_baseline(const churn_cfg *c, const char *out_path)
@@ -511,8 +593,8 @@ static int run_baseline(const churn_cfg *c, const char *out_path)
     free(dir);
     FILE *o = fopen(out_path, "w");
     if (!o) return 1;
-    fprintf(o, "%.0f %.0f %.1f %.1f %.1f %.3f %u\n", (double)f.d.all, (double)f.d.live, f.mem.anon, f.mem.file,
-            f.mem.rss, open_ms, f.d.parts);
+    fprintf(o, "%.0f %.0f %.1f %.1f %.1f %.3f %u %.0f %.0f %.0f\n", (double)f.d.all, (double)f.d.live, f.mem.anon,
+            f.mem.file, f.mem.rss, open_ms, f.d.parts, (double)f.series, (double)f.cat_mem, (double)f.d.catalog);
     fclose(o);
     return 0;
 }
@@ -536,8 +618,8 @@ static int spawn_baseline(baseline_figs *b)
         return -1;
     }
     FILE *f = fopen(path, "r");
-    int ok = f && fscanf(f, "%lf %lf %lf %lf %lf %lf %u", &b->dir_all, &b->dir_live, &b->anon, &b->file, &b->rss,
-                         &b->open_ms, &b->parts) == 7;
+    int ok = f && fscanf(f, "%lf %lf %lf %lf %lf %lf %u %lf %lf %lf", &b->dir_all, &b->dir_live, &b->anon, &b->file,
+                         &b->rss, &b->open_ms, &b->parts, &b->series, &b->cat_mem, &b->cat_file) == 10;
     if (f) fclose(f);
     gen_rm_rf(tmp);
     free(tmp);
@@ -558,8 +640,10 @@ int main(int argc, char **argv)
     churn_cfg c = { .stacks = (uint64_t)env_long("BENCH_CHURN_STACKS", 10000000),
                     .days = (int)env_long("BENCH_CHURN_DAYS", 30),
                     .retention_days = (int)env_long("BENCH_CHURN_RETENTION_DAYS", 7),
-                    .reopen_every = (int)env_long("BENCH_CHURN_REOPEN_EVERY", 5) };
-    if (c.days < 1 || c.retention_days < 1 || c.reopen_every < 1 || c.stacks < (uint64_t)c.days * 10) {
+                    .reopen_every = (int)env_long("BENCH_CHURN_REOPEN_EVERY", 5),
+                    .pids = (uint32_t)env_long("BENCH_CHURN_PIDS", 2000) };
+    if (c.days < 1 || c.retention_days < 1 || c.reopen_every < 1 || c.stacks < (uint64_t)c.days * 10 ||
+        c.pids > 1000000) {
         fprintf(stderr, "bench_churn: bad BENCH_CHURN_* settings\n");
         return 2;
     }
@@ -577,6 +661,7 @@ int main(int argc, char **argv)
            "each pushed %d times, + %d of %llu stable stacks a profile; %d instances, %d writer threads\n",
            (unsigned long long)day_new(&c, 0), BLOCK, REPEATS, STABLE_PER, (unsigned long long)c.stable,
            N_INSTANCES, THREADS);
+    printf("  and %u short-lived series a day (labels build, pid: one day each), one small profile each\n", c.pids);
     /* the generator's depth, measured on a sample of the first day */
     {
         stack_gen g;
@@ -673,6 +758,13 @@ int main(int argc, char **argv)
            "store of the last %d days (%.1f MB); target <= %.2f; measured/target = %.2f\n",
            end.d.all / 1e6, (double)end.d.all / (double)end.d.live, end.d.live / 1e6, size_ratio, c.retention_days,
            b.dir_all / 1e6, TARGET_SIZE_RATIO, size_ratio / TARGET_SIZE_RATIO);
+    double cat_ratio = b.cat_mem > 0 ? (double)end.cat_mem / b.cat_mem : 0;
+    double cat_file_ratio = b.cat_file > 0 ? (double)end.d.catalog / b.cat_file : 0;
+    printf("RESULT churn: catalog %llu series, %.0f KiB in memory = %.3f x a fresh store of the last %d days (%.0f "
+           "series, %.0f KiB); catalog.mdb %.0f KiB = %.3f x (%.0f KiB); target <= %.2f; measured/target = %.2f\n",
+           (unsigned long long)end.series, end.cat_mem / 1024.0, cat_ratio, c.retention_days, b.series,
+           b.cat_mem / 1024.0, end.d.catalog / 1024.0, cat_file_ratio, b.cat_file / 1024.0, TARGET_SIZE_RATIO,
+           (cat_ratio > cat_file_ratio ? cat_ratio : cat_file_ratio) / TARGET_SIZE_RATIO);
     printf("  churn %.1f s, total time %.1f s\n", t_churn, gen_now() - t_start);
     gen_funcs_free(&funcs);
     return 0;

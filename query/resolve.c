@@ -59,16 +59,17 @@ int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **id
     size_t n_cand;
     int have = candidates(r, sel, &cand, &n_cand);
     if (have < 0) return -1;
-    size_t total = have ? n_cand : store_series_max(r);
+    size_t total = have ? n_cand : store_series_count(r);
     uint32_t *out = malloc((total ? total : 1) * sizeof *out);
     if (!out) {
         free(cand);
         return -1;
     }
     size_t k = 0;
+    uint32_t sid = 0;
     for (size_t i = 0; i < total; i++) {
-        uint32_t sid = have ? cand[i] : (uint32_t)(i + 1);
-        if (series_matches(r, sel, sid)) out[k++] = sid;
+        sid = have ? cand[i] : store_series_next(r, sid); /* ids have gaps where series expired */
+        if (sid && series_matches(r, sel, sid)) out[k++] = sid;
     }
     free(cand);
     *ids = out;

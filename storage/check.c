@@ -7,10 +7,11 @@
  *                migration, not checked), the partition length (whole
  *                hours), the label strings (chunks keyed by their first
  *                id, dense, each a varint length and bytes inside the
- *                chunk, UTF-8 without NUL), the series (ids dense from 1,
- *                1 to 64 labels whose name and value ids are existing
- *                strings, names sorted and unique, no two series with the
- *                same labels).
+ *                chunk, UTF-8 without NUL), the series (ids ascending from
+ *                1, with gaps where series expired, 1 to 64 labels whose
+ *                name and value ids are existing strings, names sorted and
+ *                unique, no two series with the same labels), each series'
+ *                last partition ("last": a known series, an 8-byte start).
  *   parts/<t>.mdb  each partition alone: its name on a partition boundary,
  *                the file as long as its last commit needs (a truncated
  *                file is reported and not read further: reading a page
@@ -115,7 +116,9 @@ typedef struct {
     /* the catalog */
     MDB_env *cat_env;           /* opened again when a partition names a series it did not have */
     int series_readable;        /* else series ids are not checked */
-    uint32_t series_bound;      /* series ids known are below this */
+    uint32_t series_bound;      /* series ids are below this */
+    uint64_t *known;            /* this process's bitmap of the catalog's ids (series_known) */
+    uint32_t known_bits;
     int refreshed;              /* the catalog was read again for this partition */
     /* the partition being walked */
     int64_t start, len;
@@ -363,6 +366,27 @@ static int span_cmp(span a, span b)
     return r ? r : (a.len > b.len) - (a.len < b.len);
 }
 
+static int known_add(checker *c, uint32_t sid)
+{
+    if (sid >= c->known_bits) {
+        uint32_t bits = c->known_bits ? c->known_bits : 1024;
+        while (bits <= sid && bits < UINT32_MAX / 2) bits *= 2;
+        if (bits <= sid) return -1;
+        uint64_t *nk = realloc(c->known, (size_t)bits / 8);
+        if (!nk) return -1;
+        memset((char *)nk + c->known_bits / 8, 0, (size_t)(bits - c->known_bits) / 8);
+        c->known = nk;
+        c->known_bits = bits;
+    }
+    c->known[sid / 64] |= UINT64_C(1) << (sid % 64);
+    return 0;
+}
+
+static int known_has(const checker *c, uint32_t sid)
+{
+    return sid < c->known_bits && (c->known[sid / 64] >> (sid % 64) & 1);
+}
+
 /* Walks the series; answers -1 when out of memory. */
 static int check_series(checker *c, MDB_txn *txn, MDB_dbi dbi, const span *strs, uint32_t n_strs, int strs_damaged)
 {
@@ -371,7 +395,7 @@ static int check_series(checker *c, MDB_txn *txn, MDB_dbi dbi, const span *strs,
     uint32_t *npairs = calloc(cap, sizeof *npairs);
     idmap seen = { 0 };
     int oom = !pairs || !npairs || idmap_init(&seen, 1024);
-    uint32_t expect = 1, bound = 1;
+    uint32_t expect = 1, bound = 1, count = 0;
     MDB_cursor *cur = NULL;
     MDB_val k, v;
     int rc = oom ? 0 : mdb_cursor_open(txn, dbi, &cur);
@@ -385,8 +409,7 @@ static int check_series(checker *c, MDB_txn *txn, MDB_dbi dbi, const span *strs,
         if (sid < expect) {
             PROBLEM(c, "series %u comes after series %u: keys out of order or repeated", sid, expect - 1);
         } else {
-            if (sid != expect) PROBLEM(c, "series ids jump from %u to %u (ids are dense from 1)", expect - 1, sid);
-            expect = sid + 1;
+            expect = sid + 1; /* gaps: series expired */
             bound = expect;
         }
         uint32_t n = (uint32_t)(v.mv_size / 8);
@@ -441,7 +464,8 @@ static int check_series(checker *c, MDB_txn *txn, MDB_dbi dbi, const span *strs,
         }
         pairs[sid] = pv;
         npairs[sid] = n;
-        if (idmap_put(&seen, h, sid)) oom = 1;
+        count++;
+        if (idmap_put(&seen, h, sid) || known_add(c, sid)) oom = 1;
     }
     if (!oom && rc && rc != MDB_NOTFOUND) PROBLEM(c, "series: reading them failed after series %u: %s",
                                                   expect - 1, mdb_strerror(rc));
@@ -450,8 +474,33 @@ static int check_series(checker *c, MDB_txn *txn, MDB_dbi dbi, const span *strs,
     free(pairs);
     free(npairs);
     c->series_bound = bound;
-    c->n->series = bound - 1;
+    c->n->series = count;
     return oom ? -1 : 0;
+}
+
+/* Each series' last partition: a known series, an 8-byte start. */
+static void check_last(checker *c, MDB_txn *txn)
+{
+    MDB_dbi dbi;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc = mdb_dbi_open(txn, "last", MDB_INTEGERKEY, &dbi);
+    if (rc == MDB_NOTFOUND) return; /* written before series expired */
+    if (rc || (rc = mdb_cursor_open(txn, dbi, &cur))) {
+        PROBLEM(c, "its 'last' database cannot be read (%s)", mdb_strerror(rc));
+        return;
+    }
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 4) {
+            PROBLEM(c, "last: a key of %zu bytes (expected a 4-byte series id)", k.mv_size);
+            continue;
+        }
+        uint32_t sid = rd32(k.mv_data);
+        if (!known_has(c, sid)) PROBLEM(c, "last: series %u is not in the catalog", sid);
+        if (v.mv_size != 8) PROBLEM(c, "last: series %u has %zu bytes (expected an 8-byte start)", sid, v.mv_size);
+    }
+    if (rc != MDB_NOTFOUND) PROBLEM(c, "last: reading it failed: %s", mdb_strerror(rc));
+    mdb_cursor_close(cur);
 }
 
 /* Reads "format" and "partition_ms"; answers -1 for a format this flamedb
@@ -537,6 +586,7 @@ static store_status check_catalog(checker *c)
     int strs_damaged = 0;
     uint32_t n_strs = check_label_strings(c, txn, dbi[1], &strs, &strs_damaged);
     if (!n_strs || check_series(c, txn, dbi[2], strs, n_strs, strs_damaged)) ss = STORE_ENOMEM;
+    else check_last(c, txn);
     free(strs);
     c->n->label_strings = n_strs ? n_strs - 1 : 0;
     mdb_txn_abort(txn);
@@ -545,32 +595,48 @@ static store_status check_catalog(checker *c)
     return ss;
 }
 
-/* Whether series sid is in the catalog: as first read, or else as it is
- * now (read once per partition: the writer commits the catalog before the
- * partitions, so this later look sees every series the partition's
- * snapshot can name). */
-static int series_known(checker *c, uint32_t sid)
+/* Reads the ids of the catalog's series into this process's bitmap
+ * (partitions are walked in child processes: each reads them once). */
+static int load_known(checker *c)
 {
-    if (!c->series_readable) return 1; /* the catalog's damage was reported */
-    if (sid && sid < c->series_bound) return 1;
-    if (!sid || c->refreshed) return 0;
-    c->refreshed = 1;
     MDB_txn *txn;
     MDB_dbi dbi;
     MDB_cursor *cur;
     char path[4200];
     snprintf(path, sizeof path, "%s/catalog.mdb", c->dir);
-    if (!c->cat_env && env_open_readonly(&c->cat_env, path, NULL, NULL, 0)) return 0;
-    if (begin_read(c->cat_env, &txn)) return 0;
+    if (!c->cat_env && env_open_readonly(&c->cat_env, path, NULL, NULL, 0)) return -1;
+    if (begin_read(c->cat_env, &txn)) return -1;
     MDB_val k, v;
+    int rc = -1;
     /* opened again: the first transaction's handles went with it */
     if (!mdb_dbi_open(txn, "series", MDB_INTEGERKEY, &dbi) && !mdb_cursor_open(txn, dbi, &cur)) {
-        if (!mdb_cursor_get(cur, &k, &v, MDB_LAST) && k.mv_size == 4 && rd32(k.mv_data) >= c->series_bound)
-            c->series_bound = rd32(k.mv_data) + 1;
+        rc = 0;
+        for (int g = mdb_cursor_get(cur, &k, &v, MDB_FIRST); g == 0 && !rc; g = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+            if (k.mv_size == 4) {
+                rc = known_add(c, rd32(k.mv_data));
+                if (rd32(k.mv_data) >= c->series_bound) c->series_bound = rd32(k.mv_data) + 1;
+            }
         mdb_cursor_close(cur);
     }
     mdb_txn_abort(txn);
-    return sid < c->series_bound;
+    return rc;
+}
+
+/* Whether series sid is in the catalog: as first read, or else as it is
+ * now (read once per partition: the writer commits the catalog before the
+ * partitions, so this later look sees every series the partition's
+ * snapshot can name; a series leaves the catalog only once no partition
+ * holds it). */
+static int series_known(checker *c, uint32_t sid)
+{
+    if (!c->series_readable) return 1; /* the catalog's damage was reported */
+    if (!sid) return 0;
+    if (!c->known && load_known(c)) return sid < c->series_bound;
+    if (known_has(c, sid)) return 1;
+    if (c->refreshed) return 0;
+    c->refreshed = 1;
+    if (load_known(c)) return 0;
+    return known_has(c, sid);
 }
 
 /* ---- a partition's dictionaries ---- */
@@ -822,7 +888,8 @@ static void check_blocks(checker *c, MDB_txn *txn, MDB_dbi dbi)
         snprintf(at, sizeof at, "block series %u at %s seq %u", sid, fmt_time(t, from), seq);
         block_header h;
         if (!series_known(c, sid))
-            PROBLEM(c, "%s: series %u is not in the catalog (%u series)", at, sid, c->series_bound - 1);
+            PROBLEM(c, "%s: series %u is not in the catalog (%llu series)", at, sid,
+                    (unsigned long long)c->n->series);
         if (from < c->start || (uint64_t)from - (uint64_t)c->start >= (uint64_t)c->len)
             PROBLEM(c, "%s: starts outside the partition [%s, +%lld h)", at, fmt_time(t, c->start),
                     (long long)(c->len / HOUR_MS));
@@ -877,7 +944,8 @@ static void check_rollups(checker *c, MDB_txn *txn, MDB_dbi dbi)
         snprintf(at, sizeof at, "rollup %s series %u bucket %s unit %u%s", level_name(ln, level), sid,
                  fmt_time(t, bucket), unit, gauge ? " (gauge)" : "");
         if (!series_known(c, sid))
-            PROBLEM(c, "%s: series %u is not in the catalog (%u series)", at, sid, c->series_bound - 1);
+            PROBLEM(c, "%s: series %u is not in the catalog (%llu series)", at, sid,
+                    (unsigned long long)c->n->series);
         bucket_ok(c, at, level, bucket);
         block_header h;
         if (check_value(c, &v, &h, why, sizeof why)) PROBLEM(c, "%s: %s", at, why);
@@ -915,7 +983,8 @@ static void check_pending(checker *c, MDB_txn *txn, MDB_dbi dbi)
         char at[128];
         snprintf(at, sizeof at, "pending %s series %u bucket %s", level_name(ln, level), sid, fmt_time(t, bucket));
         if (!series_known(c, sid))
-            PROBLEM(c, "%s: series %u is not in the catalog (%u series)", at, sid, c->series_bound - 1);
+            PROBLEM(c, "%s: series %u is not in the catalog (%llu series)", at, sid,
+                    (unsigned long long)c->n->series);
         bucket_ok(c, at, level == ROLLUP_REPACK ? ROLLUP_LEVELS - 1 : level, bucket);
         if (v.mv_size) PROBLEM(c, "%s: a value of %zu bytes (a mark has none)", at, v.mv_size);
     }
@@ -1033,7 +1102,8 @@ static void check_segments(checker *c, MDB_txn *txn, MDB_dbi dbi)
         char at[128];
         snprintf(at, sizeof at, "segment series %u bucket %s", sid, fmt_time(t, bucket));
         if (!series_known(c, sid))
-            PROBLEM(c, "%s: series %u is not in the catalog (%u series)", at, sid, c->series_bound - 1);
+            PROBLEM(c, "%s: series %u is not in the catalog (%llu series)", at, sid,
+                    (unsigned long long)c->n->series);
         if (seq) PROBLEM(c, "%s: a key ending in %u (expected 0)", at, seq);
         if (bucket_ok(c, at, ROLLUP_LEVELS - 1, bucket)) check_segment(c, at, &v, bucket, &d);
     }
@@ -1267,6 +1337,9 @@ static void walk_partition(checker *c, const void *arg)
     check_partition(c, pn->name, pn->start);
     if (c->cat_env) mdb_env_close(c->cat_env);
     c->cat_env = NULL;
+    free(c->known);
+    c->known = NULL;
+    c->known_bits = 0;
 }
 
 static int part_name_cmp(const void *a, const void *b)
@@ -1351,5 +1424,6 @@ store_status store_check(const char *dir, store_check_fn fn, void *ctx, store_ch
     if (!ss && c.status == STORE_ENOMEM) ss = STORE_ENOMEM;
     ZSTD_freeDCtx(c.dctx);
     free(c.raw);
+    free(c.known);
     return ss;
 }

@@ -49,7 +49,7 @@ struct store_part {
 
 struct store_reader {
     store *st;
-    uint32_t n_series, n_labels;
+    catalog_snap cat;       /* the catalog as it was at begin, pinned */
     store_part *parts;
     size_t n_parts;
     store_part **sel;       /* store_reader_parts' answer */
@@ -89,8 +89,7 @@ store_status store_reader_begin(store *st, store_reader **out)
     store_reader *r = calloc(1, sizeof *r);
     if (!r) return STORE_ENOMEM;
     r->st = st;
-    r->n_series = catalog_series_committed(st->cat);
-    r->n_labels = catalog_strings_pending(st->cat);
+    r->cat = catalog_snap_begin(st->cat);
     part **v;
     ssize_t n = store_parts_copy(st, 1, 0, &v);
     r->cap_nodes = r->cap_names = 1024;
@@ -145,6 +144,7 @@ void store_reader_end(store_reader *r)
 {
     if (!r) return;
     for (size_t i = 0; i < r->n_parts; i++) view_close(&r->parts[i]);
+    catalog_snap_end(r->st->cat, &r->cat);
     free(r->parts);
     free(r->sel);
     free(r->tparent);
@@ -363,7 +363,9 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
     return q;
 }
 
-uint32_t store_series_max(const store_reader *r) { return r->n_series - 1; }
+uint32_t store_series_max(const store_reader *r) { return catalog_series_max(&r->cat); }
+uint32_t store_series_next(const store_reader *r, uint32_t sid) { return catalog_series_next(&r->cat, sid); }
+uint32_t store_series_count(const store_reader *r) { return r->cat.n_pos - 1; }
 uint32_t store_node_max(const store_reader *r) { return r->n_nodes - 1; }
 uint32_t store_string_max(const store_reader *r) { return r->n_names - 1; }
 
@@ -388,17 +390,17 @@ const char *store_string(const store_reader *r, uint32_t id, uint32_t *len)
 
 int store_series_labels(const store_reader *r, uint32_t sid, store_label *out, int max)
 {
-    return sid < r->n_series ? catalog_series_labels(r->st->cat, sid, out, max) : 0;
+    return catalog_series_labels(&r->cat, sid, out, max);
 }
 
 const char *store_series_label(const store_reader *r, uint32_t sid, const char *name)
 {
-    return sid < r->n_series ? catalog_series_label(r->st->cat, sid, name) : NULL;
+    return catalog_series_label(&r->cat, sid, name);
 }
 
 store_status store_postings(const store_reader *r, const char *name, const char *value, uint32_t **ids, size_t *n)
 {
-    return catalog_postings(r->st->cat, name, value, r->n_labels, r->n_series, ids, n);
+    return catalog_postings(&r->cat, name, value, ids, n);
 }
 
 /* ---- scans ---- */

@@ -12,7 +12,9 @@
  * partition files it owns (writer.c).  Segments (segment.c) go the
  * same way, whole when their 10 minutes have expired; the one straddling
  * the cutoff is packed again without its expired profiles.  That
- * partition's dictionaries stay until it is dropped in its turn. */
+ * partition's dictionaries stay until it is dropped in its turn.  Once a
+ * series' last partition has gone, the series leaves the catalog
+ * (expire_series, catalog_expire). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -114,6 +116,31 @@ static store_status drop_expired(writer *w, int64_t cutoff, uint64_t *deleted)
     return STORE_OK;
 }
 
+/* Drops from the catalog every series none of whose partitions is left:
+ * its last partition started before the oldest partition present (every
+ * shard of it gone) and has expired (so a write racing this, which raised
+ * `last` under cat_lock before creating its partition's file, can only be
+ * of data retention drops anyway).  Under cat_lock: no writer resolves
+ * series meanwhile. */
+static store_status expire_series(writer *w, int64_t cutoff)
+{
+    store *st = w->st;
+    int64_t keep_from = cutoff - st->part_ms + 1;
+    pthread_rwlock_rdlock(&st->parts_lock);
+    if (st->n_parts && part_start(st->parts[0]) < keep_from) keep_from = part_start(st->parts[0]);
+    pthread_rwlock_unlock(&st->parts_lock);
+    uint32_t dropped = 0;
+    pthread_mutex_lock(&st->cat_lock);
+    store_status ss = catalog_expire(st->cat, keep_from, &dropped);
+    pthread_mutex_unlock(&st->cat_lock);
+    if (dropped) {
+        pthread_mutex_lock(&st->lock);
+        st->stats.series_expired += dropped;
+        pthread_mutex_unlock(&st->lock);
+    }
+    return ss;
+}
+
 /* The first file of w straddling cutoff at or after shard `from`, with a
  * reference; NULL when none. */
 static part *straddling(writer *w, int64_t cutoff, int from)
@@ -146,6 +173,7 @@ store_status writer_retention_step(writer *w, int64_t now_ms, uint32_t budget, u
     int64_t cutoff = now_ms - st->opt.retention_ms;
     if (w->retention_sid <= 1 && w->retention_shard == 0) {
         store_status ss = drop_expired(w, cutoff, deleted);
+        if (!ss) ss = expire_series(w, cutoff);
         if (ss) return ss;
         w->retention_sid = 1;
     }
@@ -169,13 +197,14 @@ store_status writer_retention_step(writer *w, int64_t now_ms, uint32_t budget, u
         part_unref(p);
         return env_status(rc);
     }
-    uint32_t max = catalog_series_committed(st->cat);
+    /* the live series (a series with data in this partition is live) */
+    catalog_snap cs = catalog_snap_begin(st->cat);
     uint64_t n = 0, rollup_budget = budget;
-    uint32_t sid = w->retention_sid ? w->retention_sid : 1;
+    uint32_t sid = catalog_series_next(&cs, (w->retention_sid ? w->retention_sid : 1) - 1);
     pdict_r *dr = NULL;
     seg_dec dec = { 0 };
     MDB_dbi dicts[3] = { part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES) };
-    for (; sid < max && n < budget; sid++) {
+    for (; sid && n < budget; sid = catalog_series_next(&cs, sid)) {
         store_status rs = rollup_delete(rc_cur, sid, cutoff, &rollup_budget);
         if (rs || !rollup_budget) {
             rc = rs ? EIO : 0;
@@ -209,6 +238,7 @@ store_status writer_retention_step(writer *w, int64_t now_ms, uint32_t budget, u
         rc = 0;
         if (n >= budget) break; /* this series may have more: resume here */
     }
+    catalog_snap_end(st->cat, &cs);
     mdb_cursor_close(c);
     mdb_cursor_close(rc_cur);
     pdict_r_free(dr);
@@ -224,7 +254,7 @@ store_status writer_retention_step(writer *w, int64_t now_ms, uint32_t budget, u
     if (rc) return env_status(rc);
     w->retention_sid = sid;
     *deleted += n;
-    if (sid >= max) { /* this file is done: the next one in the next step */
+    if (!sid) { /* this file is done: the next one in the next step */
         w->retention_sid = 1;
         w->retention_shard = shard + 1;
     }

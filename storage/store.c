@@ -434,6 +434,15 @@ store_status store_open(store **out, const store_options *opt, char *err, size_t
         store_release(st);
         return STORE_EIO;
     }
+    /* Series of a catalog written before series expired: their last
+     * partition is taken to be the newest present. */
+    ss = catalog_fill_last(st->cat, st->n_parts ? part_start(st->parts[st->n_parts - 1]) : INT64_MIN);
+    if (ss) {
+        env_set_err(err, errlen, "%s: recording the series' last partitions failed: %s", path,
+                    ss == STORE_ENOMEM ? "out of memory" : "cannot write the catalog (is the disk full?)");
+        store_release(st);
+        return ss;
+    }
     if (was_v5 && upgrade_v5(st, err, errlen)) {
         store_release(st);
         return STORE_EIO;
@@ -480,9 +489,9 @@ void store_get_stats(store *st, store_stats *out)
     pthread_mutex_lock(&st->lock);
     *out = st->stats;
     pthread_mutex_unlock(&st->lock);
-    out->series = catalog_series_committed(st->cat) - 1;
+    out->series = catalog_series_count(st->cat);
     out->nodes = out->strings = 0;
-    out->dict_memory = catalog_memory(st->cat);
+    out->dict_memory = out->catalog_memory = catalog_memory(st->cat);
     char path[4200];
     snprintf(path, sizeof path, "%s/catalog.mdb", st->dir);
     out->db_bytes = env_file_bytes(path);

@@ -19,8 +19,8 @@
  *
  * Reads take a store_reader: read snapshots of the partitions it touches
  * plus the catalog, valid until store_reader_end.  Readers never block
- * writers.  Label strings stay valid until store_close; frame names and
- * units until store_reader_end. */
+ * writers.  Label strings, frame names and units stay valid until
+ * store_reader_end. */
 #ifndef FLAMEDB_STORE_H
 #define FLAMEDB_STORE_H
 
@@ -167,7 +167,8 @@ store_status store_retention_run(store *st, int64_t now_ms, uint64_t *deleted);
 store_status store_compact_run(store *st, int64_t now_ms, uint64_t *built);
 
 /* Deletes every profile of the given series (their label sets stay in the
- * dictionary, like strings, and come back to life if pushed again);
+ * catalog, and come back to life if pushed again, until retention drops
+ * their last partition: then they expire);
  * answers how many profiles went.  Thread-safe; returns once durable. */
 store_status store_delete_series(store *st, const uint32_t *ids, size_t n, uint64_t *deleted);
 
@@ -197,8 +198,15 @@ uint64_t store_reader_max_pairs(const store_reader *r);
 /* CLOCK_MONOTONIC in ms, the clock of deadlines. */
 int64_t store_mono_ms(void);
 
-/* Series ids are 1..store_series_max(r). */
+/* Series ids are 1..store_series_max(r), with gaps: a series expires
+ * (leaves the catalog, its postings and its label strings) once retention
+ * has dropped the last partition holding its profiles, and ids are never
+ * reused (pushed again, it comes back with a new id).  store_series_next
+ * answers the first id above sid (0: none), for walks over every series. */
 uint32_t store_series_max(const store_reader *r);
+uint32_t store_series_next(const store_reader *r, uint32_t sid);
+/* How many series the reader sees. */
+uint32_t store_series_count(const store_reader *r);
 
 /* Copies up to max labels of series sid (sorted by name) into out and
  * answers how many the series has. */
@@ -339,6 +347,7 @@ typedef struct {
     uint64_t partition_files;          /* their files: a shard each (writer.c) */
     uint64_t db_bytes;                 /* size of the catalog and partition files */
     uint64_t dict_memory;              /* bytes of the writer's maps and the catalog */
+    uint64_t catalog_memory;           /* of which the catalog's (series, label strings, index) */
     uint64_t commits;
     uint64_t commit_bucket[STORE_COMMIT_BUCKETS]; /* cumulative counts */
     double commit_seconds_sum;
@@ -346,6 +355,7 @@ typedef struct {
     double gather_wait_s;              /* the time they were held */
     uint64_t retention_deleted;        /* profiles deleted by retention */
     uint64_t retention_partitions;     /* partitions dropped by retention */
+    uint64_t series_expired;           /* series dropped from the catalog with their last partition */
     uint64_t rollups_built;            /* buckets compacted into rollups */
     uint64_t migrated_profiles;        /* profiles moved from a flamedb-4 directory at open */
 } store_stats;

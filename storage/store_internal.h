@@ -47,7 +47,7 @@ typedef struct write_req {
     char own_err[256];       /* async requests' error text */
     size_t group_left;       /* store_write_async_all: members after this one, queued next */
     int shard;               /* REQ_WRITE: the shard written (store_shard_of), = its writer */
-    int new_series;          /* its series was created in this batch */
+    int new_series;          /* its series is created, or its last partition raised, in this batch */
     struct write_req *next;
 } write_req;
 

@@ -308,9 +308,13 @@ static void fail_req(write_req *rq, store_status ss, const char *what, int rc)
 /* Gives every write request of the batch its series id.  New series are
  * created in a catalog transaction of their own, committed (and published)
  * before any block that names them; a series whose block then fails stays,
- * without profiles, as after store_delete_series.  The requests whose
- * series could not be created fail here.  Writers take turns (cat_lock),
- * holding it for a lookup only unless a series is new. */
+ * without profiles, as after store_delete_series.  The same transaction
+ * raises the `last` partition of series written to a newer partition than
+ * before (once a series a partition: a day), so the catalog never lets a
+ * series expire while a partition holds it (catalog.h).  The requests
+ * whose series could not be created or raised fail here.  Writers take
+ * turns (cat_lock), holding it for a lookup only unless a series is new or
+ * enters a new partition. */
 static void resolve_series(writer *w, write_req *reqs)
 {
     store *st = w->st;
@@ -319,8 +323,9 @@ static void resolve_series(writer *w, write_req *reqs)
     pthread_mutex_lock(&st->cat_lock);
     for (write_req *rq = reqs; rq; rq = rq->next) {
         if (rq->kind != REQ_WRITE) continue;
-        rq->series = catalog_series_find(cat, rq->profile->labels, rq->profile->n_labels);
-        rq->new_series = !rq->series;
+        int64_t last = INT64_MIN;
+        rq->series = catalog_series_find(cat, rq->profile->labels, rq->profile->n_labels, &last);
+        rq->new_series = !rq->series || last < store_part_floor(st, rq->profile->from_ms);
         missing |= rq->new_series;
     }
     if (!missing) {
@@ -329,11 +334,12 @@ static void resolve_series(writer *w, write_req *reqs)
     }
     catalog_mark mark = catalog_mark_now(cat);
     MDB_txn *txn = NULL;
-    int rc = mdb_txn_begin(catalog_env(cat), NULL, 0, &txn);
+    int rc = catalog_txn_begin(cat, &txn);
     store_status ss = rc ? env_status(rc) : STORE_OK;
     for (write_req *rq = reqs; rq && !ss; rq = rq->next)
         if (rq->kind == REQ_WRITE && rq->new_series)
-            ss = catalog_series_intern(cat, txn, rq->profile->labels, rq->profile->n_labels, &rq->series);
+            ss = catalog_series_intern(cat, txn, rq->profile->labels, rq->profile->n_labels,
+                                       store_part_floor(st, rq->profile->from_ms), &rq->series);
     if (!ss) ss = catalog_flush(cat, txn);
     if (!ss) {
         catalog_publish_pending(cat);
@@ -489,7 +495,9 @@ static void finish_batch(store *st, write_req *batch)
 static void sweep_readers(store *st)
 {
     int dead = 0;
-    mdb_reader_check(catalog_env(st->cat), &dead);
+    pthread_mutex_lock(&st->cat_lock); /* catalog_expire may reopen its environment */
+    catalog_reader_check(st->cat);
+    pthread_mutex_unlock(&st->cat_lock);
     pthread_rwlock_rdlock(&st->parts_lock);
     for (size_t i = 0; i < st->n_parts; i++)
         if (part_is_open(st->parts[i])) mdb_reader_check(part_env(st->parts[i]), &dead);
