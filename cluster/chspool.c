@@ -128,7 +128,7 @@ chspool_status chspool_open(chspool **out, const char *dir, uint64_t max_bytes, 
         if (seq >= s->next_seq) s->next_seq = seq + 1;
     }
     closedir(d);
-    qsort(s->sealed, s->n_sealed, sizeof *s->sealed, cmp_seq);
+    if (s->n_sealed > 1) qsort(s->sealed, s->n_sealed, sizeof *s->sealed, cmp_seq);
     if (!s->next_seq) s->next_seq = 1;
     *out = s;
     return CHSPOOL_OK;
