@@ -563,6 +563,12 @@ static void render(srv_ctx *srv, view *vw, text *t)
         put_one(t, "flamedb_retention_deleted_profiles_total", "counter",
                 "Profiles deleted by retention.",
                 (unsigned long long)s.retention_deleted);
+        put_one(t, "flamedb_series_expired_total", "counter",
+                "Series dropped from the catalog once retention dropped their last partition.",
+                (unsigned long long)s.series_expired);
+        put_one(t, "flamedb_catalog_memory_bytes", "gauge",
+                "Memory of the catalog (series, label strings, postings): live series only.",
+                (unsigned long long)s.catalog_memory);
     }
     if (vw->n) {
         put_head(t, "flamedb_agents", "gauge", "Agents in the fleet registry (seen within its expiry), by tenant.");

@@ -217,6 +217,37 @@ test_retention_deletes_old_profiles() {
     assert_json "after another restart" '"\(.total) \(.profiles)"' '7 1'
 }
 
+# A series whose every partition retention dropped leaves the catalog
+# (issue 9): gone from the label values, counted in /metrics, and a push
+# of the same labels makes it again.
+test_retention_expires_series() {
+    start_server --retention 0 --partition 1h
+    local t old
+    t=$(now)
+    old=$((t - 5 * 3600))
+    ingest "service=exp&age=old&from=$old&until=$((old + 10))" $'old;frame 5\n'
+    assert_status "old profile" 200
+    ingest "service=exp&age=recent&from=$((t - 60))&until=$((t - 50))" $'new;frame 7\n'
+    assert_status "recent profile" 200
+    restart_server --retention 1h
+    local tries=200 m
+    while [ $tries -gt 0 ]; do
+        get /metrics
+        m=$(metric flamedb_series_expired_total)
+        [ "$m" = 1 ] && break
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    assert_eq "series expired (metrics)" 1 "$m"
+    assert_eq "series left (metrics)" 1 "$(metric flamedb_series)"
+    get /api/v1/label/age/values
+    assert_json "the expired series' label value is gone" '.values|join(",")' 'recent'
+    ingest "service=exp&age=old&from=$((t - 30))&until=$((t - 20))" $'old;frame 2\n'
+    assert_status "the same labels pushed again" 200
+    query 'exp{age="old"}' from=now-1h
+    assert_json "the new series holds only the new profile" '.total' 2
+}
+
 # SIGTERM while a request is in flight: the server stops accepting new
 # connections, finishes the request (answered and durable), then exits 0.
 test_sigterm_drains_in_flight_and_stops_accepting() {

@@ -200,7 +200,7 @@ test_metrics_tenant_refusals() {
 # sends them: names and values, without the timings, sizes, background work
 # (compaction) and gauges of the moment; and every sample's name alone.
 stable_figures() {
-    samples | grep -Ev '^flamedb_(commit_duration_seconds|commit_wait|database_bytes|dictionary_memory|call_tree_nodes|http_connections|partitions|rollups_built|retention|ingest_queue_bytes|http_requests_total\{route="/metrics")' | sort
+    samples | grep -Ev '^flamedb_(commit_duration_seconds|commit_wait|database_bytes|dictionary_memory|catalog_memory|call_tree_nodes|http_connections|partitions|rollups_built|retention|ingest_queue_bytes|http_requests_total\{route="/metrics")' | sort
 }
 sample_names() { samples | awk '{ print $1 }'; }
 
