@@ -5,12 +5,15 @@
 // brush timeline.js, split by a label split.js, the outlier ranking
 // outliers.js, the per-line table lines.js, the Insights view insights.js
 // (docs/viewer.md). A selector naming no service over several processes
-// (a whole node) is split by process by default (defaultSplit).
+// (a whole node) is split by process by default (defaultSplit). A selection
+// with on-CPU and off-CPU profiles offers CPU | Off-CPU | side by side |
+// Wall (`pair`: pair.js draws the second pane, wall.js merges the trees).
 //
 // All state lives in the URL, with the API's own parameter names (query,
 // from, until, group_by, left, right, left_from, ...), plus a few of the
-// viewer's own (view, split, ilabel, builds, search, layout, focus, tab, groups,
-// transforms, invert, sandwich, fn, tq, tsort, tl, brush, minsamples, linesof). Every change pushes a history entry
+// viewer's own (view, split, ilabel, builds, pair, search, layout, focus, tab, groups,
+// transforms, invert, sandwich, fn, tq, tsort, tl, brush, minsamples, linesof,
+// osearch, ofocus). Every change pushes a history entry
 // (typing in a box replaces it); popstate re-reads the URL, and data is
 // fetched again only when a data parameter changed.
 //
@@ -21,7 +24,7 @@
 // body[data-state] = "ready". Only the diff reads a nested tree
 // (/api/v1/diff answers no other form), made flat on arrival.
 import { FlameGraph, wilson } from './flame.js';
-import { fromLevels, fromNested } from './tree.js';
+import { fromLevels, fromNested, emptyTree } from './tree.js';
 import { initViews } from './views.js';
 import { initTable, ALL as TABLE_ALL } from './table.js';
 import { initLabels } from './labels.js';
@@ -32,11 +35,14 @@ import { initTimeline } from './timeline.js';
 import { rankGroups, MIN_SAMPLES, K as NOISE_K } from './outliers.js';
 import { initLines } from './lines.js';
 import { initInsights } from './insights.js';
+import { initPair } from './pair.js';
+import { ON, OFF, wallUnits, wallTree, wallTop, wallTimeline } from './wall.js';
 
 const $ = (s) => document.querySelector(s);
 const DATA_KEYS = ['query', 'from', 'until', 'group_by', 'split', 'max_nodes', 'view', 'left', 'right',
-  'left_from', 'left_until', 'right_from', 'right_until', 'ilabel', 'builds'];
-const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups', 'transforms', 'invert', 'sandwich', 'fn', 'tq', 'tsort', 'tl', 'brush', 'minsamples', 'linesof'];
+  'left_from', 'left_until', 'right_from', 'right_until', 'ilabel', 'builds', 'pair'];
+const UI_KEYS = ['search', 'layout', 'focus', 'tab', 'groups', 'transforms', 'invert', 'sandwich', 'fn', 'tq', 'tsort', 'tl', 'brush', 'minsamples', 'linesof',
+  'osearch', 'ofocus'];
 
 let state = {};
 let loadedKey = null;
@@ -206,6 +212,17 @@ function showTooltip(n, e, g) {
     : `z = ${Number.isFinite(n.z) ? n.z.toFixed(2) : n.z > 0 ? '+∞' : '−∞'}: ${n.significant ? '<b>significant</b> (|z| > 1.96, 95%)' : 'within sampling noise'}`}</div>`;
     ds.z = n.z === null || n.z === undefined ? '' : n.z;
     ds.significant = String(n.significant);
+  } else if (m.wall && n.parts && !n.other) {
+    // the wall view (wall.js): on-CPU + off-CPU, no sample count, no interval
+    const p = n.parts, T = m.total;
+    const ss = T ? n.self / T : 0, ts = T ? n.total / T : 0;
+    Object.assign(ds, { self: n.self, total: n.total, selfShare: ss, totalShare: ts, onTotal: p.on_total, offTotal: p.off_total, onSelf: p.on_self, offSelf: p.off_self });
+    const part = (v, of) => `${fmtValue(v, m.unit)} <span class="muted">${pct(of ? v / of : 0, 1)}</span>`;
+    html = `<div class="tt-name">${esc(n.name)}</div>
+      <table><tr><th></th><th>wall</th><th>share</th><th class="on">on-CPU</th><th class="off">off-CPU</th></tr>
+      <tr><td>total</td><td class="num">${fmtValue(n.total, m.unit)}</td><td class="num">${pct(ts)}</td><td class="num" data-k="on-total">${part(p.on_total, n.total)}</td><td class="num" data-k="off-total">${part(p.off_total, n.total)}</td></tr>
+      <tr><td>self</td><td class="num">${fmtValue(n.self, m.unit)}</td><td class="num">${pct(ss)}</td><td class="num" data-k="on-self">${part(p.on_self, n.self)}</td><td class="num" data-k="off-self">${part(p.off_self, n.self)}</td></tr></table>
+      <div class="muted">shares of ${fmtValue(T, m.unit)} of wall time (on-CPU + off-CPU) · no intervals: off-CPU time has no sample count</div>`;
   } else if (n.other) {
     const sh = n.total / m.total;
     ds.total = n.total; ds.totalShare = sh;
@@ -252,6 +269,7 @@ function renderCrumbs() {
     if (k < path.length - 1) nav.append(Object.assign(document.createElement('span'), { textContent: '›', className: 'sep' }));
   });
   nav.dataset.root = graph.nameOf(graph.focus);
+  pair.crumbs();
 }
 
 function renderSearchResult() {
@@ -268,6 +286,7 @@ const timeline = initTimeline({ commit, getState: () => state, fmtValue, fmtTime
 
 // ---------- views, table, labels, keys (views.js, table.js, labels.js, keys.js) ----------
 const views = initViews({ graph, commit, getState: () => state, fmtValue, pct, esc, showTooltip });
+const pair = initPair({ graph, commit, getState: () => state, fmtValue, pct, esc, showTooltip, fmtSamples });
 // A row of the table selects its function (fn) and highlights it in the graph.
 function selectFunction(name) {
   if (exactSearch && state.search === name) { exactSearch = false; commit({ search: undefined, fn: undefined }); return; }
@@ -404,7 +423,7 @@ function renderStability(st) {
   drawChart($('#ch-entropy'), pts('entropy'), st.from, st.until);
   drawChart($('#ch-manhattan'), pts('manhattan'), st.from, st.until, { limit: s.max_manhattan });
   drawChart($('#ch-jsd'), pts('jsd'), st.from, st.until, { limit: s.max_jsd });
-  $('#stab-summary').textContent = `${st.windows.length} windows of ${st.step}s · entropy ${num(s.entropy_mean, 2)} ± ${num(s.entropy_stddev, 2)} bits · Manhattan max ${num(s.manhattan_max)} · JSD max ${num(s.jsd_max)} · ${s.comparisons} comparisons`;
+  $('#stab-summary').textContent = `${st.of ? st.of + ': ' : ''}${st.windows.length} windows of ${st.step}s · entropy ${num(s.entropy_mean, 2)} ± ${num(s.entropy_stddev, 2)} bits · Manhattan max ${num(s.manhattan_max)} · JSD max ${num(s.jsd_max)} · ${s.comparisons} comparisons`;
 }
 
 // ---------- compare ----------
@@ -599,7 +618,8 @@ function exportSVG() {
       const s = n.src;
       return `${n.name}\nbaseline ${fmtValue(s.left_total, m.leftUnit)} (${pct(m.leftTotal ? s.left_total / m.leftTotal : 0)}), comparison ${fmtValue(s.right_total, m.rightUnit)} (${pct(m.rightTotal ? s.right_total / m.rightTotal : 0)})`;
     }
-    return `${n.name}\ntotal ${fmtValue(n.total, m.unit)} (${pct(m.total ? n.total / m.total : 0)}), self ${fmtValue(n.self, m.unit)} (${pct(m.total ? n.self / m.total : 0)})`;
+    const wall = n.parts ? `\non-CPU ${fmtValue(n.parts.on_total, m.unit)}, off-CPU ${fmtValue(n.parts.off_total, m.unit)}` : '';
+    return `${n.name}\ntotal ${fmtValue(n.total, m.unit)} (${pct(m.total ? n.total / m.total : 0)}), self ${fmtValue(n.self, m.unit)} (${pct(m.total ? n.self / m.total : 0)})${wall}`;
   };
   return graph.toSVG(describe);
 }
@@ -634,11 +654,13 @@ async function probePprof() {
 // ---------- keyboard ----------
 addEventListener('keydown', (e) => {
   const inField = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName);
-  if (e.key === '/' && !inField) { e.preventDefault(); $('#search').focus(); $('#search').select(); return; }
+  if (e.key === '/' && !inField) { e.preventDefault(); if (pair.side) pair.focusSearch(); else { $('#search').focus(); $('#search').select(); } return; }
   if (e.key === 'Escape') {
     if (!ac.hidden) { hideAc(); return; }
     if (views.escape()) return;
     if (inField) document.activeElement.blur();
+    // side by side: the off-CPU pane when the mouse is over it
+    if (pair.side && pair.graph && $('#pane-off').matches(':hover')) { pair.graph.zoomOut(); return; }
     graph.zoomOut();
   }
 });
@@ -654,12 +676,14 @@ addEventListener('resize', () => {
   graph.draw();
   if (graph.width !== Math.max(50, $('#flame').clientWidth)) graph.draw();
   for (const m of miniGraphs) m.draw();
+  pair.redraw();
   timeline.render();
 });
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   graph.computeColours(); graph.draw();
   for (const m of miniGraphs) { m.computeColours(); m.draw(); }
   views.redraw();
+  pair.redraw();
 });
 
 // ---------- render ----------
@@ -680,6 +704,7 @@ function syncBar() {
   if (tab === 'stability' && lastStability) renderStability(lastStability);
   if ($('#search').value !== (state.search || '')) $('#search').value = state.search || '';
   syncPickers();
+  syncPair();
   timeline.sync();
 }
 let lastStability = null;
@@ -704,6 +729,7 @@ function drawMain() {
   }
   renderCrumbs();
   renderSearchResult();
+  pair.apply();
 }
 
 function applyUI() {
@@ -777,12 +803,16 @@ async function loadFlame(mine) {
   const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
   const maxNodes = state.max_nodes || '8192';
   const stepStab = autoStep(base.from, base.until, 60);
-  const auto = await defaultSplit(base);
+  const [auto, types] = await Promise.all([defaultSplit(base), typesOf(base)]);
   if (mine !== loads) return;
   autoSplit = auto ? auto.label : null;
   autoSplitValues = auto ? auto.values : 0;
+  pairTypes = types;
   syncPickers();
+  syncPair();
   const split = splitBy();
+  if (pairMode()) return loadPair(mine, base, maxNodes, split, auto);
+  pair.setOff(null);
   const qP = split ? querySplit(base, maxNodes, split, auto ? auto.values : undefined) : api('/api/v1/query', { ...base, max_nodes: maxNodes, format: 'levels' });
   const restP = Promise.all([
     api('/api/v1/timeline', { ...base, group_by: state.group_by || split }),
@@ -810,6 +840,7 @@ async function loadFlame(mine) {
   if (!q.type) $('#summary').textContent = 'no profiles in this range';
   else $('#summary').innerHTML = `<b>${esc(q.type)}</b>${q.groups !== undefined ? ` · split by ${esc(split)}${autoSplit ? ' (whole node: by default)' : ''}: ${q.groups} value${q.groups === 1 ? '' : 's'}${q.skipped.groups ? ` (${q.skipped.groups} in ${esc(q.skipped.units.join(', '))} left out)` : ''}` : ''} · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
+  syncPair();
   // the flamegraph first: a big tree's table (/api/v1/top) can take longer
   drawMain();
   document.body.dataset.flame = 'ready';
@@ -817,6 +848,113 @@ async function loadFlame(mine) {
   if (mine !== loads) return;
   timeline.draw(tlAns, { label: state.group_by || split });
   table.setData(top, base);
+  lastStability = stab;
+  renderStability(stab);
+  groupAnswers = gq;
+  renderGroups(gstab, gq);
+  renderCompare(null);
+}
+
+// ---------- on-CPU and off-CPU: side by side and wall (pair.js, wall.js) ----------
+// The selection's types in the range, whatever its own type matcher says:
+// the choice CPU | Off-CPU | side by side | Wall is offered when they hold
+// both `cpu` and `offcpu` (or a pair view is open, so it can be left).
+let pairTypes = [];
+const pairMode = () => (state.view === 'flame' && (state.pair === 'side' || state.pair === 'wall') ? state.pair : null);
+async function typesOf(base) {
+  const r = await api('/api/v1/label/type/values', { query: setMatcher(base.query, 'type', ''), from: base.from, until: base.until }).catch(() => ({ values: [] }));
+  return r.values || [];
+}
+function syncPair() {
+  const el = $('#pair');
+  const both = pairTypes.includes(ON) && pairTypes.includes(OFF);
+  el.hidden = state.view !== 'flame' || !(both || pairMode());
+  const t = matcherValue(state.query, 'type') || $('#type').dataset.answer || '';
+  const cur = pairMode() || (t === OFF ? 'offcpu' : t === ON ? 'cpu' : '');
+  for (const b of el.querySelectorAll('button')) b.classList.toggle('on', b.dataset.pair === cur);
+  el.dataset.mode = cur;
+  document.body.dataset.pair = pairMode() || '';
+}
+for (const b of document.querySelectorAll('#pair button')) {
+  b.onclick = () => {
+    const v = b.dataset.pair;
+    if (v === 'side' || v === 'wall') { if (state.pair !== v) commit({ pair: v, focus: undefined, ofocus: undefined, sandwich: undefined }); }
+    else commit({ pair: undefined, query: setMatcher(state.query, 'type', v === 'offcpu' ? OFF : ON), focus: undefined, ofocus: undefined, osearch: undefined });
+  };
+}
+
+// Both types of the selection over one absolute range (so that the two
+// timelines have the same windows): side by side draws them in two panes,
+// wall merges them (wall.js) when both are in nanoseconds, else refuses.
+async function loadPair(mine, base, maxNodes, split, auto) {
+  const wall = pairMode() === 'wall';
+  const now = Date.now() / 1000;
+  const range = { from: String(Math.floor(parseTime(base.from, now))), until: String(Math.ceil(parseTime(base.until, now))) };
+  const onB = { query: setMatcher(base.query, 'type', ON), ...range }, offB = { query: setMatcher(base.query, 'type', OFF), ...range };
+  const treeOf = (b) => (split ? querySplit(b, maxNodes, split, auto ? auto.values : undefined) : api('/api/v1/query', { ...b, max_nodes: maxNodes, format: 'levels' }));
+  const restP = Promise.all([
+    api('/api/v1/timeline', { ...onB, group_by: state.group_by }),
+    state.group_by ? null : api('/api/v1/timeline', offB),
+    api('/api/v1/top', { ...onB, limit: TABLE_ALL }),
+    wall ? api('/api/v1/top', { ...offB, limit: TABLE_ALL }) : null,
+    api('/api/v1/stability', { ...onB, step: autoStep(range.from, range.until, 60) }),
+    state.group_by ? api('/api/v1/stability', { ...onB, group_by: state.group_by }) : null,
+    state.group_by ? api('/api/v1/query', { ...onB, group_by: state.group_by, max_nodes: 1000, format: 'levels' }) : null,
+  ]);
+  restP.catch(() => {});
+  const [a, b] = await Promise.all([treeOf(onB), treeOf(offB)]);
+  if (mine !== loads) return;
+  for (const q of [a, b]) if (!q.tree) { q.tree = fromLevels(q); delete q.levels; delete q.names; }
+  const tr = $('#truncated'), lg = $('#legend');
+  const cutOf = (q) => (q.truncated && q.truncated.nodes ? q.truncated : null);
+  const cuts = [[a, 'on-CPU'], [b, 'off-CPU']].filter(([q]) => cutOf(q));
+  tr.hidden = !cuts.length;
+  if (cuts.length) {
+    tr.innerHTML = cuts.map(([q, l]) => `${l}: max_nodes=${maxNodes} left out <b>${q.truncated.nodes.toLocaleString('en-US')}</b> nodes holding ${fmtValue(q.truncated.total, q.unit)} (${pct(q.truncated.total / q.total)})`).join(' · ') +
+      `; they are drawn as hatched <i>other</i> frames. <a href="#" id="show-all">Show every node</a>`;
+    $('#show-all').onclick = (e) => { e.preventDefault(); commit({ max_nodes: '0' }); };
+  }
+  renderLatest(a.total || b.total ? null : (a.latest ? a : b), base);
+  const splitText = split ? ` · split by ${esc(split)}${autoSplit ? ' (whole node: by default)' : ''}` : '';
+  const fig = (q) => `${fmtValue(q.total, q.unit)} · ${fmtSamples(q.samples)}`;
+  lg.hidden = false;
+  $('#type').dataset.answer = '';
+  if (wall) {
+    const why = wallUnits(a, b);
+    if (why) {
+      current = null;
+      pair.setOff(null);
+      setMainData(emptyTree('all'), { unit: a.unit, total: 0, samples: null, maxNodes }, 'Wall: the units differ (see above).');
+      lg.innerHTML = `<span class="pair-note" id="wall-note">Wall: refused, the units differ.</span>`;
+      $('#summary').innerHTML = `<b>wall</b> · on-CPU in ${esc(a.unit)}, off-CPU in ${esc(b.unit)}: not added`;
+      drawMain();
+      throw new Error(why);
+    }
+    const T = a.total + b.total;
+    current = { type: 'wall', unit: 'nanoseconds', total: T, samples: null, wall: true, on: a, off: b, profiles: (a.profiles || 0) + (b.profiles || 0) };
+    setMainData(wallTree(a.tree, b.tree), { unit: 'nanoseconds', total: T, samples: null, maxNodes, split, wall: true, onTotal: a.total, offTotal: b.total },
+      T ? '' : 'No on-CPU or off-CPU profiles match this selector in this range.');
+    pair.setOff(null);
+    lg.innerHTML = `<span class="pair-note" id="wall-note" data-on="${a.total}" data-off="${b.total}" data-total="${T}">Wall time of the same stacks: <b class="on">on-CPU</b> ${fmtValue(a.total, 'nanoseconds')} + <b class="off">off-CPU</b> ${fmtValue(b.total, 'nanoseconds')} = <b>${fmtValue(T, 'nanoseconds')}</b> (both in nanoseconds, merged by path). <span class="muted">No intervals: off-CPU profiles have no sample count. Hover a frame for its two parts.</span></span>`;
+    $('#summary').innerHTML = `<b>wall</b> (on-CPU + off-CPU)${splitText} · ${fmtValue(T, 'nanoseconds')} · no intervals · ${current.profiles} profiles`;
+  } else {
+    current = a;
+    setMainData(a.tree, { unit: a.unit, total: a.total, samples: a.samples, maxNodes, split }, a.total ? '' : `No on-CPU profiles (type="${ON}") match this selector in this range.`);
+    pair.setOff(b.tree, { unit: b.unit, total: b.total, samples: b.samples, maxNodes, split }, b.total ? '' : `No off-CPU profiles (type="${OFF}") match this selector in this range.`,
+      { on: { unit: a.unit, total: a.total, samples: a.samples }, off: { unit: b.unit, total: b.total, samples: b.samples } });
+    lg.innerHTML = `<span class="pair-note" id="side-note">Side by side: <b class="on">on-CPU</b> (type="${ON}") left, <b class="off">off-CPU</b> (type="${OFF}") right, same selector and range, each in its own unit and total; transforms and inverted apply to both, the table is the on-CPU side's.</span>`;
+    $('#summary').innerHTML = `<b>on-CPU</b> ${fig(a)} | <b>off-CPU</b> ${fig(b)}${splitText}`;
+  }
+  drawMain();
+  document.body.dataset.flame = 'ready';
+  const [tlOn, tlOff, topOn, topOff, stab, gstab, gq] = await restP;
+  if (mine !== loads) return;
+  if (tlOff) timeline.draw(wallTimeline(tlOn, tlOff), { label: 'type' });
+  else timeline.draw(tlOn, { label: state.group_by });
+  const wt = wall ? wallTop(topOn, topOff) : null;
+  if (wt) table.setData(wt, null, 'Wall: each function\'s on-CPU + off-CPU self and total; no intervals (off-CPU profiles have no sample count).');
+  else table.setData(topOn, onB, wall ? 'The table shows the on-CPU profiles only: too many functions to merge the two tables in the browser.' : 'The table shows the on-CPU profiles (the left pane).');
+  stab.of = 'on-CPU profiles';   // stability is not computed for off-CPU or wall here
   lastStability = stab;
   renderStability(stab);
   groupAnswers = gq;
@@ -957,18 +1095,22 @@ window.__flamedb = {
     const n = graph.node(i);
     return { name: n.name, self: n.self, total: n.total, depth: n.depth, other: n.other };
   },
-  // the page rectangle of the widest visible frame named `name`
-  layoutOf(name) {
-    const r = graph.canvas.getBoundingClientRect();
+  get pair() { return pair; },
+  // the page rectangle of the widest visible frame named `name` (of the
+  // off-CPU pane's graph with which = 'off')
+  layoutOf(name, which) {
+    const g = which === 'off' ? pair.graph : graph;
+    if (!g || !g.count) return null;
+    const r = g.canvas.getBoundingClientRect();
     let best = -1;
-    const g = graph, t = g.t, f = g.focus, fx = g.x[f], fw = g.w[f];
+    const t = g.t, f = g.focus, fx = g.x[f], fw = g.w[f];
     for (let i = 0; i < g.count; i++) {
       if (t.other[i] || g.nameOf(i) !== name) continue;
       if (t.depth[i] >= t.depth[f] && !(g.x[i] >= fx && g.x[i] < fx + fw)) continue;
       if (best < 0 || g.w[i] > g.w[best]) best = i;
     }
     if (best < 0) return null;
-    const b = graph.rectOf(best);
+    const b = g.rectOf(best);
     return { x: r.left + b.x, y: r.top + b.y, w: b.w, h: b.h, cx: r.left + b.x + b.w / 2, cy: r.top + b.y + b.h / 2, total: g.w[best] };
   },
 };

@@ -185,16 +185,22 @@ export class FlameGraph {
   }
 
   // tree: a Tree (tree.js); a diff's has two fields (left, right) and meta
-  // {diff: true, leftTotal, rightTotal, leftSamples, rightSamples}.
+  // {diff: true, leftTotal, rightTotal, leftSamples, rightSamples}; the wall
+  // view's two fields (on-CPU, off-CPU, wall.js) and meta {wall: true}.
   setData(tree, meta = {}) {
     this.meta = meta;
     this.diff = !!meta.diff;
+    this.wall = !this.diff && !!meta.wall && tree.k === 2;
     this.t = tree;
     const n = this.count = tree.n;
     const w = new Float64Array(n), x = new Float64Array(n);
     if (this.diff) {
       const L = meta.leftTotal || 1, R = meta.rightTotal || 1, l = tree.total[0], r = tree.total[1];
       for (let i = 0; i < n; i++) w[i] = l[i] / L + r[i] / R;
+    } else if (meta.wall) {
+      // the wall view (wall.js): field 0 on-CPU, field 1 off-CPU, both in nanoseconds
+      const a = tree.total[0], b = tree.total[1];
+      for (let i = 0; i < n; i++) w[i] = a[i] + b[i];
     } else w.set(tree.total[0]);
     const first = tree.first, nk = tree.nkids;
     for (let i = 0; i < n; i++) {
@@ -217,8 +223,9 @@ export class FlameGraph {
   nameOf(i) { return this.t.names[this.t.name[i]]; }
 
   // One node as an object: name, self, total (drawn width: in a diff the
-  // sum of its two shares), depth, x, parent, other; a diff's also src (the
-  // API's four values), delta, z, significant.
+  // sum of its two shares, in the wall view on-CPU + off-CPU), depth, x,
+  // parent, other; a diff's also src (the API's four values), delta, z,
+  // significant; the wall view's parts (on_self, on_total, off_self, off_total).
   node(i) {
     const t = this.t;
     if (!t || i < 0 || i >= this.count) return null;
@@ -230,6 +237,9 @@ export class FlameGraph {
       o.delta = this.delta[i];
       o.z = Number.isNaN(this.z[i]) ? null : this.z[i];
       o.significant = this.sig[i] < 0 ? null : this.sig[i] === 1;
+    } else if (this.wall) {
+      o.self = o.other ? 0 : t.self[0][i] + t.self[1][i];
+      o.parts = { on_self: t.self[0][i], on_total: t.total[0][i], off_self: t.self[1][i], off_total: t.total[1][i] };
     } else o.self = o.other ? 0 : t.self[0][i];
     return o;
   }

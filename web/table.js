@@ -31,8 +31,11 @@ export function initTable(ctx) {
   let server = null;        // server mode: {key, loading, first, count, M: Map(match -> functions_total)}
   let detailRow = null;     // server mode: the selected function's row when not on the page
 
-  function setData(top, params) {
+  // note: what the rows are, when not the selection's own (the wall view)
+  let dataNote = '';
+  function setData(top, params, note) {
     answer = top;
+    dataNote = note || '';
     base = params || null;
     page = 0;
     pageKey = '';
@@ -145,9 +148,9 @@ export function initTable(ctx) {
     tb.innerHTML = shown.map((f) => `<tr data-name="${esc(f.name)}" class="${s.fn === f.name ? 'sel' : ''}">
       <td class="fn" title="${esc(f.name)}">${esc(f.name)}</td>
       <td class="num" data-v="${f.self}">${fmtValue(f.self, unit)}</td>
-      <td class="num share" data-v="${f.self_share}" title="95% interval ${ci(f.self_ci95)}">${pct(f.self_share)}<small>${ci(f.self_ci95)}</small></td>
+      <td class="num share" data-v="${f.self_share}" title="${f.self_ci95 ? '95% interval ' + ci(f.self_ci95) : 'no interval: samples unknown'}">${pct(f.self_share)}<small>${ci(f.self_ci95)}</small></td>
       <td class="num" data-v="${f.total}">${fmtValue(f.total, unit)}</td>
-      <td class="num share" data-v="${f.total_share}" title="95% interval ${ci(f.total_ci95)}"><span class="bar" style="width:${(f.total_share * 100).toFixed(1)}%"></span>${pct(f.total_share)}<small>${ci(f.total_ci95)}</small></td>
+      <td class="num share" data-v="${f.total_share}" title="${f.total_ci95 ? '95% interval ' + ci(f.total_ci95) : 'no interval: samples unknown'}"><span class="bar" style="width:${(f.total_share * 100).toFixed(1)}%"></span>${pct(f.total_share)}<small>${ci(f.total_ci95)}</small></td>
     </tr>`).join('');
     const { key, desc } = sortOf(s);
     for (const th of document.querySelectorAll('#top th')) {
@@ -164,8 +167,8 @@ export function initTable(ctx) {
     if ($('#tfilter').value !== (s.tq || '') && document.activeElement !== $('#tfilter')) $('#tfilter').value = s.tq || '';
     const note = $('#tnote');
     const derived = s.transforms || s.invert;
-    note.hidden = !derived;
-    note.textContent = derived ? 'Figures of the whole data, before the transforms and inversion applied to the graph.' : '';
+    note.hidden = !derived && !dataNote;
+    note.textContent = [dataNote, derived ? 'Figures of the whole data, before the transforms and inversion applied to the graph.' : ''].filter(Boolean).join(' ');
     renderDetail(unit);
   }
 

@@ -5,7 +5,8 @@
 // the 10 groups with the largest totals and "other" for the sum of the rest
 // (so each step still adds up to the whole), stacked bars or lines
 // (`tl=lines` in the URL). Groups in another unit than the largest group's
-// are left out and said so.
+// are left out and said so. An answer marked keepOrder (the on-CPU and
+// off-CPU series of wall.js) keeps its series' order, hence their colours.
 //
 // Brush: dragging selects a range. In the flamegraph it becomes the query's
 // range (from, until); in the diff view it becomes the range of the side
@@ -26,7 +27,8 @@ const OTHER_COLOUR = '#909296';
 export function seriesOf(ans, label) {
   if (!ans.groups) return { unit: ans.unit, series: [{ name: 'total', points: ans.points || [], total: (ans.points || []).reduce((a, p) => a + p[1], 0), colour: null }], skipped: 0 };
   const withTotal = ans.groups.map((g) => ({ g, total: g.points.reduce((a, p) => a + p[1], 0) }));
-  withTotal.sort((a, b) => b.total - a.total || labelText(a.g.labels, label).localeCompare(labelText(b.g.labels, label)));
+  // keepOrder: series in the answer's order (on-CPU then off-CPU, wall.js), so their colours stay
+  if (!ans.keepOrder) withTotal.sort((a, b) => b.total - a.total || labelText(a.g.labels, label).localeCompare(labelText(b.g.labels, label)));
   const unit = withTotal.length ? withTotal[0].g.unit : ans.unit;
   const same = withTotal.filter((x) => x.g.unit === unit && x.total > 0);
   const top = same.slice(0, TOP_GROUPS), rest = same.slice(TOP_GROUPS);

@@ -201,5 +201,5 @@ export function sandwich(tree, name) {
 // Whether a tree has values max_nodes left out (the numbers of a transform
 // or inversion are then partial).
 export function isCut(tree) {
-  return !!tree && tree.k === 1 && tree.cut;
+  return !!tree && tree.cut;   // a diff's tree (fromNested, two fields) has no "other" blocks
 }

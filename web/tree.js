@@ -68,6 +68,7 @@ export function fromLevels(ans) {
   if (!D) {
     const t = alloc(1, 1);
     t.names = names.length ? names : ['total'];
+    t.parent[0] = -1;
     return link(t);
   }
   // pass 1: absolute x, each node's parent (index in the level above), the
@@ -215,6 +216,7 @@ export function subtree(t, r) {
 export function emptyTree(name, k = 1) {
   const t = alloc(1, k);
   t.names = [name];
+  t.parent[0] = -1;     // the root has none (a walk up from it must stop)
   return link(t);
 }
 

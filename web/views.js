@@ -85,6 +85,11 @@ export function initViews(ctx) {
       const L = m.leftTotal, R = m.rightTotal;
       return `left: total ${fmtValue(d.total.left, m.leftUnit)} (${pct(L ? d.total.left / L : 0)}), self ${fmtValue(d.self.left, m.leftUnit)} · right: total ${fmtValue(d.total.right, m.rightUnit)} (${pct(R ? d.total.right / R : 0)}), self ${fmtValue(d.self.right, m.rightUnit)}`;
     }
+    if (m.wall) {
+      // the wall view: on-CPU + off-CPU (wall.js); no sample count, no interval
+      const T = m.total || 0, one = (o) => `${fmtValue(o.left + o.right, m.unit)} · ${pct(T ? (o.left + o.right) / T : 0)} (on-CPU ${fmtValue(o.left, m.unit)}, off-CPU ${fmtValue(o.right, m.unit)})`;
+      return `total ${one(d.total)} · self ${one(d.self)} · ${d.count} frame${d.count === 1 ? '' : 's'}`;
+    }
     const T = m.total || 0, N = m.samples;
     const one = (v) => {
       const sh = T ? v / T : 0, w = wilson(sh, N);
@@ -116,7 +121,7 @@ export function initViews(ctx) {
       $('#sandwich').classList.toggle('none', !swData.count);
       $('#sw-figures').innerHTML = swData.count ? figures(swData) : 'does not occur in this tree';
       for (const [g, t] of [[sw.callers, swData.callers], [sw.callees, swData.callees]]) {
-        g.setData(t || emptyTree(s.sandwich, raw.meta.diff ? 2 : 1), raw.meta);
+        g.setData(t || emptyTree(s.sandwich, raw.meta.diff || raw.meta.wall ? 2 : 1), raw.meta);
       }
     }
     for (const g of [sw.callers, sw.callees]) { g.draw(); if (g.width !== Math.max(50, g.container.clientWidth)) g.draw(); }

@@ -17,6 +17,7 @@ import { registerNextTests, loadNextFixtures } from './next.mjs';
 import { registerLevelsTests } from './levels.mjs';
 import { registerAgentsTests } from './agents.mjs';
 import { registerPanelsTests, loadPanelsFixtures } from './panels.mjs';
+import { registerWallTests, loadWallFixtures } from './wall.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -63,6 +64,7 @@ async function loadFixtures(url) {
   else await ingest(url, { service: 'system', rate: '499', ...w(T + 120) }, 'kernel;idle 9000\nuser;work 100\n');
   await loadNextFixtures(url, T);
   await loadPanelsFixtures(url, T);
+  await loadWallFixtures(url, T);
 }
 
 // ---------- helpers ----------
@@ -506,6 +508,7 @@ registerNextTests({ test, open, ready, shot, flameURL, FROM, UNTIL, SHOP, T, art
 registerLevelsTests({ test, open, ready, shot, FROM, UNTIL });
 registerAgentsTests({ test, open, shot });
 registerPanelsTests({ test, open, ready, shot, FROM, UNTIL, T });
+registerWallTests({ test, open, ready, shot, FROM, UNTIL });
 
 // ---------- main ----------
 try {
