@@ -740,6 +740,13 @@ static enum MHD_Result do_select_series(call *c, const ProtobufCMessage *m)
         query_group_by_free(&by);
         return MHD_YES;
     }
+    if (set.sample.n_matchers) {
+        srv_reply_error(c->rq, 400, "label_selector: %s names sample labels, which SelectSeries cannot select "
+                        "(it reads profile totals)", set.sample_key);
+        query_series_set_free(&set);
+        query_group_by_free(&by);
+        return MHD_YES;
+    }
     query_group *groups = NULL;
     size_t ng = 0;
     enum MHD_Result res = MHD_YES;

@@ -178,6 +178,12 @@ static store_status index_add(catalog *c, uint32_t sid, const uint32_t *pairs, u
             idx = ++c->n_postings;
             if (idmap_put(&c->postings_map, key, idx)) { ss = STORE_ENOMEM; break; }
         }
+        /* (name, 0): the name is carried by some series (value ids start at 1) */
+        uint64_t nkey = label_key(pairs[2 * i], 0);
+        if (!idmap_find(&c->postings_map, nkey, NULL, NULL) && idmap_put(&c->postings_map, nkey, UINT32_MAX)) {
+            ss = STORE_ENOMEM;
+            break;
+        }
         postings_list *pl = &c->postings[idx - 1];
         if (pl->n == pl->cap) {
             uint32_t ncap = pl->cap ? pl->cap * 2 : 4;
@@ -216,6 +222,16 @@ store_status catalog_postings(catalog *c, const char *name, const char *value, u
     }
     pthread_rwlock_unlock(&c->index_lock);
     return ss;
+}
+
+int catalog_name_known(catalog *c, const char *name, uint32_t n_strings)
+{
+    pthread_rwlock_rdlock(&c->index_lock);
+    label_probe pn = { c, name, strlen(name), n_strings };
+    uint32_t nid = idmap_find(&c->label_strings, hash_bytes(name, pn.len, LABEL_SEED), label_eq, &pn);
+    int known = nid && idmap_find(&c->postings_map, label_key(nid, 0), NULL, NULL) != 0;
+    pthread_rwlock_unlock(&c->index_lock);
+    return known;
 }
 
 /* ---- series ---- */

@@ -54,6 +54,8 @@ int catalog_series_labels(const catalog *c, uint32_t sid, store_label *out, int 
 const char *catalog_series_label(const catalog *c, uint32_t sid, const char *name);
 store_status catalog_postings(catalog *c, const char *name, const char *value, uint32_t n_strings,
                               uint32_t n_series, uint32_t **ids, size_t *n);
+/* 1 when some series carries a label of this name (sample labels: store_label_name_known). */
+int catalog_name_known(catalog *c, const char *name, uint32_t n_strings);
 uint64_t catalog_memory(const catalog *c);
 
 #endif
