@@ -70,6 +70,9 @@ typedef struct {
     query_selector sample;  /* owned: the matchers on sample labels (query_merge filters
                                stacks by them; sample.c), n_matchers 0 when none */
     char *sample_key;       /* owned: their canonical text (NULL when none) */
+    char **span_ids;        /* owned, sorted, lower case: only stacks whose sample label
+                               span_id is one of them (query_sample_spans) */
+    size_t n_span_ids;
 } query_series_set;
 
 /* The series matching sel (all types) that have a profile starting in
@@ -101,6 +104,12 @@ void query_series_set_free(query_series_set *set);
  * (owned; NULL when none).  Answers 0 or -1 out of memory. */
 int query_sample_split(store_reader *r, const query_selector *sel, unsigned char *is_sample, query_selector *sample,
                        char **key);
+#define QUERY_MAX_SPAN_IDS 10000
+/* Keeps only the stacks whose sample label span_id is one of ids[0..n)
+ * (Pyroscope's span_selector: hex, as OTLP and the Go SDKs write them,
+ * taken in any case), besides set's other matchers.  Answers 0, or -1
+ * with err naming the id at fault (or out of memory). */
+int query_sample_spans(query_series_set *set, char *const *ids, size_t n, char *err, size_t errlen);
 /* Installs set's sample filter on the reader (none: clears it); it stays
  * until the next call.  query_merge calls it. */
 void query_sample_install(store_reader *r, const query_series_set *set);

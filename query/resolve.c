@@ -172,5 +172,7 @@ void query_series_set_free(query_series_set *set)
     free(set->series);
     query_selector_free(&set->sample);
     free(set->sample_key);
+    for (size_t i = 0; i < set->n_span_ids; i++) free(set->span_ids[i]);
+    free(set->span_ids);
     memset(set, 0, sizeof *set);
 }

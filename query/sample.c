@@ -73,10 +73,89 @@ oom:
     return -1;
 }
 
-/* The reader's filter: every matcher holds for the stack's labels. */
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int query_sample_spans(query_series_set *set, char *const *ids, size_t n, char *err, size_t errlen)
+{
+    if (!n) {
+        snprintf(err, errlen, "span_selector: no span id (give the hex ids of the spans)");
+        return -1;
+    }
+    if (n > QUERY_MAX_SPAN_IDS) {
+        snprintf(err, errlen, "span_selector: %zu span ids, at most %d", n, QUERY_MAX_SPAN_IDS);
+        return -1;
+    }
+    char **v = calloc(n, sizeof *v);
+    if (!v) goto oom;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(ids[i]);
+        if (!len || len > 32 || strspn(ids[i], "0123456789abcdefABCDEF") != len) {
+            snprintf(err, errlen, "span_selector[%zu]: '%.40s' is not a span id (1 to 32 hex digits)", i, ids[i]);
+            for (size_t k = 0; k < i; k++) free(v[k]);
+            free(v);
+            return -1;
+        }
+        if (!(v[i] = strdup(ids[i]))) {
+            for (size_t k = 0; k < i; k++) free(v[k]);
+            free(v);
+            goto oom;
+        }
+        for (char *p = v[i]; *p; p++)
+            if (*p >= 'A' && *p <= 'F') *p = (char)(*p - 'A' + 'a');
+    }
+    qsort(v, n, sizeof *v, str_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (u && !strcmp(v[u - 1], v[i])) free(v[i]);
+        else v[u++] = v[i];
+    }
+    /* the filter's key: the matchers', then the spans */
+    char *b = NULL;
+    size_t bl = 0, cap = 0;
+    const char *head = set->sample_key ? set->sample_key : "{}";
+    int bad = put(&b, &bl, &cap, head, strlen(head)) || put(&b, &bl, &cap, " spans:", 7);
+    for (size_t i = 0; i < u && !bad; i++) bad = put(&b, &bl, &cap, v[i], strlen(v[i])) || put(&b, &bl, &cap, ",", 1);
+    if (bad) {
+        for (size_t i = 0; i < u; i++) free(v[i]);
+        free(v);
+        free(b);
+        goto oom;
+    }
+    free(set->sample_key);
+    set->sample_key = b;
+    set->span_ids = v;
+    set->n_span_ids = u;
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory reading span_selector");
+    return -1;
+}
+
+/* The reader's filter: every matcher holds for the stack's labels, and its
+ * span_id is one of the set's spans when it names any. */
 static int sample_accept(void *ctx, const store_sample_label *labels, int n)
 {
-    const query_selector *sel = ctx;
+    const query_series_set *set = ctx;
+    const query_selector *sel = &set->sample;
+    if (set->n_span_ids) {
+        int in = 0;
+        for (int k = 0; k < n && !in; k++) {
+            if (labels[k].key_len != 7 || memcmp(labels[k].key, "span_id", 7)) continue;
+            char id[33];
+            if (labels[k].value_len > 32) return 0;
+            for (uint32_t i = 0; i < labels[k].value_len; i++) {
+                char c = labels[k].value[i];
+                id[i] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
+            }
+            id[labels[k].value_len] = '\0';
+            const char *key = id;
+            in = bsearch(&key, set->span_ids, set->n_span_ids, sizeof *set->span_ids, str_cmp) != NULL;
+        }
+        if (!in) return 0;
+    }
     for (int i = 0; i < sel->n_matchers; i++) {
         const query_matcher *m = &sel->matchers[i];
         size_t nl = strlen(m->name);
@@ -97,8 +176,8 @@ static int sample_accept(void *ctx, const store_sample_label *labels, int n)
 
 void query_sample_install(store_reader *r, const query_series_set *set)
 {
-    if (set->sample.n_matchers)
-        store_reader_sample_filter(r, sample_accept, (void *)&set->sample, set->sample_key);
+    if (set->sample.n_matchers || set->n_span_ids)
+        store_reader_sample_filter(r, sample_accept, (void *)set, set->sample_key);
     else
         store_reader_sample_filter(r, NULL, NULL, NULL);
 }

@@ -143,3 +143,39 @@ EOF
     query '{service="lim"}' from=now-1h until=now format=json
     assert_json "everything by default" '.total' 2003
 }
+
+# Grafana's SelectMergeSpanProfile (Connect, as connect-go sends it:
+# tests/integration/grafana_client.py): the flame graph of the stacks whose
+# span_id is one of span_selector, equal to the same selection as folded.
+test_sample_labels_grafana_span_profile() {
+    it_tmp
+    command -v protoc >/dev/null || die "protoc is not installed (make deps installs protobuf-compiler)"
+    /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || die "python3-protobuf is not installed (make deps)"
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    local start=$((($(now) - 3600) * 1000)) end=$((($(now) + 60) * 1000)) gf want codec
+    local cpu=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+    mkdir -p "$IT_TMP/gf"
+    query '{service="lab",type="cpu",span_id=~"a1|b2"}' from=now-1h until=now format=folded
+    want=$(printf '%s\n' "$BODY" | LC_ALL=C sort)
+    [ "$want" = "$(printf 'main;idle 70000000\nmain;work 150000000')" ] || fail "folded of two spans: $want"
+    for codec in proto json; do
+        gf=$(/usr/bin/python3 "$REPO/tests/integration/grafana_client.py" "$BASE" "$REPO/proto" "$IT_TMP/gf" \
+            SelectMergeSpanProfile "{\"profile_typeID\":\"$cpu\",\"label_selector\":\"{service_name=\\\"lab\\\"}\",
+            \"span_selector\":[\"A1\",\"b2\"],\"start\":$start,\"end\":$end}" $codec) || die "grafana_client.py: $gf"
+        assert_eq "$codec: status" 200 "$(jq -r .status <<<"$gf")"
+        assert_eq "$codec: the stacks of the two spans (ids in any case)" "$want" \
+            "$(jq -r '.folded[]' <<<"$gf" | LC_ALL=C sort)"
+        assert_eq "$codec: total" 220000000 "$(jq -r .total <<<"$gf")"
+    done
+    gf=$(/usr/bin/python3 "$REPO/tests/integration/grafana_client.py" "$BASE" "$REPO/proto" "$IT_TMP/gf" \
+        SelectMergeSpanProfile "{\"profile_typeID\":\"$cpu\",\"label_selector\":\"{}\",
+        \"span_selector\":[\"b2\"],\"start\":$start,\"end\":$end}") || die "grafana_client.py: $gf"
+    assert_eq "one span" "main;work 50000000" "$(jq -r '.folded[]' <<<"$gf")"
+    gf=$(/usr/bin/python3 "$REPO/tests/integration/grafana_client.py" "$BASE" "$REPO/proto" "$IT_TMP/gf" \
+        SelectMergeSpanProfile "{\"profile_typeID\":\"$cpu\",\"label_selector\":\"{}\",
+        \"span_selector\":[\"not-hex\"],\"start\":$start,\"end\":$end}") || die "grafana_client.py: $gf"
+    assert_eq "a bad span id: 400" 400 "$(jq -r .status <<<"$gf")"
+    assert_contains "a bad span id: named" "$(jq -r .answer.message <<<"$gf")" "span_selector[0]"
+}
