@@ -378,6 +378,7 @@ static void job_parse_otlp(ingest_job *job, const char *body, size_t len)
 {
     char err[1024];
     ingest_otlp o;
+    job->p.sample_labels = job->rq->srv->st != NULL; /* as for pprof (job_parse_pprof) */
     ingest_status s = ingest_otlp_parse(body, len, job->otlp == 2, job->rq->srv->max_body, &job->p,
                                         job->window_given, &o, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
