@@ -481,7 +481,7 @@ static size_t sample_write(const decoder *d, size_t si, char *buf, int *truncate
     *truncated = d->cut[si];
     if (d->lab_off) { /* sample labels first, each ending with ';' */
         pos = d->lab_off[si + 1] - d->lab_off[si];
-        if (buf) memcpy(buf, d->lab_text + d->lab_off[si], pos);
+        if (buf && pos) memcpy(buf, d->lab_text + d->lab_off[si], pos);
     }
     first = pos;
     if (!m) {
