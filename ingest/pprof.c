@@ -82,7 +82,8 @@
  * (storage/store.h), so a stack is one per (labels, frames) and a reader
  * skips them unless asked.  Series stay the request's labels: a span id
  * per sample costs what the sample costs, never a series.  A key must be a
- * label name ([a-zA-Z_][a-zA-Z0-9_.]*, 128 bytes) and the value non-empty
+ * label name ([a-zA-Z_][a-zA-Z0-9_.]*, 128 bytes, not starting with "__":
+ * reserved) and the value non-empty
  * UTF-8 (cut at 1024 bytes, ';' written ':', line breaks ' '); numeric
  * labels and the others are left out and counted (sample_labels_dropped),
  * as are keys past INGEST_MAX_SAMPLE_LABELS a sample (the first in key
@@ -510,6 +511,7 @@ static int label_name_ok(const char *k)
     size_t n = strlen(k);
     if (!n || n > INGEST_MAX_LABEL_NAME || !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z') || k[0] == '_'))
         return 0;
+    if (!strncmp(k, "__", 2)) return 0; /* reserved (__tenant__, __name__): never a sample label */
     return strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") == n;
 }
 

@@ -97,7 +97,8 @@ void query_series_set_free(query_series_set *set);
  * set->sample, and query_merge keeps only the stacks whose sample labels
  * satisfy every such matcher (a missing one matches like "", as for
  * series).  Series labels win: a name carried by any series is a series
- * label. */
+ * label, and so is every name starting with "__" (reserved: the tenant's
+ * scope). */
 
 /* Splits sel: is_sample[i] = 1 for the matchers on sample labels, copied
  * into *sample (owned; empty when none) with their canonical text in *key

@@ -6,7 +6,8 @@
  * span.  A selector names them like series labels, {service="api",
  * span_id="ab12"}: a matcher whose name no series of the store carries is
  * about sample labels (series labels win, so a selector that worked before
- * means what it meant).  query_resolve matches series without those
+ * means what it meant), and so do reserved names starting with "__" (the
+ * tenant's scope), which ingest never keeps as sample labels.  query_resolve matches series without those
  * matchers and keeps them in the series set; query_merge installs them on
  * the reader as a filter over each stack's sample labels (the reader asks
  * once per distinct label prefix, at the first real frame, and every node
@@ -49,7 +50,9 @@ int query_sample_split(store_reader *r, const query_selector *sel, unsigned char
     int any = 0;
     for (int i = 0; i < sel->n_matchers; i++) {
         const query_matcher *m = &sel->matchers[i];
-        is_sample[i] = !store_label_name_known(r, m->name);
+        /* reserved names (__tenant__, Pyroscope's __name__) are never sample
+         * labels: a tenant's scope must select series whatever the data */
+        is_sample[i] = strncmp(m->name, "__", 2) != 0 && !store_label_name_known(r, m->name);
         if (!is_sample[i]) continue;
         if (put(&b, &n, &cap, any ? ", " : "{", any ? 2 : 1) || put(&b, &n, &cap, m->name, strlen(m->name)) ||
             put(&b, &n, &cap, ops[m->op], strlen(ops[m->op])) || put(&b, &n, &cap, "\"", 1))

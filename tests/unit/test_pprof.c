@@ -194,16 +194,16 @@ static void add_labeled_sample(pb *p, const uint64_t *locs, size_t nl, const int
 
 /* Sample labels become pseudo-frames (storage/frame.h FRAME_LABEL) at the
  * root of the stack, in key order, only when the base asks; numeric
- * labels, keys that are no label names and repeated keys are left out and
- * counted; ';' and line breaks in values are replaced. */
+ * labels, keys that are no label names (or reserved: "__") and repeated
+ * keys are left out and counted; ';' and line breaks in values are replaced. */
 static void test_pprof_sample_labels(void **state)
 {
     (void)state;
     static pb p;
     static const char *const s[] = { "", "samples", "count", "main", "work", "span_id", "ab12", "endpoint",
-                                     "/api;v1\n", "bytes", "bad key", "x", "cd34" };
+                                     "/api;v1\n", "bytes", "bad key", "x", "cd34", "__tenant__" };
     p.n = 0;
-    add_strings(&p, s, 13);
+    add_strings(&p, s, 14);
     add_type(&p, 1, 2);
     add_function(&p, 1, 3);
     add_function(&p, 2, 4);
@@ -213,8 +213,8 @@ static void test_pprof_sample_labels(void **state)
     uint64_t locs[] = { 2, 1 };
     int64_t v1[] = { 3 }, v2[] = { 4 }, v3[] = { 5 };
     /* span_id after endpoint in the message: written in key order */
-    const int l1[][3] = { { 5, 6, 0 }, { 7, 8, 0 }, { 9, 0, 512 }, { 10, 11, 0 }, { 5, 12, 0 } };
-    add_labeled_sample(&p, locs, 2, v1, 1, l1, 5);
+    const int l1[][3] = { { 5, 6, 0 }, { 7, 8, 0 }, { 9, 0, 512 }, { 10, 11, 0 }, { 5, 12, 0 }, { 13, 11, 0 } };
+    add_labeled_sample(&p, locs, 2, v1, 1, l1, 6);
     add_labeled_sample(&p, locs, 2, v2, 1, NULL, 0);
     const int l3[][3] = { { 5, 12, 0 } };
     add_labeled_sample(&p, locs, 1, v3, 1, l3, 1);
@@ -237,7 +237,7 @@ static void test_pprof_sample_labels(void **state)
     assert_stack(&out[0], 2, "\x1f" "span_id=cd34;work", 5);
     assert_int_equal(out[0].total, 12);
     assert_int_equal(out[0].sample_labels_kept, 3);
-    assert_int_equal(out[0].sample_labels_dropped, 3); /* numeric, "bad key", the second span_id */
+    assert_int_equal(out[0].sample_labels_dropped, 4); /* numeric, "bad key", the second span_id, __tenant__ */
     assert_int_equal(out[0].sample_values_other, 0);
     ingest_pprof_free(out, n);
     ingest_profile_free(&base);
