@@ -219,6 +219,24 @@ enum MHD_Result srv_handle_query(srv_request *rq)
         return srv_reply_error(rq, 400, "parameter 'lines': format=%s has function names only (use json or pprof)",
                                format);
     if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
+    if (grouped && (folded || pprof)) {
+        query_group_by_free(&by);
+        return srv_reply_error(rq, 400, "parameter 'group_by': format=%s has one profile, not groups (use json or speedscope)",
+                               format);
+    }
+    /* group_by_sample=KEY: the tree split by a sample label, its first
+     * frames "KEY=value" (store_reader_sample_root), in any format */
+    const char *sample_key = srv_param(rq, "group_by_sample");
+    if (sample_key) {
+        query_group_by one;
+        int bad = query_group_by_parse(sample_key, &one, err, sizeof err); /* frees what it made on error */
+        if (!bad && one.n_keys != 1) bad = snprintf(err, sizeof err, "one sample label name, not %zu", one.n_keys) > 0;
+        query_group_by_free(&one);
+        if (bad) {
+            query_group_by_free(&by);
+            return srv_reply_error(rq, 400, "parameter 'group_by_sample': %s", err);
+        }
+    }
     if (read_selector(rq, &sel, &from, &until)) {
         query_group_by_free(&by);
         return MHD_YES;
@@ -235,36 +253,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     }
     /* pprof always keeps lines: go tool pprof -list and -lines need them */
     store_reader_lines(r, lines || pprof);
-    /* group_by a sample label (a name no series carries): one tree whose
-     * root frames are "key=value" (store_reader_sample_root), not groups */
-    char *sample_key = NULL;
-    size_t nk = 0;
-    res = MHD_YES;
-    for (size_t i = 0; i < by.n_keys; i++) {
-        if (store_label_name_known(r, by.keys[i])) {
-            by.keys[nk++] = by.keys[i];
-        } else if (!sample_key) {
-            sample_key = by.keys[i];
-        } else {
-            res = srv_reply_error(rq, 400, "parameter 'group_by': '%s' and '%s' are both sample labels (no series "
-                                  "carries them); group by one sample label at most", sample_key, by.keys[i]);
-            for (size_t k = i; k < by.n_keys; k++) by.keys[nk++] = by.keys[k]; /* freed with by */
-            by.n_keys = nk;
-            free(sample_key);
-            goto out;
-        }
-    }
-    by.n_keys = nk;
-    if (sample_key) {
-        store_reader_sample_root(r, sample_key);
-        free(sample_key);
-        grouped = nk > 0;
-    }
-    if (grouped && (folded || pprof)) {
-        res = srv_reply_error(rq, 400, "parameter 'group_by': format=%s has one profile, not groups (use json or "
-                              "speedscope)", format);
-        goto out;
-    }
+    if (sample_key) store_reader_sample_root(r, sample_key);
     if (srv_resolve(rq, r, &sel, from, until, &set)) {
         res = MHD_YES;
         goto out;

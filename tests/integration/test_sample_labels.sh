@@ -180,29 +180,31 @@ test_sample_labels_grafana_span_profile() {
     assert_contains "a bad span id: named" "$(jq -r .answer.message <<<"$gf")" "span_selector[0]"
 }
 
-# group_by a sample label: one tree whose root frames are "key=value"
-# (stacks without the label keep their own root), with other group_by keys
-# still making groups of series.
-test_sample_labels_group_by() {
+# group_by_sample=KEY: one tree whose root frames are "key=value" (stacks
+# without the label keep their own root), in any format; group_by still
+# makes groups of series, each tree split so.
+test_sample_labels_group_by_sample() {
     it_tmp
     labels_pprof "$IT_TMP/lab.pb"
     start_server
     push_pprof "$IT_TMP/lab.pb" lab
     push_pprof "$IT_TMP/lab.pb" lab2
-    query '{service="lab",type="samples"}' from=now-1h until=now format=folded group_by=span_id
-    assert_status "group_by span_id" 200
+    query '{service="lab",type="samples"}' from=now-1h until=now format=folded group_by_sample=span_id
+    assert_status "group_by_sample span_id" 200
     [ "$(printf '%s\n' "$BODY" | LC_ALL=C sort)" = "$(printf 'main;io;read 3\nspan_id=a1;main;idle 7\nspan_id=a1;main;work 10\nspan_id=b2;main;work 5')" ] ||
-        fail "group_by span_id: got $BODY"
-    query '{service="lab",type="samples"}' from=now-1h until=now group_by=span_id
-    assert_json "one tree, not groups" '.groups' null
+        fail "group_by_sample span_id: got $BODY"
+    query '{service="lab",type="samples"}' from=now-1h until=now group_by_sample=span_id
     assert_json "the span's root" '.tree.children[]|select(.name=="span_id=a1")|.total' 17
     assert_json "its total" '.total' 25
-    query '{type="samples",service=~"lab.*"}' from=now-1h until=now group_by=service,span_id
-    assert_status "group_by service,span_id" 200
+    query '{service="lab",type="samples",endpoint="/api"}' from=now-1h until=now format=folded group_by_sample=span_id
+    [ "$(printf '%s\n' "$BODY" | LC_ALL=C sort)" = "$(printf 'span_id=a1;main;work 10\nspan_id=b2;main;work 5')" ] ||
+        fail "filtered and split: got $BODY"
+    query '{type="samples",service=~"lab.*"}' from=now-1h until=now group_by=service group_by_sample=span_id
+    assert_status "group_by service, group_by_sample span_id" 200
     assert_json "groups by service" '.groups|length' 2
     assert_json "each with span roots" '[.groups[0].tree.children[].name]|sort|join(",")' "main,span_id=a1,span_id=b2"
-    query '{service="lab"}' from=now-1h until=now group_by=span_id,endpoint
-    assert_error "two sample labels" 400 "both sample labels"
-    query '{service="lab"}' from=now-1h until=now format=folded group_by=service
-    assert_error "folded with series groups" 400 "has one profile"
+    query '{service="lab"}' from=now-1h until=now group_by_sample=span_id,endpoint
+    assert_error "two sample labels" 400 "group_by_sample"
+    query '{service="lab"}' from=now-1h until=now group_by_sample=bad-name
+    assert_error "not a label name" 400 "group_by_sample"
 }
