@@ -29,6 +29,12 @@
 #define INGEST_MAX_FRAME 4096
 #define INGEST_MAX_DEPTH 1024
 #define INGEST_MAX_UNIT 64
+/* Sample labels (pprof Sample.label, OTLP sample attributes and links)
+ * kept as pseudo-frames (storage/store.h): at most this many keys a sample
+ * (the first in key order), and this many distinct values of one key in
+ * one request (later new values become "other"). */
+#define INGEST_MAX_SAMPLE_LABELS 16
+#define INGEST_MAX_SAMPLE_VALUES 1000
 /* Counts (and counts weighted by 1e9/rate) stay exact in a JSON double. */
 #define INGEST_MAX_VALUE ((UINT64_C(1) << 53) - 1)
 
@@ -85,6 +91,12 @@ typedef struct {
     uint64_t truncated_stacks;  /* stacks cut to INGEST_MAX_DEPTH frames */
     int located_frames;         /* set by the caller: folded frames may carry their location
                                    (storage/frame.h), as an agent that knows lines sends them */
+    int sample_labels;          /* set by the caller (pprof, OTLP base): keep sample labels as
+                                   pseudo-frames at the root of each stack (storage/store.h) */
+    uint64_t sample_labels_kept;    /* labels written (a label of a sample counts once) */
+    uint64_t sample_labels_dropped; /* left out: numeric, a key that is no label name, not UTF-8,
+                                       past INGEST_MAX_SAMPLE_LABELS keys */
+    uint64_t sample_values_other;   /* values written as "other": past INGEST_MAX_SAMPLE_VALUES */
     char *arena;                /* owned bytes that stacks may point into */
     size_t arena_len, arena_cap;
 } ingest_profile;

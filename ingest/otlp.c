@@ -42,7 +42,15 @@
  * naming the profile and the field; nothing is returned.  A profile with
  * no sample of a non-zero value is only left out and counted
  * (`rejected`, OTLP's partial success), as an empty window of a folded
- * push would be refused. */
+ * push would be refused.
+ *
+ * Sample labels (issue 11, point 5).  A sample's attributes (strings and
+ * integers, as text) and its link's trace_id and span_id (lower-case hex)
+ * become pprof sample labels of the translated profile, kept as pprof.c
+ * keeps them (pseudo-frames, within its limits) when the base asks.  Their
+ * strings that the dictionary lacks (inline values, numbers, hex ids) are
+ * appended once per request to a copy of the string table's pointers that
+ * every profile of the request shares. */
 #include "ingest_internal.h"
 
 #include <inttypes.h>
@@ -72,6 +80,13 @@ typedef struct {
      * follows its samples, not the dictionary it shares with the others),
      * found with marks stamped by profile. */
     uint32_t *loc_mark, *fn_mark, *map_mark;
+    /* sample labels: the string table with the strings the dictionary
+     * lacks appended, and each attribute's and link's label strings */
+    char **strs;
+    size_t n_strs, n_extra;
+    int64_t *attr_key, *attr_val;     /* per attribute_table entry; val 0: not a label */
+    int64_t *link_trace, *link_span;  /* per link_table entry; 0: none */
+    int64_t key_trace, key_span;      /* "trace_id", "span_id" */
     Perftools__Profiles__Location **used_locs;
     Perftools__Profiles__Function **used_fns;
     Perftools__Profiles__Mapping **used_maps;
@@ -100,11 +115,92 @@ static void tables_free(tables *t)
     free(t->used_locs);
     free(t->used_fns);
     free(t->used_maps);
+    for (size_t i = 0; t->strs && i < t->n_extra; i++) free(t->strs[t->d->n_string_table + i]);
+    free(t->strs);
+    free(t->attr_key);
+    free(t->attr_val);
+    free(t->link_trace);
+    free(t->link_span);
 }
 
 /* Index i of a table of n entries (the sentinel 0 included; 0, "none",
  * also when the table is empty). */
 static int index_ok(int64_t i, size_t n) { return i == 0 || (i > 0 && (uint64_t)i < n); }
+
+/* Appends an owned string to the shared table: its index, or -1. */
+static int64_t extra_str(tables *t, char *s)
+{
+    if (!s) return -1;
+    t->strs[t->n_strs] = s;
+    t->n_extra++;
+    return (int64_t)t->n_strs++;
+}
+
+static char *hex_of(const ProtobufCBinaryData *b)
+{
+    static const char digits[] = "0123456789abcdef";
+    char *s = malloc(2 * b->len + 1);
+    if (!s) return NULL;
+    for (size_t i = 0; i < b->len; i++) {
+        s[2 * i] = digits[b->data[i] >> 4];
+        s[2 * i + 1] = digits[b->data[i] & 15];
+    }
+    s[2 * b->len] = '\0';
+    return s;
+}
+
+/* The labels' strings of the attribute and link tables (see the top). */
+static ingest_status labels_make(tables *t, char *err, size_t errlen)
+{
+    const otlp_dict *d = t->d;
+    size_t extra = 2 + d->n_attribute_table + 2 * d->n_link_table;
+    t->strs = calloc(d->n_string_table + extra + 1, sizeof *t->strs);
+    t->attr_key = calloc(d->n_attribute_table + 1, sizeof *t->attr_key);
+    t->attr_val = calloc(d->n_attribute_table + 1, sizeof *t->attr_val);
+    t->link_trace = calloc(d->n_link_table + 1, sizeof *t->link_trace);
+    t->link_span = calloc(d->n_link_table + 1, sizeof *t->link_span);
+    if (!t->strs || !t->attr_key || !t->attr_val || !t->link_trace || !t->link_span) goto oom;
+    if (d->n_string_table) memcpy(t->strs, d->string_table, d->n_string_table * sizeof *t->strs);
+    t->n_strs = d->n_string_table;
+    if (!t->n_strs && extra_str(t, strdup("")) < 0) goto oom; /* index 0 is "" */
+    if ((t->key_trace = extra_str(t, strdup("trace_id"))) < 0 || (t->key_span = extra_str(t, strdup("span_id"))) < 0)
+        goto oom;
+    for (size_t i = 1; i < d->n_attribute_table; i++) {
+        const Flamedb__Otlp__KeyValueAndUnit *kv = d->attribute_table[i];
+        if (!index_ok(kv->key_strindex, d->n_string_table)) {
+            snprintf(err, errlen, "dictionary.attribute_table[%zu]: key_strindex %" PRId32 " is outside the string "
+                     "table (%zu entries)", i, kv->key_strindex, d->n_string_table);
+            return INGEST_EINVAL;
+        }
+        t->attr_key[i] = kv->key_strindex;
+        const Flamedb__Otlp__AnyValue *v = kv->value;
+        if (!v) continue;
+        if (v->value_case == FLAMEDB__OTLP__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX) {
+            if (!index_ok(v->string_value_strindex, d->n_string_table)) {
+                snprintf(err, errlen, "dictionary.attribute_table[%zu].value: string_value_strindex %" PRId32
+                         " is outside the string table (%zu entries)", i, v->string_value_strindex, d->n_string_table);
+                return INGEST_EINVAL;
+            }
+            t->attr_val[i] = v->string_value_strindex;
+        } else if (v->value_case == FLAMEDB__OTLP__ANY_VALUE__VALUE_STRING_VALUE) {
+            if ((t->attr_val[i] = extra_str(t, strdup(v->string_value))) < 0) goto oom;
+        } else if (v->value_case == FLAMEDB__OTLP__ANY_VALUE__VALUE_INT_VALUE) {
+            char num[32];
+            snprintf(num, sizeof num, "%" PRId64, v->int_value);
+            if ((t->attr_val[i] = extra_str(t, strdup(num))) < 0) goto oom;
+        }
+    }
+    for (size_t i = 1; i < d->n_link_table; i++) {
+        const Flamedb__Otlp__Link *l = d->link_table[i];
+        if (l->trace_id.len && (t->link_trace[i] = extra_str(t, hex_of(&l->trace_id))) < 0) goto oom;
+        if (l->span_id.len && (t->link_span[i] = extra_str(t, hex_of(&l->span_id))) < 0) goto oom;
+    }
+    return INGEST_OK;
+oom:
+    snprintf(err, errlen, "out of memory decoding the OTLP request");
+    return INGEST_ENOMEM;
+}
+
 
 static ingest_status tables_make(tables *t, const otlp_dict *d, char *err, size_t errlen)
 {
@@ -212,7 +308,7 @@ static ingest_status tables_make(tables *t, const otlp_dict *d, char *err, size_
         }
     }
     t->stack_off[d->n_stack_table] = pos;
-    return INGEST_OK;
+    return labels_make(t, err, errlen);
 }
 
 /* ---- labels ------------------------------------------------------------ */
@@ -262,6 +358,7 @@ static ingest_status resource_base(const otlp_dict *d, const Flamedb__Otlp__Reso
     out->from_ms = base->from_ms;
     out->until_ms = base->until_ms;
     out->aggregation = base->aggregation;
+    out->sample_labels = base->sample_labels;
     snprintf(out->unit, sizeof out->unit, "%s", base->unit);
     ingest_status s;
     for (int i = 0; i < base->n_labels; i++)
@@ -336,7 +433,8 @@ static void use_entries(tables *t, pb_profile *pb, uint32_t stamp)
 static ingest_status profile_pb(tables *t, const otlp_profile *p, uint32_t stamp, const char *where, pb_profile *pb,
                                 Perftools__Profiles__ValueType *st, Perftools__Profiles__ValueType *pt,
                                 Perftools__Profiles__Sample **samples_out, Perftools__Profiles__Sample ***ptrs_out,
-                                int64_t **values_out, int *kept, char *err, size_t errlen)
+                                int64_t **values_out, Perftools__Profiles__Label **labels_out,
+                                Perftools__Profiles__Label ***label_ptrs_out, int *kept, char *err, size_t errlen)
 {
     const otlp_dict *d = t->d;
     pb_profile init = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -373,9 +471,17 @@ static ingest_status profile_pb(tables *t, const otlp_profile *p, uint32_t stamp
     pb->n_sample_type = 1;
     pb->time_nanos = (int64_t)p->time_unix_nano;
     pb->duration_nanos = (int64_t)p->duration_nano;
-    pb->n_string_table = d->n_string_table;
-    pb->string_table = d->string_table;
-    size_t n = p->n_samples;
+    pb->n_string_table = t->n_strs;
+    pb->string_table = t->strs;
+    size_t n = p->n_samples, n_labs = 0;
+    for (size_t i = 0; i < n; i++) n_labs += p->samples[i]->n_attribute_indices + 2;
+    Perftools__Profiles__Label *lab = *labels_out = calloc(n_labs ? n_labs : 1, sizeof *lab);
+    Perftools__Profiles__Label **labp = *label_ptrs_out = calloc(n_labs ? n_labs : 1, sizeof *labp);
+    if (!lab || !labp) {
+        snprintf(err, errlen, "out of memory decoding the OTLP request");
+        return INGEST_ENOMEM;
+    }
+    size_t nl = 0;
     Perftools__Profiles__Sample *s = calloc(n ? n : 1, sizeof *s);
     Perftools__Profiles__Sample **sp = calloc(n ? n : 1, sizeof *sp);
     int64_t *vals = calloc(n ? n : 1, sizeof *vals);
@@ -428,6 +534,40 @@ static ingest_status profile_pb(tables *t, const otlp_profile *p, uint32_t stamp
         s[i].n_value = 1;
         s[i].value = &vals[i];
         sp[i] = &s[i];
+        /* sample labels: attributes, then the link's ids */
+        s[i].label = labp + nl;
+        for (size_t k = 0; k < os->n_attribute_indices; k++) {
+            int32_t a = os->attribute_indices[k];
+            if (a <= 0 || (size_t)a >= d->n_attribute_table) {
+                snprintf(err, errlen, "%s.samples[%zu].attribute_indices[%zu]: %" PRId32 " is %s", where, i, k, a,
+                         a == 0 ? "the unset sentinel, not an attribute" : "outside the attribute table");
+                return INGEST_EINVAL;
+            }
+            Perftools__Profiles__Label linit = PERFTOOLS__PROFILES__LABEL__INIT;
+            lab[nl] = linit;
+            lab[nl].key = t->attr_key[a];
+            lab[nl].str = t->attr_val[a];
+            labp[nl] = &lab[nl];
+            nl++;
+            s[i].n_label++;
+        }
+        if (!index_ok(os->link_index, d->n_link_table)) {
+            snprintf(err, errlen, "%s.samples[%zu]: link_index %" PRId32 " is outside the link table (%zu entries)",
+                     where, i, os->link_index, d->n_link_table);
+            return INGEST_EINVAL;
+        }
+        const int64_t ids[2][2] = { { t->key_span, os->link_index ? t->link_span[os->link_index] : 0 },
+                                    { t->key_trace, os->link_index ? t->link_trace[os->link_index] : 0 } };
+        for (int k = 0; k < 2; k++) {
+            if (!ids[k][1]) continue;
+            Perftools__Profiles__Label linit = PERFTOOLS__PROFILES__LABEL__INIT;
+            lab[nl] = linit;
+            lab[nl].key = ids[k][0];
+            lab[nl].str = ids[k][1];
+            labp[nl] = &lab[nl];
+            nl++;
+            s[i].n_label++;
+        }
     }
     pb->n_sample = n;
     pb->sample = sp;
@@ -477,10 +617,11 @@ static ingest_status decode_request(const otlp_request *rq, size_t max_out, cons
                 pb_profile pb;
                 Perftools__Profiles__ValueType vt, pt;
                 Perftools__Profiles__Sample *samples = NULL, **ptrs = NULL;
+                Perftools__Profiles__Label *labels = NULL, **label_ptrs = NULL;
                 int64_t *values = NULL;
                 int kept;
-                st = profile_pb(&t, rp->scope_profiles[s]->profiles[k], (uint32_t)++stamp, where, &pb, &vt, &pt, &samples, &ptrs, &values,
-                                &kept, err, errlen);
+                st = profile_pb(&t, rp->scope_profiles[s]->profiles[k], (uint32_t)++stamp, where, &pb, &vt, &pt, &samples,
+                                &ptrs, &values, &labels, &label_ptrs, &kept, err, errlen);
                 if (!st && !kept) {
                     if (!out->rejected)
                         snprintf(out->rejected_why, sizeof out->rejected_why, "%s has no sample with a value", where);
@@ -501,6 +642,8 @@ static ingest_status decode_request(const otlp_request *rq, size_t max_out, cons
                 free(samples);
                 free(ptrs);
                 free(values);
+                free(labels);
+                free(label_ptrs);
             }
         }
         ingest_profile_free(&rb);

@@ -74,8 +74,23 @@
  * sampled allocations, so their "samples" are an estimate on the high
  * side: the intervals of heap profiles are narrower than they should be.
  * Gauges (inuse_*, goroutine) are left to ingest_profile_finish's default
- * unless the base profile says.  Sample labels (pprof's per-sample key/value pairs) are not
- * stored: series are identified by the request's labels alone. */
+ * unless the base profile says.
+ *
+ * Sample labels (issue 11, point 5).  With base->sample_labels, a sample's
+ * string labels become pseudo-frames at the root of its stack, in key
+ * order: STORE_SAMPLE_MARK key '=' value ';' before its first frame
+ * (storage/store.h), so a stack is one per (labels, frames) and a reader
+ * skips them unless asked.  Series stay the request's labels: a span id
+ * per sample costs what the sample costs, never a series.  A key must be a
+ * label name ([a-zA-Z_][a-zA-Z0-9_.]*, 128 bytes, not starting with "__":
+ * reserved) and the value non-empty
+ * UTF-8 (cut at 1024 bytes, ';' written ':', line breaks ' '); numeric
+ * labels and the others are left out and counted (sample_labels_dropped),
+ * as are keys past INGEST_MAX_SAMPLE_LABELS a sample (the first in key
+ * order stay; of a key given twice, the first).  A key keeps at most
+ * INGEST_MAX_SAMPLE_VALUES distinct values a request; later new ones are
+ * written "other" (sample_values_other).  The text counts against
+ * max_out like the frames. */
 #include "ingest_internal.h"
 
 #include <inttypes.h>
@@ -163,6 +178,9 @@ typedef struct {
     char *loc_text;     /* per location: its needed frames, caller first, joined by ';' */
     size_t *loc_off;    /* n_location + 1 offsets into loc_text */
     uint32_t *loc_need; /* per location: how many of its leaf-most frames a kept stack uses */
+    char *lab_text;     /* per sample: its sample labels as pseudo-frames, each followed by ';' */
+    size_t *lab_off;    /* n_sample + 1 offsets into lab_text; NULL without sample labels */
+    uint64_t lab_kept, lab_dropped, lab_other;
     size_t max_text;    /* the most bytes of stack text (max_out): INGEST_ETOOBIG beyond */
     char *err;
     size_t errlen;
@@ -459,17 +477,22 @@ static ingest_status sample_check(decoder *d, size_t si)
 static size_t sample_write(const decoder *d, size_t si, char *buf, int *truncated)
 {
     const pprof_sample *s = &d->pb->sample[si];
-    size_t m = d->keep[si], pos = 0;
+    size_t m = d->keep[si], pos = 0, first;
     uint32_t take = d->take[si];
     *truncated = d->cut[si];
+    if (d->lab_off) { /* sample labels first, each ending with ';' */
+        pos = d->lab_off[si + 1] - d->lab_off[si];
+        if (buf && pos) memcpy(buf, d->lab_text + d->lab_off[si], pos);
+    }
+    first = pos;
     if (!m) {
-        if (buf) memcpy(buf, unknown_frame, sizeof unknown_frame - 1);
-        return sizeof unknown_frame - 1;
+        if (buf) memcpy(buf + pos, unknown_frame, sizeof unknown_frame - 1);
+        return pos + sizeof unknown_frame - 1;
     }
     for (size_t k = m; k-- > 0;) {
         size_t li = d->sample_loc[s->loc0 + k];
         size_t from = k + 1 == m ? loc_suffix(d, li, take) : 0, n = d->loc_off[li + 1] - d->loc_off[li] - from;
-        if (pos) {
+        if (pos > first) {
             if (buf) buf[pos] = ';';
             pos++;
         }
@@ -477,6 +500,159 @@ static size_t sample_write(const decoder *d, size_t si, char *buf, int *truncate
         pos += n;
     }
     return pos;
+}
+
+/* ---- sample labels ---- */
+
+#define MAX_LABEL_KEYS 256 /* distinct keys a request keeps; later ones are dropped */
+
+static int label_name_ok(const char *k)
+{
+    size_t n = strlen(k);
+    if (!n || n > INGEST_MAX_LABEL_NAME || !((k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z') || k[0] == '_'))
+        return 0;
+    if (!strncmp(k, "__", 2)) return 0; /* reserved (__tenant__, __name__): never a sample label */
+    return strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") == n;
+}
+
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+typedef struct { const char *key, *value; } lab_ref;
+
+typedef struct {
+    char *text;
+    size_t len, cap;
+    const char *keys[MAX_LABEL_KEYS];
+    uint32_t values[MAX_LABEL_KEYS]; /* distinct values seen of each key */
+    size_t n_keys;
+    uint64_t *seen;                  /* hashes of (key slot, value), open addressing, 0 empty */
+    size_t seen_cap, seen_n;
+} lab_state;
+
+static int lab_put(lab_state *st, const char *s, size_t n)
+{
+    if (st->len + n > st->cap) {
+        size_t cap = (st->len + n) * 2 + 256;
+        char *t = realloc(st->text, cap);
+        if (!t) return -1;
+        st->text = t;
+        st->cap = cap;
+    }
+    memcpy(st->text + st->len, s, n);
+    st->len += n;
+    return 0;
+}
+
+/* Looks (key slot, value) up, remembering it when insert: answers 1 when
+ * it was there, 0 when not, -1 out of memory. */
+static int lab_seen(lab_state *st, size_t ks, const char *value, int insert)
+{
+    uint64_t h = fnv1a(value, UINT64_C(0xcbf29ce484222325) ^ ((uint64_t)(ks + 1) * UINT64_C(0x9e3779b97f4a7c15)));
+    if (!h) h = 1;
+    if (2 * (st->seen_n + 1) > st->seen_cap) {
+        size_t cap = st->seen_cap ? st->seen_cap * 2 : 1024;
+        uint64_t *t = calloc(cap, sizeof *t);
+        if (!t) return -1;
+        for (size_t i = 0; i < st->seen_cap; i++) {
+            if (!st->seen[i]) continue;
+            size_t j = st->seen[i] & (cap - 1);
+            while (t[j]) j = (j + 1) & (cap - 1);
+            t[j] = st->seen[i];
+        }
+        free(st->seen);
+        st->seen = t;
+        st->seen_cap = cap;
+    }
+    size_t j = h & (st->seen_cap - 1);
+    while (st->seen[j]) {
+        if (st->seen[j] == h) return 1;
+        j = (j + 1) & (st->seen_cap - 1);
+    }
+    if (insert) {
+        st->seen[j] = h;
+        st->seen_n++;
+    }
+    return 0;
+}
+
+/* Renders every used sample's labels into lab_text (lab_off). */
+static ingest_status render_sample_labels(decoder *d)
+{
+    const pprof_flat *pb = d->pb;
+    lab_state st = { 0 };
+    ingest_status rc = INGEST_ENOMEM;
+    if (!(d->lab_off = calloc(pb->n_sample + 1, sizeof *d->lab_off))) return INGEST_ENOMEM;
+    for (size_t i = 0; i < pb->n_sample; i++) {
+        const pprof_sample *s = &pb->sample[i];
+        d->lab_off[i] = st.len;
+        if (!s->n_lab || !sample_used(d, s)) continue;
+        lab_ref ref[INGEST_MAX_SAMPLE_LABELS + 1];
+        size_t n = 0;
+        for (size_t k = 0; k < s->n_lab; k++) {
+            const pprof_label *l = &pb->labels[s->lab0 + k];
+            const char *key = str_at(d, l->key), *value = l->str ? str_at(d, l->str) : NULL;
+            if (!key || !value || !*value || !label_name_ok(key) || !utf8_valid(value, strlen(value))) {
+                d->lab_dropped++;
+                continue;
+            }
+            /* insert in key order; of a key given twice the first stays */
+            size_t at = n;
+            while (at > 0 && strcmp(ref[at - 1].key, key) > 0) at--;
+            if (at > 0 && !strcmp(ref[at - 1].key, key)) {
+                d->lab_dropped++;
+                continue;
+            }
+            if (at == INGEST_MAX_SAMPLE_LABELS) { /* past the first keys */
+                d->lab_dropped++;
+                continue;
+            }
+            if (n == INGEST_MAX_SAMPLE_LABELS) d->lab_dropped++; /* the last one goes */
+            memmove(&ref[at + 1], &ref[at], ((n < INGEST_MAX_SAMPLE_LABELS ? n : n - 1) - at) * sizeof *ref);
+            ref[at] = (lab_ref){ key, value };
+            if (n < INGEST_MAX_SAMPLE_LABELS) n++;
+        }
+        for (size_t k = 0; k < n; k++) {
+            size_t ks = 0;
+            while (ks < st.n_keys && strcmp(st.keys[ks], ref[k].key)) ks++;
+            if (ks == st.n_keys) {
+                if (ks == MAX_LABEL_KEYS) {
+                    d->lab_dropped++;
+                    continue;
+                }
+                st.keys[st.n_keys++] = ref[k].key;
+            }
+            const char *value = ref[k].value;
+            int found = lab_seen(&st, ks, value, st.values[ks] < INGEST_MAX_SAMPLE_VALUES);
+            if (found < 0) goto out;
+            int other = !found && st.values[ks] >= INGEST_MAX_SAMPLE_VALUES;
+            if (!found && !other) st.values[ks]++;
+            char mark = FRAME_LABEL;
+            if (lab_put(&st, &mark, 1) || lab_put(&st, ref[k].key, strlen(ref[k].key)) || lab_put(&st, "=", 1))
+                goto out;
+            if (other) {
+                d->lab_other++;
+                if (lab_put(&st, "other", 5)) goto out;
+            } else {
+                size_t at = st.len, vl = field_put(NULL, value, strlen(value), INGEST_MAX_LABEL_VALUE);
+                if (lab_put(&st, value, vl)) goto out;
+                field_put(st.text + at, value, vl, INGEST_MAX_LABEL_VALUE);
+            }
+            if (lab_put(&st, ";", 1)) goto out;
+            d->lab_kept++;
+        }
+    }
+    d->lab_off[pb->n_sample] = st.len;
+    d->lab_text = st.text;
+    st.text = NULL;
+    rc = INGEST_OK;
+out:
+    free(st.text);
+    free(st.seen);
+    return rc;
 }
 
 /* Labels of the base, with type = the sample type's name. */
@@ -590,6 +766,7 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     for (size_t i = 0; i < pb->n_sample; i++)
         if ((s = sample_check(d, i))) return s;
     if ((s = render_locations(d))) return s;
+    if (base->sample_labels && (s = render_sample_labels(d))) return s;
     int trunc;
     for (size_t i = 0; i < pb->n_sample; i++) {
         if (sample_used(d, &pb->sample[i])) total += sample_write(d, i, NULL, &trunc);
@@ -629,6 +806,9 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     for (size_t t = 0; t < nt; t++) {
         set_samples(d, t, &out[t]);
         out[t].aggregation = base->aggregation;
+        out[t].sample_labels_kept = d->lab_kept;
+        out[t].sample_labels_dropped = d->lab_dropped;
+        out[t].sample_values_other = d->lab_other;
         if ((s = ingest_profile_finish(&out[t], d->err, d->errlen))) return s;
     }
     return INGEST_OK;
@@ -689,6 +869,8 @@ done:
     free(d.loc_text);
     free(d.loc_off);
     free(d.loc_need);
+    free(d.lab_text);
+    free(d.lab_off);
     return s;
 }
 
@@ -707,16 +889,17 @@ ingest_status pprof_flat_decode(const pprof_flat *f, size_t max_out, const inges
 static ingest_status flat_from_pb(const struct Perftools__Profiles__Profile *pb, pprof_flat *f)
 {
     memset(f, 0, sizeof *f);
-    size_t n_ids = 0, n_vals = 0, n_lines = 0;
+    size_t n_ids = 0, n_vals = 0, n_lines = 0, n_labs = 0;
     for (size_t i = 0; i < pb->n_sample; i++) {
         n_ids += pb->sample[i]->n_location_id;
         n_vals += pb->sample[i]->n_value;
+        n_labs += pb->sample[i]->n_label;
     }
     for (size_t i = 0; i < pb->n_location; i++) n_lines += pb->location[i]->n_line;
 #define ALLOC(field, n) (f->field = malloc(((n) ? (n) : 1) * sizeof *f->field)) == NULL
     if (ALLOC(sample_type, pb->n_sample_type) || ALLOC(sample, pb->n_sample) || ALLOC(location_ids, n_ids) ||
         ALLOC(values, n_vals) || ALLOC(mapping, pb->n_mapping) || ALLOC(location, pb->n_location) ||
-        ALLOC(lines, n_lines) || ALLOC(function, pb->n_function))
+        ALLOC(lines, n_lines) || ALLOC(function, pb->n_function) || ALLOC(labels, n_labs))
         return INGEST_ENOMEM;
 #undef ALLOC
     for (size_t t = 0; t < pb->n_sample_type; t++)
@@ -725,7 +908,9 @@ static ingest_status flat_from_pb(const struct Perftools__Profiles__Profile *pb,
     size_t vpos = 0;
     for (size_t i = 0; i < pb->n_sample; i++) {
         const Perftools__Profiles__Sample *s = pb->sample[i];
-        f->sample[i] = (pprof_sample){ f->n_location_ids, s->n_location_id, vpos, s->n_value };
+        f->sample[i] = (pprof_sample){ f->n_location_ids, s->n_location_id, vpos, s->n_value, f->n_labels, s->n_label };
+        for (size_t k = 0; k < s->n_label; k++)
+            f->labels[f->n_labels++] = (pprof_label){ s->label[k]->key, s->label[k]->str, s->label[k]->num };
         if (s->n_location_id)
             memcpy(f->location_ids + f->n_location_ids, s->location_id, s->n_location_id * sizeof *s->location_id);
         if (s->n_value) memcpy(f->values + vpos, s->value, s->n_value * sizeof *s->value);

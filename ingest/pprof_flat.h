@@ -7,8 +7,8 @@
  * kind side by side, their repeated scalars (a sample's location ids and
  * values, a location's lines) in one shared array each, addressed by
  * offset, and the string table as NUL-terminated copies in one block.
- * Only the fields flamedb reads are kept (no labels, comments, drop/keep
- * frames, system names).
+ * Only the fields flamedb reads are kept (sample labels' key, str and num,
+ * not num_unit; no comments, drop/keep frames, system names).
  *
  * Two producers: pprof_wire_decode (pprof_wire.c) reads the wire format
  * straight from the (gunzipped) body, and pprof.c's ingest_pprof_decode
@@ -22,7 +22,8 @@
 #include "ingest.h"
 
 typedef struct { int64_t type, unit; } pprof_value_type;           /* string indices */
-typedef struct { size_t loc0, n_loc, val0, n_val; } pprof_sample;   /* into location_ids, values */
+typedef struct { size_t loc0, n_loc, val0, n_val, lab0, n_lab; } pprof_sample; /* into location_ids, values, labels */
+typedef struct { int64_t key, str, num; } pprof_label;               /* string indices, and num */
 typedef struct { uint64_t id, memory_start, file_offset; int64_t filename, build_id; } pprof_mapping;
 typedef struct { int64_t function_id, line; } pprof_line;
 typedef struct { uint64_t id, mapping_id, address; size_t line0, n_line; } pprof_location; /* into lines */
@@ -37,6 +38,8 @@ typedef struct {
     uint64_t *location_ids;       /* every sample's, one after the other */
     size_t n_location_ids;
     int64_t *values;              /* every sample's */
+    pprof_label *labels;          /* every sample's */
+    size_t n_labels;
     pprof_mapping *mapping;
     size_t n_mapping;
     pprof_location *location;

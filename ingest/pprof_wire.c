@@ -5,8 +5,8 @@
  * The messages of each kind land side by side in one growing array (their
  * repeated scalars and lines in shared arrays, by offset); strings are
  * noted as (start, length) in the body while reading and copied, NUL-
- * terminated, into one block at the end.  Labels, comments and the other
- * fields flamedb does not read are checked and skipped.
+ * terminated, into one block at the end.  Comments and the other fields
+ * flamedb does not read are checked and skipped.
  *
  * What is accepted is what protobuf-c 1.4's protobuf_c_message_unpack
  * accepts for profile.proto, the decoder this file replaces for pprof
@@ -59,7 +59,7 @@ typedef struct { const unsigned char *p; size_t len; } str_ref;
 /* Everything a decode needs while it runs. */
 typedef struct {
     const unsigned char *body;  /* for byte offsets in errors */
-    vec sample_type, sample, location_ids, values, mapping, location, lines, function, strings;
+    vec sample_type, sample, location_ids, values, mapping, location, lines, function, strings, labels;
     size_t string_bytes;
     char *err;                  /* left empty when an allocation failed */
     size_t errlen;
@@ -248,7 +248,7 @@ static int sample(wire *w, const where *at, const field *m)
 {
     pprof_sample *s = vec_room(&w->sample, sizeof *s, 1);
     if (!s) return -1;
-    *s = (pprof_sample){ .loc0 = w->location_ids.n, .val0 = w->values.n };
+    *s = (pprof_sample){ .loc0 = w->location_ids.n, .val0 = w->values.n, .lab0 = w->labels.n };
     const unsigned char *p = m->data, *end = m->data + m->len;
     size_t labels = 0;
     field f;
@@ -260,12 +260,17 @@ static int sample(wire *w, const where *at, const field *m)
             if (repeated_int(w, at, &f, "value", &w->values)) return -1;
         } else if (f.tag == 3) {
             where lat = { at->msg, at->i, "label", labels++ };
-            if (want(w, at, &f, WT_LEN, "label") ||
-                scalars(w, &lat, f.data, f.data + f.len, NULL, 4, label_names)) return -1;
+            int64_t v[4] = { 0, 0, 0, 0 };
+            pprof_label *l = vec_room(&w->labels, sizeof *l, 1);
+            if (!l || want(w, at, &f, WT_LEN, "label") ||
+                scalars(w, &lat, f.data, f.data + f.len, v, 4, label_names)) return -1;
+            *l = (pprof_label){ v[0], v[1], v[2] };
+            w->labels.n++;
         }
     }
     s->n_loc = w->location_ids.n - s->loc0;
     s->n_val = w->values.n - s->val0;
+    s->n_lab = w->labels.n - s->lab0;
     w->sample.n++;
     return 0;
 }
@@ -404,9 +409,11 @@ ingest_status pprof_wire_decode(const unsigned char *buf, size_t len, pprof_flat
     if (errlen) err[0] = '\0';
     int rc = profile(&w, f, buf, buf + len);
     /* arrays are never NULL, even empty (the decoder adds offsets to them) */
-    vec *all[] = { &w.sample_type, &w.sample, &w.location_ids, &w.values, &w.mapping, &w.location, &w.lines, &w.function };
+    vec *all[] = { &w.sample_type, &w.sample, &w.location_ids, &w.values, &w.mapping, &w.location, &w.lines, &w.function,
+                   &w.labels };
     static const size_t size[] = { sizeof(pprof_value_type), sizeof(pprof_sample), sizeof(uint64_t), sizeof(int64_t),
-                                   sizeof(pprof_mapping), sizeof(pprof_location), sizeof(pprof_line), sizeof(pprof_function) };
+                                   sizeof(pprof_mapping), sizeof(pprof_location), sizeof(pprof_line), sizeof(pprof_function),
+                                   sizeof(pprof_label) };
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (!all[i]->p && !(all[i]->p = calloc(1, size[i]))) {
             rc = -1;
@@ -427,6 +434,8 @@ ingest_status pprof_wire_decode(const unsigned char *buf, size_t len, pprof_flat
     f->n_lines = w.lines.n;
     f->function = w.function.p;
     f->n_function = w.function.n;
+    f->labels = w.labels.p;
+    f->n_labels = w.labels.n;
     if (rc) {
         free(w.strings.p);
         /* an error message was written, unless an allocation failed */
@@ -462,6 +471,7 @@ void pprof_flat_free(pprof_flat *f)
     free(f->location);
     free(f->lines);
     free(f->function);
+    free(f->labels);
     free(f->string_table);
     free(f->strings);
     memset(f, 0, sizeof *f);

@@ -127,6 +127,10 @@ int query_groups_split(store_reader *r, const query_series_set *set, const query
         g->n_values = by->n_keys;
         for (size_t v = 0; v < by->n_keys; v++) g->values[v] = k[i].values[v];
         snprintf(g->set.type, sizeof g->set.type, "%s", set->type);
+        g->set.sample = set->sample;         /* borrowed: groups free only their series */
+        g->set.sample_key = set->sample_key;
+        g->set.span_ids = set->span_ids;
+        g->set.n_span_ids = set->n_span_ids;
         g->set.series = malloc((j - i) * sizeof *g->set.series);
         if (!g->set.series) goto oom;
         for (size_t s = i; s < j; s++) g->set.series[g->set.n_series++] = k[s].sid;

@@ -24,7 +24,14 @@
  *
  * Units.  One answer has one unit.  The unit with the most profiles wins
  * (ties: alphabetical); profiles in other units are left out and listed, so
- * nothing is silently mixed. */
+ * nothing is silently mixed.
+ *
+ * Sample labels.  The set's matchers on sample labels (sample.c) are
+ * installed on the reader, which answers STORE_NODE_DROPPED for the nodes
+ * of refused stacks: their values leave the grand total (counted in
+ * sample_dropped), and since the samples behind a block cannot be split by
+ * stack, a merge that dropped any value has no known sample count (no
+ * intervals). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -220,6 +227,11 @@ static int fold_part(store_reader *r, store_part *p, uint32_t nl, query_tree *t,
             uint32_t x = (uint32_t)(w * 64 + (size_t)b);
             uint32_t q = store_part_node(r, p, x, &failed);
             if (failed) return -1;
+            if (q == STORE_NODE_DROPPED) { /* the sample filter refused its stack */
+                t->grand_total -= acc[x];
+                t->sample_dropped += acc[x];
+                continue;
+            }
             if (q >= t->n_nodes && grow_tree(t, q + 1 + q / 2)) return -2;
             t->self[q] += acc[x];
             t->touched[q >> 6] |= UINT64_C(1) << (q & 63);
@@ -463,6 +475,7 @@ int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms, i
 int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
                         const char *unit, query_tree *out, char *err, size_t errlen)
 {
+    query_sample_install(r, set);
     uint32_t n_nodes = store_node_max(r) + 1;
     if (alloc_tree(out, n_nodes)) goto oom;
     merge_ctx c = { .r = r, .t = out };
@@ -520,6 +533,7 @@ int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t fr
         qsort(out->other_units, out->n_other_units, sizeof *out->other_units, unit_cmp);
     }
     if (!out->unit[0]) snprintf(out->unit, sizeof out->unit, "samples");
+    if (out->sample_dropped && !out->samples_unknown) out->samples_unknown = 1; /* see "Sample labels" */
     finish_totals(r, out);
     return 0;
 oom:

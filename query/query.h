@@ -67,6 +67,12 @@ typedef struct {
     char type[128];         /* the type merged */
     char **other_types;     /* owned: other types the selector matched, sorted */
     size_t n_other_types;
+    query_selector sample;  /* owned: the matchers on sample labels (query_merge filters
+                               stacks by them; sample.c), n_matchers 0 when none */
+    char *sample_key;       /* owned: their canonical text (NULL when none) */
+    char **span_ids;        /* owned, sorted, lower case: only stacks whose sample label
+                               span_id is one of them (query_sample_spans) */
+    size_t n_span_ids;
 } query_series_set;
 
 /* The series matching sel (all types) that have a profile starting in
@@ -82,6 +88,32 @@ int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **id
 int query_resolve(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
                   query_series_set *out, char *err, size_t errlen);
 void query_series_set_free(query_series_set *set);
+
+/* ---- sample labels (sample.c) ------------------------------------------
+ * A matcher whose name no series of the store carries
+ * (store_label_name_known) is about sample labels (pprof Sample.label,
+ * OTLP sample attributes and trace links, stored as pseudo-frames):
+ * query_resolve leaves it out of the series match and keeps it in
+ * set->sample, and query_merge keeps only the stacks whose sample labels
+ * satisfy every such matcher (a missing one matches like "", as for
+ * series).  Series labels win: a name carried by any series is a series
+ * label, and so is every name starting with "__" (reserved: the tenant's
+ * scope). */
+
+/* Splits sel: is_sample[i] = 1 for the matchers on sample labels, copied
+ * into *sample (owned; empty when none) with their canonical text in *key
+ * (owned; NULL when none).  Answers 0 or -1 out of memory. */
+int query_sample_split(store_reader *r, const query_selector *sel, unsigned char *is_sample, query_selector *sample,
+                       char **key);
+#define QUERY_MAX_SPAN_IDS 10000
+/* Keeps only the stacks whose sample label span_id is one of ids[0..n)
+ * (Pyroscope's span_selector: hex, as OTLP and the Go SDKs write them,
+ * taken in any case), besides set's other matchers.  Answers 0, or -1
+ * with err naming the id at fault (or out of memory). */
+int query_sample_spans(query_series_set *set, char *const *ids, size_t n, char *err, size_t errlen);
+/* Installs set's sample filter on the reader (none: clears it); it stays
+ * until the next call.  query_merge calls it. */
+void query_sample_install(store_reader *r, const query_series_set *set);
 
 /* A merged profile: values summed per call-tree node in flat arrays indexed
  * by node id, so merging is addition and totals come from one backwards pass
@@ -105,6 +137,7 @@ typedef struct {
     char **other_units;     /* owned: units of profiles left out, sorted */
     size_t n_other_units;
     uint64_t skipped_profiles; /* profiles left out for their unit */
+    uint64_t sample_dropped;   /* values of stacks a sample-label matcher left out (sample.c) */
 } query_tree;
 
 /* A value of tree t as JSON in its unit: an integer, or for an average of

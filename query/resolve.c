@@ -17,15 +17,16 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The candidate series: a postings list copy (answers 1), or all (0). */
-static int candidates(store_reader *r, const query_selector *sel, uint32_t **ids, size_t *n)
+/* The candidate series: a postings list copy (answers 1), or all (0).
+ * skip (may be NULL): matchers left out (sample labels, sample.c). */
+static int candidates(store_reader *r, const query_selector *sel, const unsigned char *skip, uint32_t **ids, size_t *n)
 {
     *ids = NULL;
     *n = 0;
     int have = 0;
     for (int i = 0; i < sel->n_matchers; i++) {
         const query_matcher *m = &sel->matchers[i];
-        if (m->op != QUERY_EQ || !m->value[0]) continue;
+        if (m->op != QUERY_EQ || !m->value[0] || (skip && skip[i])) continue;
         uint32_t *p;
         size_t pn;
         if (store_postings(r, m->name, m->value, &p, &pn)) {
@@ -44,20 +45,22 @@ static int candidates(store_reader *r, const query_selector *sel, uint32_t **ids
     return have;
 }
 
-static int series_matches(store_reader *r, const query_selector *sel, uint32_t sid)
+static int series_matches(store_reader *r, const query_selector *sel, const unsigned char *skip, uint32_t sid)
 {
     for (int i = 0; i < sel->n_matchers; i++) {
         const query_matcher *m = &sel->matchers[i];
+        if (skip && skip[i]) continue;
         if (!query_matcher_match(m, store_series_label(r, sid, m->name))) return 0;
     }
     return 1;
 }
 
-int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **ids, size_t *n)
+static int match_labels(store_reader *r, const query_selector *sel, const unsigned char *skip, uint32_t **ids,
+                        size_t *n)
 {
     uint32_t *cand;
     size_t n_cand;
-    int have = candidates(r, sel, &cand, &n_cand);
+    int have = candidates(r, sel, skip, &cand, &n_cand);
     if (have < 0) return -1;
     size_t total = have ? n_cand : store_series_count(r);
     uint32_t *out = malloc((total ? total : 1) * sizeof *out);
@@ -69,7 +72,7 @@ int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **id
     uint32_t sid = 0;
     for (size_t i = 0; i < total; i++) {
         sid = have ? cand[i] : store_series_next(r, sid); /* ids have gaps where series expired */
-        if (sid && series_matches(r, sel, sid)) out[k++] = sid;
+        if (sid && series_matches(r, sel, skip, sid)) out[k++] = sid;
     }
     free(cand);
     *ids = out;
@@ -77,15 +80,26 @@ int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **id
     return 0;
 }
 
-int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
-                uint32_t **ids, size_t *n)
+int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **ids, size_t *n)
 {
-    if (query_match_labels(r, sel, ids, n)) return -1;
+    return match_labels(r, sel, NULL, ids, n);
+}
+
+static int match_in(store_reader *r, const query_selector *sel, const unsigned char *skip, int64_t from_ms,
+                    int64_t until_ms, uint32_t **ids, size_t *n)
+{
+    if (match_labels(r, sel, skip, ids, n)) return -1;
     size_t k = 0;
     for (size_t i = 0; i < *n; i++)
         if (store_series_has_blocks(r, (*ids)[i], from_ms, until_ms)) (*ids)[k++] = (*ids)[i];
     *n = k;
     return 0;
+}
+
+int query_match(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                uint32_t **ids, size_t *n)
+{
+    return match_in(r, sel, NULL, from_ms, until_ms, ids, n);
 }
 
 /* Picks the type to merge among the distinct types matched. */
@@ -109,7 +123,13 @@ int query_resolve(store_reader *r, const query_selector *sel, int64_t from_ms, i
     size_t n_matched = 0, n_types = 0;
     const char **mtype = NULL;
     char **types = NULL;
-    if (query_match(r, sel, from_ms, until_ms, &matched, &n_matched)) goto oom;
+    unsigned char *skip = calloc((size_t)sel->n_matchers + 1, 1);
+    if (!skip || query_sample_split(r, sel, skip, &out->sample, &out->sample_key) ||
+        match_in(r, sel, skip, from_ms, until_ms, &matched, &n_matched)) {
+        free(skip);
+        goto oom;
+    }
+    free(skip);
     mtype = malloc((n_matched ? n_matched : 1) * sizeof *mtype);
     types = malloc((n_matched ? n_matched : 1) * sizeof *types);
     out->series = malloc((n_matched ? n_matched : 1) * sizeof *out->series);
@@ -151,5 +171,9 @@ void query_series_set_free(query_series_set *set)
     for (size_t i = 0; i < set->n_other_types; i++) free(set->other_types[i]);
     free(set->other_types);
     free(set->series);
+    query_selector_free(&set->sample);
+    free(set->sample_key);
+    for (size_t i = 0; i < set->n_span_ids; i++) free(set->span_ids[i]);
+    free(set->span_ids);
     memset(set, 0, sizeof *set);
 }

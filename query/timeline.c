@@ -66,6 +66,7 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
 {
     tl_ctx c = { 0 };
     *too_big = 0;
+    if (set->sample.n_matchers) return NULL; /* block headers know no sample labels: the caller refuses them */
     c.n = (size_t)((until_ms - from_ms + step_ms - 1) / step_ms);
     c.values = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.values);
     c.averages = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.averages);

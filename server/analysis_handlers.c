@@ -300,6 +300,12 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
         goto out;
     }
     if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
+    if (s.set.sample.n_matchers) {
+        res = srv_reply_error(rq, 400, "parameter 'query': %s names sample labels, which the timeline cannot "
+                              "select (it reads profile totals); use them in query, top or the other analyses",
+                              s.set.sample_key);
+        goto out;
+    }
     char unit[64];
     int too_big = 0, failed = 0;
     json_t *o = json_pack("{s:o}", "step", query_time_json(step));

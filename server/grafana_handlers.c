@@ -572,8 +572,9 @@ static enum MHD_Result do_series(call *c, const ProtobufCMessage *m)
 /* The merge a SelectMerge* call asks: its type's series matching the
  * selector, in the ID's unit.  Answers 0 with t and set filled, or replies
  * and answers -1. */
-static int select_merge(call *c, const char *type_id, const char *selector, int64_t start, int64_t end,
-                        query_series_set *set, query_tree *t, int64_t *from, int64_t *until)
+static int select_merge(call *c, const char *type_id, const char *selector, char *const *spans, size_t n_spans,
+                        int64_t start, int64_t end, query_series_set *set, query_tree *t, int64_t *from,
+                        int64_t *until)
 {
     char type[128], unit[64], err[512];
     if (!type_id || ptype_parse(type_id, type, sizeof type, unit, sizeof unit)) {
@@ -587,6 +588,11 @@ static int select_merge(call *c, const char *type_id, const char *selector, int6
     int rc = srv_resolve(c->rq, c->r, &sel, *from, *until, set);
     query_selector_free(&sel);
     if (rc) return -1;
+    if (spans && query_sample_spans(set, spans, n_spans, err, sizeof err)) {
+        query_series_set_free(set);
+        srv_reply_error(c->rq, 400, "%s", err);
+        return -1;
+    }
     int mrc = query_merge_in_unit(c->r, set, *from, *until, unit, t, err, sizeof err);
     if (mrc) {
         query_series_set_free(set);
@@ -624,6 +630,36 @@ static Querier__V1__FlameGraph *flame_graph(call *c, const query_levels *l)
     return fg;
 }
 
+/* Answers t as a flame graph (SelectMergeStacktraces' or
+ * SelectMergeSpanProfile's answer, the same fields) and frees t and set. */
+static enum MHD_Result reply_flame_graph(call *c, query_series_set *set, query_tree *t, int64_t max_nodes_req,
+                                         int span)
+{
+    query_levels l;
+    enum MHD_Result res;
+    size_t max_nodes = max_nodes_req ? (size_t)max_nodes_req : DEFAULT_MAX_NODES;
+    if (query_levels_build(c->r, t, max_nodes, &l)) {
+        res = srv_reply_error(c->rq, 500, "out of memory building the flame graph");
+    } else {
+        Querier__V1__FlameGraph *fg = flame_graph(c, &l);
+        if (!fg) {
+            res = srv_reply_error(c->rq, 500, "out of memory building the flame graph");
+        } else if (span) {
+            Querier__V1__SelectMergeSpanProfileResponse resp = QUERIER__V1__SELECT_MERGE_SPAN_PROFILE_RESPONSE__INIT;
+            resp.flamegraph = fg;
+            res = srv_connect_reply(c->rq, &resp.base);
+        } else {
+            Querier__V1__SelectMergeStacktracesResponse resp = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+            resp.flamegraph = fg;
+            res = srv_connect_reply(c->rq, &resp.base);
+        }
+        query_levels_free(&l);
+    }
+    query_tree_free(t);
+    query_series_set_free(set);
+    return res;
+}
+
 static enum MHD_Result do_select_merge_stacktraces(call *c, const ProtobufCMessage *m)
 {
     const Querier__V1__SelectMergeStacktracesRequest *req = (const Querier__V1__SelectMergeStacktracesRequest *)m;
@@ -631,23 +667,26 @@ static enum MHD_Result do_select_merge_stacktraces(call *c, const ProtobufCMessa
     query_tree t;
     int64_t from, until;
     if (req->max_nodes < 0) return srv_reply_error(c->rq, 400, "max_nodes: must be 0 (the default) or more");
-    if (select_merge(c, req->profile_typeid, req->label_selector, req->start, req->end, &set, &t, &from, &until))
+    if (select_merge(c, req->profile_typeid, req->label_selector, NULL, 0, req->start, req->end, &set, &t, &from,
+                     &until))
         return MHD_YES;
-    query_levels l;
-    enum MHD_Result res;
-    size_t max_nodes = req->max_nodes ? (size_t)req->max_nodes : DEFAULT_MAX_NODES;
-    if (query_levels_build(c->r, &t, max_nodes, &l)) {
-        res = srv_reply_error(c->rq, 500, "out of memory building the flame graph");
-    } else {
-        Querier__V1__SelectMergeStacktracesResponse resp = QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
-        resp.flamegraph = flame_graph(c, &l);
-        res = resp.flamegraph ? srv_connect_reply(c->rq, &resp.base)
-                              : srv_reply_error(c->rq, 500, "out of memory building the flame graph");
-        query_levels_free(&l);
-    }
-    query_tree_free(&t);
-    query_series_set_free(&set);
-    return res;
+    return reply_flame_graph(c, &set, &t, req->max_nodes, 0);
+}
+
+/* The merged flame graph of given spans: SelectMergeStacktraces' answer for
+ * the stacks whose sample label span_id is one of span_selector
+ * (query_sample_spans). */
+static enum MHD_Result do_select_merge_span_profile(call *c, const ProtobufCMessage *m)
+{
+    const Querier__V1__SelectMergeSpanProfileRequest *req = (const Querier__V1__SelectMergeSpanProfileRequest *)m;
+    query_series_set set;
+    query_tree t;
+    int64_t from, until;
+    if (req->max_nodes < 0) return srv_reply_error(c->rq, 400, "max_nodes: must be 0 (the default) or more");
+    if (select_merge(c, req->profile_typeid, req->label_selector, req->span_selector, req->n_span_selector,
+                     req->start, req->end, &set, &t, &from, &until))
+        return MHD_YES;
+    return reply_flame_graph(c, &set, &t, req->max_nodes, 1);
 }
 
 /* pprof, as /api/v1/query?format=pprof writes it, not gzip'd (the Connect
@@ -658,7 +697,7 @@ static enum MHD_Result do_select_merge_profile(call *c, const ProtobufCMessage *
     query_series_set set;
     query_tree t;
     int64_t from, until;
-    if (select_merge(c, req->profile_typeid, req->label_selector, req->start, req->end, &set, &t, &from, &until))
+    if (select_merge(c, req->profile_typeid, req->label_selector, NULL, 0, req->start, req->end, &set, &t, &from, &until))
         return MHD_YES;
     size_t gz_len = 0, len = 0;
     char *gz = query_tree_pprof(c->r, &t, set.type, from, until, &gz_len), *raw = NULL, err[256];
@@ -737,6 +776,13 @@ static enum MHD_Result do_select_series(call *c, const ProtobufCMessage *m)
     int rc = srv_resolve(c->rq, c->r, &sel, from, until, &set);
     query_selector_free(&sel);
     if (rc) {
+        query_group_by_free(&by);
+        return MHD_YES;
+    }
+    if (set.sample.n_matchers) {
+        srv_reply_error(c->rq, 400, "label_selector: %s names sample labels, which SelectSeries cannot select "
+                        "(it reads profile totals)", set.sample_key);
+        query_series_set_free(&set);
         query_group_by_free(&by);
         return MHD_YES;
     }
@@ -842,6 +888,8 @@ static const method methods[] = {
     { "Series", &querier__v1__series_request__descriptor, do_series },
     { "SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
       do_select_merge_stacktraces },
+    { "SelectMergeSpanProfile", &querier__v1__select_merge_span_profile_request__descriptor,
+      do_select_merge_span_profile },
     { "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
       do_select_merge_profile },
     { "SelectSeries", &querier__v1__select_series_request__descriptor, do_select_series },
@@ -857,7 +905,7 @@ enum MHD_Result srv_handle_connect(srv_request *rq)
         return srv_connect_error(rq, 404, "unimplemented",
                                  "querier.v1.QuerierService/%s is not a method flamedb answers (it answers "
                                  "ProfileTypes, LabelNames, LabelValues, Series, SelectMergeStacktraces, "
-                                 "SelectMergeProfile, SelectSeries, GetProfileStats)", rq->route_arg);
+                                 "SelectMergeSpanProfile, SelectMergeProfile, SelectSeries, GetProfileStats)", rq->route_arg);
     ProtobufCMessage *req;
     if (srv_connect_read(rq, m->req, &req)) return MHD_YES;
     call c = { .rq = rq };

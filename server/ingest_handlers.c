@@ -320,6 +320,9 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
         body = field;
         len = flen;
     }
+    /* sample labels as pseudo-frames where the reader knows them: not in
+     * cluster mode, whose stacks are rows (docs/cluster.md) */
+    job->p.sample_labels = rq->srv->st != NULL;
     ingest_status s = ingest_pprof_parse(body, len, rq->srv->max_body, &job->p, job->window_given, &job->pp,
                                          &job->n_pp, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
@@ -375,6 +378,7 @@ static void job_parse_otlp(ingest_job *job, const char *body, size_t len)
 {
     char err[1024];
     ingest_otlp o;
+    job->p.sample_labels = job->rq->srv->st != NULL; /* as for pprof (job_parse_pprof) */
     ingest_status s = ingest_otlp_parse(body, len, job->otlp == 2, job->rq->srv->max_body, &job->p,
                                         job->window_given, &o, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
@@ -535,9 +539,15 @@ static int reply_pprof(srv_request *rq, ingest_job *job, enum MHD_Result *res)
         json_array_append_new(arr, profile_json(q));
     }
     srv_metrics_ingested(rq, samples, job->n_pp);
-    *res = srv_reply_json(rq, 200, json_pack("{s:I,s:I,s:I,s:o}", "stacks", (json_int_t)stacks, "series",
-                                             (json_int_t)job->n_pp, "truncated_stacks", (json_int_t)trunc,
-                                             "profiles", arr));
+    json_t *o = json_pack("{s:I,s:I,s:I,s:o}", "stacks", (json_int_t)stacks, "series", (json_int_t)job->n_pp,
+                          "truncated_stacks", (json_int_t)trunc, "profiles", arr);
+    if (job->n_pp && job->p.sample_labels) { /* the request's, the same in each profile */
+        const ingest_profile *q = &job->pp[0];
+        json_object_set_new(o, "sample_labels", json_pack("{s:I,s:I,s:I}", "kept", (json_int_t)q->sample_labels_kept,
+                                                          "dropped", (json_int_t)q->sample_labels_dropped, "other",
+                                                          (json_int_t)q->sample_values_other));
+    }
+    *res = srv_reply_json(rq, 200, o);
     return 1;
 }
 

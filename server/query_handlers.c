@@ -224,6 +224,19 @@ enum MHD_Result srv_handle_query(srv_request *rq)
         return srv_reply_error(rq, 400, "parameter 'group_by': format=%s has one profile, not groups (use json or speedscope)",
                                format);
     }
+    /* group_by_sample=KEY: the tree split by a sample label, its first
+     * frames "KEY=value" (store_reader_sample_root), in any format */
+    const char *sample_key = srv_param(rq, "group_by_sample");
+    if (sample_key) {
+        query_group_by one;
+        int bad = query_group_by_parse(sample_key, &one, err, sizeof err); /* frees what it made on error */
+        if (!bad && one.n_keys != 1) bad = snprintf(err, sizeof err, "one sample label name, not %zu", one.n_keys) > 0;
+        query_group_by_free(&one);
+        if (bad) {
+            query_group_by_free(&by);
+            return srv_reply_error(rq, 400, "parameter 'group_by_sample': %s", err);
+        }
+    }
     if (read_selector(rq, &sel, &from, &until)) {
         query_group_by_free(&by);
         return MHD_YES;
@@ -240,6 +253,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     }
     /* pprof always keeps lines: go tool pprof -list and -lines need them */
     store_reader_lines(r, lines || pprof);
+    if (sample_key) store_reader_sample_root(r, sample_key);
     if (srv_resolve(rq, r, &sel, from, until, &set)) {
         res = MHD_YES;
         goto out;

@@ -261,6 +261,13 @@ static store_status index_add(cat_gen *g, uint32_t sid, const uint32_t *pairs, u
             idx = ++g->n_postings;
             if (idmap_put(&g->postings_map, key, idx)) { ss = STORE_ENOMEM; break; }
         }
+        /* (name, 0): the name is carried by some series (value ids start
+         * at 1); catalog_name_known tells sample labels from series labels */
+        uint64_t nkey = label_key(pairs[2 * i], 0);
+        if (!idmap_find(&g->postings_map, nkey, NULL, NULL) && idmap_put(&g->postings_map, nkey, UINT32_MAX)) {
+            ss = STORE_ENOMEM;
+            break;
+        }
         postings_list *pl = &g->postings[idx - 1];
         if (pl->n == pl->cap) {
             uint32_t ncap = pl->cap ? pl->cap * 2 : 4;
@@ -300,6 +307,17 @@ store_status catalog_postings(const catalog_snap *s, const char *name, const cha
     }
     pthread_rwlock_unlock(&g->index_lock);
     return ss;
+}
+
+int catalog_name_known(const catalog_snap *s, const char *name)
+{
+    cat_gen *g = s->gen;
+    pthread_rwlock_rdlock(&g->index_lock);
+    str_probe pn = { g, name, strlen(name), s->n_strings };
+    uint32_t nid = idmap_find(&g->label_strings, hash_bytes(name, pn.len, LABEL_SEED), str_eq, &pn);
+    int known = nid && idmap_find(&g->postings_map, label_key(nid, 0), NULL, NULL) != 0;
+    pthread_rwlock_unlock(&g->index_lock);
+    return known;
 }
 
 /* ---- series ---- */

@@ -89,6 +89,9 @@ uint32_t catalog_series_next(const catalog_snap *s, uint32_t sid);
 int catalog_series_labels(const catalog_snap *s, uint32_t sid, store_label *out, int max);
 const char *catalog_series_label(const catalog_snap *s, uint32_t sid, const char *name);
 store_status catalog_postings(const catalog_snap *s, const char *name, const char *value, uint32_t **ids, size_t *n);
+/* 1 when some series of the snapshot carries a label of this name (what
+ * tells series labels from sample labels: store_label_name_known). */
+int catalog_name_known(const catalog_snap *s, const char *name);
 
 /* The live series committed, and the bytes the catalog holds in memory
  * (entries, maps, label bytes, postings). */

@@ -24,6 +24,12 @@
 #include <string.h>
 
 #define FRAME_SEP '\x1f'
+/* A sample label (issue 11, point 5: pprof Sample.label, OTLP attributes
+ * and links) kept as a pseudo-frame at the root of a stack:
+ * FRAME_LABEL key '=' value.  It starts with the separator, which no
+ * ingested frame can (a located frame must have a name): storage/store.h's
+ * STORE_SAMPLE_MARK, which readers skip unless asked. */
+#define FRAME_LABEL FRAME_SEP
 
 typedef struct {
     const char *name, *file, *mapping, *build_id;   /* not NUL-terminated */

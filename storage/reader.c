@@ -19,7 +19,15 @@
  * Parents are interned before their children, so reader ids keep the
  * "parent id < child id" order the merge's backwards pass relies on.  The
  * cost follows the nodes a query touches, not the size of the partitions.
- * Function names point into the maps and live as long as the reader. */
+ * Function names point into the maps and live as long as the reader.
+ *
+ * Sample labels (store.h: pseudo-frames STORE_SAMPLE_MARK key=value at the
+ * root of a stack) are skipped as the path is interned: a marker node's
+ * translation is its parent's (or, for the key kept by
+ * store_reader_sample_root, a reader node "key=value"), remembered with
+ * Q_MARK so walks know to go on through it: the first real node of a path
+ * is where a sample filter sees the whole label set, decides once, and
+ * every node below inherits the decision (STORE_NODE_DROPPED or kept). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +44,9 @@
 #include "store_internal.h"
 
 #define NAME_SEED UINT64_C(0x3c6ef372fe94f82b)
+#define Q_MARK UINT32_C(0x80000000)     /* node_q of a sample-label node: its translation | Q_MARK */
+#define MAX_READER_NODES (Q_MARK - 1)   /* reader node ids stay below Q_MARK */
+#define MAX_SAMPLE_LABELS 64            /* labels a filter sees; more are not looked at */
 
 struct store_part {
     part *p;
@@ -43,7 +54,7 @@ struct store_part {
     MDB_txn *txn;
     MDB_cursor *cur, *rcur, *scur; /* blocks, rollups, segments */
     pdict_r *d;
-    uint32_t *node_q;       /* partition node -> reader node (0: not yet) */
+    uint32_t *node_q;       /* partition node -> reader node (0: not yet; Q_MARK, STORE_NODE_DROPPED) */
     uint32_t *str_q;        /* partition string -> reader string */
 };
 
@@ -71,6 +82,12 @@ struct store_reader {
     int names_merge;          /* located frames were cut to their names: names of one
                                  partition are no longer unique, the maps are always kept */
     arena cut_names;          /* those names, NUL-terminated */
+    store_sample_filter sfilter;  /* store_reader_sample_filter */
+    void *sfilter_ctx;
+    char *sfilter_key;        /* what the translations made so far were decided by */
+    char *sroot;              /* store_reader_sample_root's key */
+    size_t sroot_len;
+    int broken;               /* maps could not be rebuilt: every translation fails */
     idmap node_map;
     const char **name;
     uint32_t *name_len;
@@ -152,6 +169,8 @@ void store_reader_end(store_reader *r)
     free(r->name);
     free(r->name_len);
     arena_free(&r->cut_names);
+    free(r->sfilter_key);
+    free(r->sroot);
     idmap_free(&r->node_map);
     idmap_free(&r->name_map);
     seg_dec_free(&r->dec);
@@ -240,6 +259,7 @@ static int reserve_nodes(store_reader *r, uint64_t cap)
 
 static uint32_t push_node(store_reader *r, uint32_t parent, uint32_t func)
 {
+    if (r->n_nodes >= MAX_READER_NODES) return 0;
     if (r->n_nodes == r->cap_nodes && reserve_nodes(r, (uint64_t)r->cap_nodes * 2)) return 0;
     r->tparent[r->n_nodes] = parent;
     r->tfunc[r->n_nodes] = func;
@@ -310,10 +330,29 @@ static uint32_t part_name(store_reader *r, store_part *v, uint32_t sid)
     return v->str_q[sid] = reader_name(r, s, name_len);
 }
 
+/* A sample-label pseudo-frame's text (store.h). */
+static int is_sample_label(const char *s, uint32_t len)
+{
+    return len && s[0] == STORE_SAMPLE_MARK;
+}
+
+static store_sample_label sample_label_of(const char *s, uint32_t len)
+{
+    const char *eq = memchr(s + 1, '=', len - 1);
+    uint32_t kl = eq ? (uint32_t)(eq - s - 1) : len - 1;
+    return (store_sample_label){ s + 1, eq ? eq + 1 : s + len, kl, eq ? len - 2 - kl : 0 };
+}
+
+/* A translation that ends a walk up: a real node's, or a dropped one. */
+static int q_final(uint32_t t)
+{
+    return t == STORE_NODE_DROPPED || (t && !(t & Q_MARK));
+}
+
 uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *failed)
 {
     if (!node) return 0;
-    if (view_open(r, v) || node >= pdict_r_nodes(v->d)) {
+    if (r->broken || view_open(r, v) || node >= pdict_r_nodes(v->d)) {
         *failed = 1;
         return 0;
     }
@@ -326,7 +365,7 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
             return 0;
         }
     }
-    if (v->node_q[node]) return v->node_q[node];
+    if (q_final(v->node_q[node])) return v->node_q[node];
     /* While one partition only is folded, its names and nodes are unique
      * and the maps are not kept (most queries read one partition); a
      * second partition first builds them. */
@@ -340,9 +379,10 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
             return 0;
         }
     }
-    /* Walk up to a translated ancestor, then intern the path down. */
+    /* Walk up to a translated real ancestor (through sample labels, whose
+     * values the filter needs), then intern the path down. */
     uint32_t chain[1100], funcs[1100], n = 0, x = node, parent, func;
-    while (x && !v->node_q[x]) {
+    while (x && !q_final(v->node_q[x])) {
         if (n == sizeof chain / sizeof *chain || pdict_r_node(v->d, x, &parent, &func)) {
             *failed = 1;
             return 0;
@@ -352,15 +392,104 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
         x = parent;
     }
     uint32_t q = x ? v->node_q[x] : 0;
+    if (q == STORE_NODE_DROPPED) {
+        while (n--) v->node_q[chain[n]] = STORE_NODE_DROPPED;
+        return STORE_NODE_DROPPED;
+    }
+    int decided = x != 0, nlab = 0;
+    store_sample_label labels[MAX_SAMPLE_LABELS];
     while (n--) {
-        uint32_t f;
+        uint32_t len, f;
+        const char *s = pdict_r_string(v->d, funcs[n], &len);
+        if (!s) {
+            *failed = 1;
+            return 0;
+        }
+        if (is_sample_label(s, len)) {
+            store_sample_label l = sample_label_of(s, len);
+            if (!r->names_merge) {
+                /* paths that differ only in sample labels meet in one
+                 * reader node: partition nodes are no longer unique, the
+                 * maps are kept (as for names cut from locations) */
+                r->names_merge = 1;
+                r->only = NULL;
+                if (build_maps(r)) {
+                    *failed = 1;
+                    return 0;
+                }
+            }
+            if (v->node_q[chain[n]]) {
+                q = v->node_q[chain[n]] & ~Q_MARK;
+            } else {
+                if (r->sroot && l.key_len == r->sroot_len && !memcmp(l.key, r->sroot, l.key_len)) {
+                    /* the kept key: a frame "key=value" (s is NUL-terminated at len) */
+                    if (!(f = reader_name(r, s + 1, len - 1)) || !(q = reader_node(r, q, f))) {
+                        *failed = 1;
+                        return 0;
+                    }
+                }
+                v->node_q[chain[n]] = q | Q_MARK;
+            }
+            if (!decided && nlab < MAX_SAMPLE_LABELS) labels[nlab++] = l;
+            continue;
+        }
+        if (!decided) {
+            decided = 1;
+            if (r->sfilter && !r->sfilter(r->sfilter_ctx, labels, nlab)) {
+                for (uint32_t k = 0; k <= n; k++) v->node_q[chain[k]] = STORE_NODE_DROPPED;
+                return STORE_NODE_DROPPED;
+            }
+        }
         if (!(f = part_name(r, v, funcs[n])) || !(q = reader_node(r, q, f))) {
             *failed = 1;
             return 0;
         }
         v->node_q[chain[n]] = q;
     }
+    /* a stack of sample labels alone (no ingest makes one) */
+    if (!decided && r->sfilter && !r->sfilter(r->sfilter_ctx, labels, nlab)) return STORE_NODE_DROPPED;
     return q;
+}
+
+void store_reader_sample_filter(store_reader *r, store_sample_filter fn, void *ctx, const char *key)
+{
+    int same = fn ? r->sfilter_key && key && !strcmp(key, r->sfilter_key) : !r->sfilter_key;
+    r->sfilter = fn;
+    r->sfilter_ctx = ctx;
+    if (same) return;
+    free(r->sfilter_key);
+    r->sfilter_key = fn ? strdup(key ? key : "") : NULL;
+    if (fn && !r->sfilter_key) r->broken = 1;
+    /* Forget what was decided; the reader's tree stays, so from now on its
+     * maps are kept (a path translated again must find its nodes). */
+    int any = 0;
+    for (size_t i = 0; i < r->n_parts; i++) {
+        if (!r->parts[i].node_q) continue;
+        free(r->parts[i].node_q);
+        r->parts[i].node_q = NULL;
+        any = 1;
+    }
+    r->names_merge = 1;
+    r->only = NULL;
+    if (any && build_maps(r)) r->broken = 1;
+}
+
+void store_reader_sample_root(store_reader *r, const char *key)
+{
+    free(r->sroot);
+    r->sroot = key ? strdup(key) : NULL;
+    r->sroot_len = r->sroot ? strlen(r->sroot) : 0;
+    if (key && !r->sroot) r->broken = 1;
+    /* "key=value" may also be a real frame's name: names are not unique
+     * in a partition any more, the maps are kept */
+    r->names_merge = 1;
+    r->only = NULL;
+    if (build_maps(r)) r->broken = 1;
+}
+
+int store_label_name_known(const store_reader *r, const char *name)
+{
+    return catalog_name_known(&r->cat, name);
 }
 
 uint32_t store_series_max(const store_reader *r) { return catalog_series_max(&r->cat); }
@@ -866,14 +995,17 @@ store_status store_block_pairs(store_reader *r, const store_block *b, const uint
     pair *tmp = malloc((h.n_pairs ? h.n_pairs : 1) * sizeof *tmp);
     if (!tmp) return STORE_ENOMEM;
     int failed = 0;
+    uint32_t kept = 0;
     for (uint32_t i = 0; i < h.n_pairs && !failed; i++) {
-        tmp[i].node = store_part_node(r, b->part, r->nodes[i], &failed);
-        tmp[i].count = r->counts[i];
+        tmp[kept].node = store_part_node(r, b->part, r->nodes[i], &failed);
+        tmp[kept].count = r->counts[i];
+        kept += tmp[kept].node != STORE_NODE_DROPPED; /* a sample filter refused it */
     }
     if (failed) {
         free(tmp);
         return STORE_EIO;
     }
+    h.n_pairs = kept;
     qsort(tmp, h.n_pairs, sizeof *tmp, pair_cmp);
     for (uint32_t i = 0; i < h.n_pairs; i++) {
         r->nodes[i] = tmp[i].node;

@@ -320,9 +320,51 @@ uint32_t store_part_nodes(store_reader *r, store_part *p);
 /* Like store_blocks_scan_merged, inside one partition. */
 int store_part_scan_merged(store_reader *r, store_part *p, uint32_t sid, int64_t from_ms, int64_t until_ms,
                            store_block_fn fn, void *ctx);
-/* The reader's id of the partition's node (its path, by function names);
- * 0 when the partition is damaged or memory ran out (with *failed set). */
+/* The reader's id of the partition's node (its path, by function names,
+ * sample labels skipped); 0 when the partition is damaged or memory ran
+ * out (with *failed set); STORE_NODE_DROPPED when the reader's sample
+ * filter refused the node's stack. */
 uint32_t store_part_node(store_reader *r, store_part *p, uint32_t node, int *failed);
+
+/* ---- sample labels (issue 11, point 5) ----
+ *
+ * A sample's own labels (pprof Sample.label, OTLP sample attributes and
+ * trace links) are stored as pseudo-frames at the root of its stack, in key
+ * order: a frame text STORE_SAMPLE_MARK key '=' value.  No ingested frame
+ * can start with the mark (it is the location separator of frame.h, and a
+ * located frame must have a name), so they never mix with real frames.
+ * They cost what stacks cost and go with their partition.  A reader skips
+ * them: its tree and every answer are what the same stacks without sample
+ * labels give, unless it is asked to filter by them or to keep one key's
+ * as the root frame. */
+#define STORE_SAMPLE_MARK '\x1f' /* = FRAME_LABEL of frame.h */
+/* store_part_node's answer for a node whose stack the reader's sample
+ * filter refused: its values belong to no node of the answer. */
+#define STORE_NODE_DROPPED UINT32_MAX
+
+typedef struct {
+    const char *key, *value;     /* not NUL-terminated */
+    uint32_t key_len, value_len;
+} store_sample_label;
+
+/* Answers 1 to keep a stack whose sample labels are labels[0..n) (in key
+ * order; n may be 0), 0 to drop it. */
+typedef int (*store_sample_filter)(void *ctx, const store_sample_label *labels, int n);
+
+/* Sets (fn non-NULL) or clears the reader's sample filter; key names the
+ * filter's content: a filter with the same key as the one set keeps what
+ * the reader has decided so far, another one forgets it (translations are
+ * made again, the reader's tree stays).  fn is called once per stack
+ * prefix met, on the merging thread. */
+void store_reader_sample_filter(store_reader *r, store_sample_filter fn, void *ctx, const char *key);
+/* Keeps the sample label `key` (NULL: none) as a frame of its own named
+ * "key=value" at the root of every stack that has one (group by a sample
+ * label).  Set before the first merge. */
+void store_reader_sample_root(store_reader *r, const char *key);
+
+/* 1 when some series of the store carries a label of this name: a
+ * selector's matcher on another name is about sample labels. */
+int store_label_name_known(const store_reader *r, const char *name);
 
 /* Call tree across partitions, as far as this reader has merged: node 0 is
  * the root (no name); nodes are 1..store_node_max(r). */

@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ingest_profile_init(&base);
     base.from_ms = 1000;
     base.until_ms = 2000;
+    base.sample_labels = 1; /* sample labels as pseudo-frames, as the server asks */
     ingest_status s = ingest_otlp_parse(data + 1, size - 1, data[0] & 1, (size_t)1 << 20, &base, 0, &o, err,
                                         sizeof err);
     FUZZ_CHECK(s != INGEST_ENOMEM);
@@ -34,13 +35,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(st->frames >= p->arena && st->frames + st->len <= p->arena + p->arena_len);
                 FUZZ_CHECK(!memchr(st->frames, '\0', st->len) && !memchr(st->frames, '\n', st->len));
                 FUZZ_CHECK(st->frames[0] != ';' && st->frames[st->len - 1] != ';');
-                size_t depth = 1;
+                /* sample labels (FRAME_LABEL key=value) first, then real frames */
+                size_t depth = 0, labels = 0;
                 for (uint32_t k = 0; k < st->len; k++) {
+                    if (k == 0 || st->frames[k - 1] == ';') {
+                        if (st->frames[k] == '\x1f') {
+                            FUZZ_CHECK(depth == 0 && memchr(st->frames + k, '=', st->len - k));
+                            labels++;
+                        } else {
+                            depth++;
+                        }
+                    }
                     if (st->frames[k] != ';') continue;
                     FUZZ_CHECK(st->frames[k + 1] != ';');
-                    depth++;
                 }
-                FUZZ_CHECK(depth <= INGEST_MAX_DEPTH);
+                FUZZ_CHECK(depth >= 1 && depth <= INGEST_MAX_DEPTH && labels <= INGEST_MAX_SAMPLE_LABELS);
                 total += st->count;
             }
             FUZZ_CHECK(total == p->total);

@@ -45,6 +45,8 @@ METHODS = {
     "Series": (querier_pb2.SeriesRequest, querier_pb2.SeriesResponse),
     "SelectMergeStacktraces": (querier_pb2.SelectMergeStacktracesRequest,
                                querier_pb2.SelectMergeStacktracesResponse),
+    "SelectMergeSpanProfile": (querier_pb2.SelectMergeSpanProfileRequest,
+                               querier_pb2.SelectMergeSpanProfileResponse),
     "SelectMergeProfile": (querier_pb2.SelectMergeProfileRequest, profile_pb2.Profile),
     "SelectSeries": (querier_pb2.SelectSeriesRequest, querier_pb2.SelectSeriesResponse),
     "GetProfileStats": (types_pb2.GetProfileStatsRequest, types_pb2.GetProfileStatsResponse),
@@ -115,7 +117,7 @@ else:
     else:
         resp.ParseFromString(data)
     out["answer"] = json_format.MessageToDict(resp, preserving_proto_field_name=True)
-    if METHOD == "SelectMergeStacktraces":
+    if METHOD in ("SelectMergeStacktraces", "SelectMergeSpanProfile"):
         fg = resp.flamegraph
         out["folded"] = levels_folded(list(fg.names), [list(l.values) for l in fg.levels])
         out["total"] = fg.total

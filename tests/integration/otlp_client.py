@@ -13,9 +13,15 @@ CASE:
                                   (samples, count) every 10 ms of cpu
   partial                         two profiles, one without values
   bad-index                       a stack index outside the stack table
+  labels, labels-json             cpu-binary's (JSON: cpu-json's) with sample
+                                  attributes (thread.name inline, http.route
+                                  by string index, an int) and a Link on
+                                  main;foo;bar, attributes on main;foo
+  bad-attribute                   a sample's attribute index outside the table
 Prints one JSON line: {"status": N, "content_type": ..., "answer": {...}}
 where answer is the ExportProfilesServiceResponse as a dict (or the JSON
 error body for 4xx)."""
+import base64
 import gzip
 import importlib
 import json
@@ -35,7 +41,10 @@ sys.path.insert(0, WORK)
 pb = importlib.import_module("otlp_profiles_pb2")
 from google.protobuf import json_format  # noqa: E402
 
-STRINGS = ["", "main", "foo", "bar", "samples", "count", "cpu", "nanoseconds", "/usr/lib/libc.so.6"]
+STRINGS = ["", "main", "foo", "bar", "samples", "count", "cpu", "nanoseconds", "/usr/lib/libc.so.6",
+           "thread.name", "http.route", "/api/users", "retries"]
+SPAN_ID = bytes.fromhex("9a517183f26a089d")
+TRACE_ID = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
 S = {s: i for i, s in enumerate(STRINGS)}
 
 
@@ -87,6 +96,23 @@ def request(case):
         empty.samples.add(stack_index=1, values=[0])
     if case == "bad-index":
         sp.profiles[0].samples.add(stack_index=99, values=[1])
+    if case in ("labels", "labels-json", "bad-attribute"):
+        d = rq.dictionary
+        d.attribute_table.add()
+        a = d.attribute_table.add(key_strindex=S["thread.name"])  # 1
+        a.value.string_value = "worker"
+        a = d.attribute_table.add(key_strindex=S["http.route"])  # 2
+        a.value.string_value_strindex = S["/api/users"]
+        a = d.attribute_table.add(key_strindex=S["retries"])  # 3
+        a.value.int_value = 2
+        d.link_table.add()
+        d.link_table.add(trace_id=TRACE_ID, span_id=SPAN_ID)  # 1
+        s = sp.profiles[0].samples
+        s[0].attribute_indices.extend([1, 3])
+        s[0].link_index = 1
+        s[1].attribute_indices.append(2)
+        if case == "bad-attribute":
+            s[2].attribute_indices.append(9)
     return rq
 
 
@@ -103,8 +129,14 @@ def post(body, content_type, encoding=None):
 
 
 rq = request(CASE)
-if CASE == "cpu-json":
-    status, ctype, body = post(json_format.MessageToJson(rq).encode(), "application/json")
+if CASE in ("cpu-json", "labels-json"):
+    j = json.loads(json_format.MessageToJson(rq))
+    # OTLP/JSON writes trace and span ids in hex, not protobuf's base64
+    for link in j.get("dictionary", {}).get("linkTable", []):
+        for k in ("traceId", "spanId"):
+            if k in link:
+                link[k] = base64.b64decode(link[k]).hex()
+    status, ctype, body = post(json.dumps(j).encode(), "application/json")
 elif CASE == "cpu-gzip":
     status, ctype, body = post(gzip.compress(rq.SerializeToString()), "application/x-protobuf", "gzip")
 else:

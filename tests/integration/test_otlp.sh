@@ -94,3 +94,30 @@ test_otlp_errors() {
     get /api/v1/label/service/values
     assert_eq "nothing stored at all" '[]' "$(jq -c .values <<<"$BODY")"
 }
+
+# Sample attributes and the Link's trace and span ids (issue 11, point 5)
+# are sample labels: invisible by default, selected by name, with the
+# Link's ids as lower-case hex (span_id, trace_id).
+test_otlp_sample_attributes_and_links() {
+    start_server
+    local case want
+    otlp cpu-binary otel-plain
+    want=$(stored_folded otel-plain)
+    for case in labels labels-json; do
+        otlp "$case" "otel-$case"
+        assert_eq "$case: status" 200 "$(jq -r .status <<<"$OTLP")"
+        assert_eq "$case: default answer unchanged" "$want" "$(stored_folded "otel-$case")"
+        query "{service=\"otel-$case\",type=\"cpu\",span_id=\"9a517183f26a089d\"}" from=now-1h format=folded
+        assert_eq "$case: the span's stack" "main;foo;bar 30000000" "$BODY"
+        query "{service=\"otel-$case\",type=\"cpu\",trace_id=\"0af7651916cd43dd8448eb211c80319c\"}" from=now-1h \
+            format=folded
+        assert_eq "$case: the trace's stack" "main;foo;bar 30000000" "$BODY"
+        query "{service=\"otel-$case\",type=\"cpu\",http.route=\"/api/users\"}" from=now-1h format=folded
+        assert_eq "$case: an attribute by string index" "main;foo 20000000" "$BODY"
+        query "{service=\"otel-$case\",type=\"cpu\",thread.name=\"worker\",retries=\"2\"}" from=now-1h format=folded
+        assert_eq "$case: an inline string and an int" "main;foo;bar 30000000" "$BODY"
+    done
+    otlp bad-attribute otel-bad
+    assert_eq "bad attribute index: 400" 400 "$(jq -r .status <<<"$OTLP")"
+    assert_contains "bad attribute index: named" "$(jq -c .answer <<<"$OTLP")" "attribute_indices[0]"
+}

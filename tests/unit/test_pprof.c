@@ -18,7 +18,7 @@
 
 /* ---- a minimal protobuf writer ------------------------------------------ */
 
-typedef struct { uint8_t b[16384]; size_t n; } pb;
+typedef struct { uint8_t b[65536]; size_t n; } pb;
 
 static void pb_varint(pb *p, uint64_t v)
 {
@@ -168,6 +168,150 @@ static void test_pprof_sample_types_and_inlining(void **state)
     assert_int_equal(s, INGEST_OK);
     assert_int_equal(out[1].from_ms, 1000);
     assert_int_equal(out[1].until_ms, 2000);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
+/* A sample with labels: (key, str) string indices, and numeric ones. */
+static void add_labeled_sample(pb *p, const uint64_t *locs, size_t nl, const int64_t *vals, size_t nv,
+                               const int (*labels)[3], size_t nlab)
+{
+    pb m = { .n = 0 }, packed = { .n = 0 };
+    for (size_t i = 0; i < nl; i++) pb_varint(&packed, locs[i]);
+    pb_msg(&m, 1, &packed);
+    packed.n = 0;
+    for (size_t i = 0; i < nv; i++) pb_varint(&packed, (uint64_t)vals[i]);
+    pb_msg(&m, 2, &packed);
+    for (size_t i = 0; i < nlab; i++) {
+        pb l = { .n = 0 };
+        pb_int(&l, 1, (uint64_t)labels[i][0]);
+        if (labels[i][1]) pb_int(&l, 2, (uint64_t)labels[i][1]);
+        if (labels[i][2]) pb_int(&l, 3, (uint64_t)labels[i][2]);
+        pb_msg(&m, 3, &l);
+    }
+    pb_msg(p, P_SAMPLE, &m);
+}
+
+/* Sample labels become pseudo-frames (storage/frame.h FRAME_LABEL) at the
+ * root of the stack, in key order, only when the base asks; numeric
+ * labels, keys that are no label names (or reserved: "__") and repeated
+ * keys are left out and counted; ';' and line breaks in values are replaced. */
+static void test_pprof_sample_labels(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "samples", "count", "main", "work", "span_id", "ab12", "endpoint",
+                                     "/api;v1\n", "bytes", "bad key", "x", "cd34", "__tenant__" };
+    p.n = 0;
+    add_strings(&p, s, 14);
+    add_type(&p, 1, 2);
+    add_function(&p, 1, 3);
+    add_function(&p, 2, 4);
+    int f1[] = { 1 }, f2[] = { 2 };
+    add_location(&p, 1, 0, 0, f1, 1);
+    add_location(&p, 2, 0, 0, f2, 1);
+    uint64_t locs[] = { 2, 1 };
+    int64_t v1[] = { 3 }, v2[] = { 4 }, v3[] = { 5 };
+    /* span_id after endpoint in the message: written in key order */
+    const int l1[][3] = { { 5, 6, 0 }, { 7, 8, 0 }, { 9, 0, 512 }, { 10, 11, 0 }, { 5, 12, 0 }, { 13, 11, 0 } };
+    add_labeled_sample(&p, locs, 2, v1, 1, l1, 6);
+    add_labeled_sample(&p, locs, 2, v2, 1, NULL, 0);
+    const int l3[][3] = { { 5, 12, 0 } };
+    add_labeled_sample(&p, locs, 1, v3, 1, l3, 1);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    /* not asked: the stacks of old */
+    if (ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+    assert_int_equal(out[0].n_stacks, 3);
+    assert_stack(&out[0], 0, "main;work", 3);
+    assert_stack(&out[0], 2, "work", 5);
+    assert_int_equal(out[0].sample_labels_kept, 0);
+    ingest_pprof_free(out, n);
+    base.sample_labels = 1;
+    if (ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+    assert_int_equal(out[0].n_stacks, 3);
+    assert_stack(&out[0], 0, "\x1f" "endpoint=/api:v1 ;\x1f" "span_id=ab12;main;work", 3);
+    assert_stack(&out[0], 1, "main;work", 4);
+    assert_stack(&out[0], 2, "\x1f" "span_id=cd34;work", 5);
+    assert_int_equal(out[0].total, 12);
+    assert_int_equal(out[0].sample_labels_kept, 3);
+    assert_int_equal(out[0].sample_labels_dropped, 4); /* numeric, "bad key", the second span_id, __tenant__ */
+    assert_int_equal(out[0].sample_values_other, 0);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
+/* At most INGEST_MAX_SAMPLE_LABELS keys a sample (the first in key order)
+ * and INGEST_MAX_SAMPLE_VALUES distinct values of a key a request. */
+static void test_pprof_sample_label_limits(void **state)
+{
+    (void)state;
+    static char names[1100][16];
+    const char *s[1100];
+    size_t ns = 0;
+    s[ns++] = "";
+    s[ns++] = "samples";
+    s[ns++] = "count";
+    s[ns++] = "main"; /* 3 */
+    s[ns++] = "v";    /* 4 */
+    size_t k0 = ns;   /* keys k00..k16 */
+    for (int i = 0; i <= INGEST_MAX_SAMPLE_LABELS; i++) {
+        snprintf(names[ns], sizeof names[ns], "k%02d", i);
+        s[ns] = names[ns];
+        ns++;
+    }
+    size_t req = ns;  /* "req", then its values */
+    s[ns++] = "req";
+    size_t v0 = ns;
+    for (int i = 0; i <= INGEST_MAX_SAMPLE_VALUES; i++) {
+        snprintf(names[ns], sizeof names[ns], "r%04d", i);
+        s[ns] = names[ns];
+        ns++;
+    }
+    static pb big;
+    big.n = 0;
+    add_strings(&big, s, ns);
+    add_type(&big, 1, 2);
+    add_function(&big, 1, 3);
+    int f1[] = { 1 };
+    add_location(&big, 1, 0, 0, f1, 1);
+    uint64_t locs[] = { 1 };
+    int64_t one[] = { 1 };
+    int many[INGEST_MAX_SAMPLE_LABELS + 1][3];
+    for (int i = 0; i <= INGEST_MAX_SAMPLE_LABELS; i++) { /* given last key first */
+        many[i][0] = (int)(k0 + INGEST_MAX_SAMPLE_LABELS - (size_t)i);
+        many[i][1] = 4;
+        many[i][2] = 0;
+    }
+    add_labeled_sample(&big, locs, 1, one, 1, (const int (*)[3])many, INGEST_MAX_SAMPLE_LABELS + 1);
+    for (int i = 0; i <= INGEST_MAX_SAMPLE_VALUES; i++) {
+        const int l[][3] = { { (int)req, (int)(v0 + (size_t)i), 0 } };
+        add_labeled_sample(&big, locs, 1, one, 1, l, 1);
+    }
+    assert_true(big.n < sizeof big.b);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    base.sample_labels = 1;
+    if (ingest_pprof_parse(big.b, big.n, 1 << 20, &base, 1, &out, &n, err, sizeof err)) fail_msg("parse: %s", err);
+    assert_int_equal(out[0].n_stacks, INGEST_MAX_SAMPLE_VALUES + 2);
+    /* the 16 first keys in key order, k16 left out */
+    char want[1024] = "";
+    for (int i = 0; i < INGEST_MAX_SAMPLE_LABELS; i++) {
+        char one_label[32];
+        snprintf(one_label, sizeof one_label, "\x1fk%02d=v;", i);
+        strcat(want, one_label);
+    }
+    strcat(want, "main");
+    assert_stack(&out[0], 0, want, 1);
+    assert_stack(&out[0], INGEST_MAX_SAMPLE_VALUES, "\x1freq=r0999;main", 1);
+    assert_stack(&out[0], INGEST_MAX_SAMPLE_VALUES + 1, "\x1freq=other;main", 1);
+    assert_int_equal(out[0].sample_labels_dropped, 1);
+    assert_int_equal(out[0].sample_values_other, 1);
+    assert_int_equal(out[0].sample_labels_kept, INGEST_MAX_SAMPLE_LABELS + INGEST_MAX_SAMPLE_VALUES + 1);
     ingest_pprof_free(out, n);
     ingest_profile_free(&base);
 }
@@ -755,6 +899,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pprof_sample_types_and_inlining),
+        cmocka_unit_test(test_pprof_sample_labels),
+        cmocka_unit_test(test_pprof_sample_label_limits),
         cmocka_unit_test(test_pprof_heap_samples_and_gauges),
         cmocka_unit_test(test_pprof_samples_from_period),
         cmocka_unit_test(test_pprof_frames_with_lines),

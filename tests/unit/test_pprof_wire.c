@@ -24,6 +24,7 @@ static void base_init(ingest_profile *base)
     assert_int_equal(ingest_label_add(base, "service", "app", err, sizeof err), 0);
     base->from_ms = 1000;
     base->until_ms = 2000;
+    base->sample_labels = 1; /* labels as pseudo-frames: both decoders' are compared */
 }
 
 static unsigned char *slurp(const char *path, size_t *len)
@@ -327,7 +328,7 @@ static void test_wire_types(void **state)
     vint(&s, 2, 4);
     msg(&p, 2, &s);
     expect_stack(&p, "0x0", 4);
-    /* a label of a sample is read and checked, not kept */
+    /* a label of a sample is read and checked (test_pprof.c: what is kept) */
     head(&p, "cpu", "nanoseconds");
     s.n = 0;
     vint(&s, 1, 1);

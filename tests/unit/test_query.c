@@ -765,6 +765,100 @@ static void test_located_frames_merge_by_function(void **state)
 #undef US
 }
 
+/* Sample labels (pseudo-frames FRAME_LABEL key=value at the root): the
+ * reader skips them (one partition, where its maps are not kept, and two),
+ * a matcher on a name no series carries keeps only the stacks it matches,
+ * one reader merges with several filters in turn, and a kept key becomes
+ * the root frame. */
+static void test_sample_labels_filter_and_skip(void **state)
+{
+    (void)state;
+#define SL "\x1f"
+    const int64_t d0 = 1795500000000LL - 1795500000000LL % 86400000, d1 = d0 + 86400000;
+    put("sl", "cpu", "s1", d0, 0, "samples",
+        SL "span_id=a1;main;work 3\n" SL "endpoint=/x;" SL "span_id=b2;main;work 4\nmain;idle 2\n"
+        SL "span_id=a1;main;idle;io 1\n");
+    put("sl", "cpu", "s1", d1, 0, "samples", SL "span_id=a1;main;work 5\nmain;work 6\n");
+    put("plain", "cpu", "p1", d0, 0, "samples", "main;work 7\nmain;idle 2\nmain;idle;io 1\n");
+    put("plain", "cpu", "p1", d1, 0, "samples", "main;work 11\n");
+    static const struct { const char *sel; int both; const char *want; uint64_t total; } cases[] = {
+        { "sl{}", 0, "main 0 10\nmain;idle 2 3\nmain;idle;io 1 1\nmain;work 7 7\n", 10 },
+        { "sl{}", 1, "main 0 21\nmain;idle 2 3\nmain;idle;io 1 1\nmain;work 18 18\n", 21 },
+        { "sl{span_id=\"a1\"}", 0, "main 0 4\nmain;idle 0 1\nmain;idle;io 1 1\nmain;work 3 3\n", 4 },
+        { "sl{span_id=\"a1\"}", 1, "main 0 9\nmain;idle 0 1\nmain;idle;io 1 1\nmain;work 8 8\n", 9 },
+        { "sl{span_id!=\"a1\"}", 1, "main 0 12\nmain;idle 2 2\nmain;work 10 10\n", 12 },
+        { "sl{endpoint=\"/x\",span_id=~\"b.\"}", 1, "main 0 4\nmain;work 4 4\n", 4 },
+        { "sl{span_id=\"none\"}", 1, "", 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        answer a;
+        int64_t until = cases[i].both ? d1 + 3600000 : d0 + 3600000;
+        ask(&a, cases[i].sel, d0, until);
+        char *text = tree_text(a.r, &a.t);
+        if (strcmp(text, cases[i].want)) fail_msg("%s (both %d): got\n%s", cases[i].sel, cases[i].both, text);
+        assert_int_equal(a.t.grand_total, cases[i].total);
+        assert_int_equal(a.t.series, 1);
+        free(text);
+        done(&a);
+    }
+    /* the default answer equals the same stacks without labels, node for node */
+    for (int both = 0; both < 2; both++) {
+        answer a, b;
+        int64_t until = both ? d1 + 3600000 : d0 + 3600000;
+        ask(&a, "sl{}", d0, until);
+        ask(&b, "plain{}", d0, until);
+        char *ta = tree_text(a.r, &a.t), *tb = tree_text(b.r, &b.t);
+        assert_string_equal(ta, tb);
+        assert_int_equal(a.t.samples, b.t.samples);
+        assert_int_equal(a.t.samples_unknown, 0);
+        free(ta);
+        free(tb);
+        done(&a);
+        done(&b);
+    }
+    /* one reader, three filters in turn (compare's and diff's sides) */
+    {
+        store_reader *r;
+        char err[256];
+        assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+        static const char *const sels[] = { "sl{span_id=\"a1\"}", "sl{}", "sl{span_id=\"b2\"}", "sl{span_id=\"a1\"}" };
+        static const uint64_t totals[] = { 9, 21, 4, 9 };
+        for (int i = 0; i < 4; i++) {
+            query_selector sel;
+            query_series_set set;
+            query_tree t;
+            if (query_selector_parse(sels[i], &sel, err, sizeof err)) fail_msg("%s", err);
+            assert_int_equal(query_resolve(r, &sel, d0, d1 + 3600000, &set, err, sizeof err), 0);
+            assert_int_equal(query_merge(r, &set, d0, d1 + 3600000, &t, err, sizeof err), 0);
+            assert_int_equal(t.grand_total, totals[i]);
+            char *text = tree_text(r, &t);
+            if (i == 2) assert_string_equal(text, "main 0 4\nmain;work 4 4\n");
+            free(text);
+            query_tree_free(&t);
+            query_series_set_free(&set);
+            query_selector_free(&sel);
+        }
+        store_reader_end(r);
+    }
+    /* a kept key: its label is the root frame; stacks without it stay as they are */
+    {
+        answer a;
+        char err[256];
+        assert_int_equal(store_reader_begin(st, &a.r), STORE_OK);
+        store_reader_sample_root(a.r, "span_id");
+        if (query_selector_parse("sl{}", &a.sel, err, sizeof err)) fail_msg("%s", err);
+        assert_int_equal(query_resolve(a.r, &a.sel, d0, d1 + 3600000, &a.set, err, sizeof err), 0);
+        assert_int_equal(query_merge(a.r, &a.set, d0, d1 + 3600000, &a.t, err, sizeof err), 0);
+        char *text = tree_text(a.r, &a.t);
+        assert_string_equal(text, "main 0 8\nmain;idle 2 2\nmain;work 6 6\nspan_id=a1 0 9\nspan_id=a1;main 0 9\n"
+                                  "span_id=a1;main;idle 0 1\nspan_id=a1;main;idle;io 1 1\nspan_id=a1;main;work 8 8\n"
+                                  "span_id=b2 0 4\nspan_id=b2;main 0 4\nspan_id=b2;main;work 4 4\n");
+        free(text);
+        done(&a);
+    }
+#undef SL
+}
+
 /* Values past 2^63 are refused, not wrapped: one profile of 2^62 merges,
  * two and a half of them (2^63 + 2^61) answer QUERY_ETOOBIG with a message
  * that says what to do (issue 12: totals went negative, then wrapped). */
@@ -962,6 +1056,7 @@ int main(void)
         cmocka_unit_test(test_delete_takes_rollups),
         cmocka_unit_test(test_gauges_average_over_time),
         cmocka_unit_test(test_located_frames_merge_by_function),
+        cmocka_unit_test(test_sample_labels_filter_and_skip),
         cmocka_unit_test(test_totals_past_2_63_refused),
         cmocka_unit_test(test_groups_bounded),
         cmocka_unit_test(test_deadline_gives_up_whole),

@@ -1,0 +1,210 @@
+# test_sample_labels.sh — pprof sample labels (issue 11, point 5): kept as
+# pseudo-frames, invisible to every answer by default, selected by a
+# matcher on a name no series carries, with exact totals; the limits and
+# the counts of the ingest answer.  Profiles are written by
+# pprof_labels.py (pprof's wire format encoded by hand).
+
+PPROF_LABELS="$REPO/tests/integration/pprof_labels.py"
+
+# labels_pprof OUT [no_labels] — the profile every test pushes: samples in
+# count and cpu in ns, four stacks, labels span_id/endpoint, a numeric
+# label and a key that is no label name (both left out).
+labels_pprof() {
+    local out=$1 nolab=${2:-false}
+    cat >"$IT_TMP/spec.json" <<EOF
+{"types": [["samples", "count"], ["cpu", "nanoseconds"]], "no_labels": $nolab,
+ "samples": [
+  {"stack": "main;work", "values": [10, 100000000], "labels": {"span_id": "a1", "endpoint": "/api"},
+   "num_labels": {"bytes": 512}},
+  {"stack": "main;work", "values": [5, 50000000], "labels": {"span_id": "b2", "endpoint": "/api", "bad key": "x"}},
+  {"stack": "main;idle", "values": [7, 70000000], "labels": {"span_id": "a1"}},
+  {"stack": "main;io;read", "values": [3, 30000000]}
+ ]}
+EOF
+    python3 "$PPROF_LABELS" "$IT_TMP/spec.json" "$out" || die "pprof_labels.py failed"
+}
+
+# push_pprof FILE SERVICE — ingests FILE as pprof for SERVICE, 200 required.
+push_pprof() {
+    ingest_file "format=pprof&service=$2&from=$(($(now) - 60))&until=$(now)" "$1"
+    assert_status "pprof ingest of $2" 200
+}
+
+test_sample_labels_default_answers_unchanged() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    labels_pprof "$IT_TMP/plain.pb" true
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    assert_json "labels kept (2 + 2 + 1)" '.sample_labels.kept' 5
+    assert_json "labels left out (numeric, a key that is no label name)" '.sample_labels.dropped' 2
+    assert_json "no value over the limit" '.sample_labels.other' 0
+    assert_json "stacks: one per (labels, frames)" '.stacks' 8
+    push_pprof "$IT_TMP/plain.pb" plain
+    local ep args a b f u
+    f=$(($(now) - 3600))
+    u=$(($(now) + 60))
+    for ep in "/api/v1/query format=json" "/api/v1/query format=folded" "/api/v1/query format=levels" \
+        "/api/v1/query format=speedscope" "/api/v1/top limit=0" "/api/v1/query format=json type=samples" \
+        "/api/v1/query format=json lines=1"; do
+        read -r -a args <<<"$ep"
+        local path=${args[0]} extra=("${args[@]:1}")
+        if [ "${extra[*]}" = "format=json type=samples" ]; then
+            get "$path" 'query={service="lab",type="samples"}' from=$f until=$u format=json
+            a=$BODY
+            get "$path" 'query={service="plain",type="samples"}' from=$f until=$u format=json
+        else
+            get "$path" 'query={service="lab"}' from=$f until=$u "${extra[@]}"
+            a=$BODY
+            get "$path" 'query={service="plain"}' from=$f until=$u "${extra[@]}"
+        fi
+        assert_status "$ep" 200
+        b=$BODY
+        if [ "${extra[0]}" = format=speedscope ]; then
+            # its frame list and samples follow the reader's node ids, which
+            # follow the partition's: the same stacks, in another order
+            local canon='.shared.frames as $f | .profiles[0] | [.samples, .weights] | transpose
+                         | map([(.[0] | map($f[.].name) | join(";")), .[1]]) | sort'
+            a=$(jq -c "$canon" <<<"$a")
+            b=$(jq -c "$canon" <<<"$b")
+            [ -n "$a" ] && [ "$(jq length <<<"$a")" -gt 2 ] || fail "speedscope: no samples"
+        fi
+        # the answers may name the service: compare with it replaced
+        [ "${a//lab/X}" = "${b//plain/X}" ] || fail "$ep: the answer with sample labels differs from the one without"
+    done
+    query '{service="lab"}' from=now-1h until=now format=folded
+    case $BODY in *$'\x1f'*|*span_id*) fail "a sample label shows in the default answer: $BODY" ;; esac
+}
+
+test_sample_labels_select_exact_totals() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    query '{service="lab",type="samples",span_id="a1"}' from=now-1h until=now format=folded
+    assert_status "span a1" 200
+    [ "$(printf '%s\n' "$BODY" | sort)" = "$(printf 'main;idle 7\nmain;work 10\n')" ] ||
+        fail "span a1: want main;work 10 and main;idle 7, got: $BODY"
+    query '{service="lab",type="samples",span_id="a1"}' from=now-1h until=now format=json
+    assert_json "span a1 total" '.total' 17
+    assert_json "span a1: no sample count once stacks were left out" '.samples' null
+    query '{service="lab",type="samples",endpoint="/api"}' from=now-1h until=now format=json
+    assert_json "endpoint /api" '.total' 15
+    query '{service="lab",type="samples",span_id!="a1"}' from=now-1h until=now format=json
+    assert_json "not span a1 (a missing label matches like \"\")" '.total' 8
+    query '{service="lab",type="samples",span_id=~"a1|b2",endpoint="/api"}' from=now-1h until=now format=json
+    assert_json "two matchers" '.total' 15
+    query '{service="lab",type="samples",span_id="zz"}' from=now-1h until=now format=json
+    assert_json "no such span" '.total' 0
+    get /api/v1/top 'query={service="lab",span_id="b2"}' from=now-1h until=now
+    assert_status "top of span b2" 200
+    assert_json "top of span b2 in cpu ns" '.total' 50000000
+    assert_json "its function" '.functions[0].name' work
+    query '{service="lab",type="samples",span_id="a1",endpoint=""}' from=now-1h until=now format=json
+    assert_json "endpoint=\"\" keeps the stacks without one" '.total' 7
+    # one reader merges both sides of a diff, each with its own filter
+    get /api/v1/diff 'left={service="lab",type="samples",span_id="a1"}' \
+        'right={service="lab",type="samples",span_id="b2"}' from=now-1h until=now
+    assert_status "diff of two spans" 200
+    assert_json "diff left total" '.left_total' 17
+    assert_json "diff right total" '.right_total' 5
+    assert_json "work on the right" '.tree.children[0].children[]|select(.name=="work")|.right_self' 5
+    assert_json "idle on the right" '.tree.children[0].children[]|select(.name=="idle")|.right_self' 0
+    get /api/v1/timeline 'query={service="lab",span_id="a1"}' from=now-1h until=now
+    assert_error "timeline with a sample label" 400 "sample labels"
+}
+
+test_sample_labels_limits() {
+    it_tmp
+    # 17 keys on one sample (the 17th in key order is left out); 1,001
+    # distinct values of one key (the last becomes "other")
+    python3 - "$IT_TMP/spec.json" <<'EOF'
+import json, sys
+samples = [{"stack": "main;many", "values": [1],
+            "labels": {"k%02d" % i: "v" for i in range(17)}}]
+for i in range(1001):
+    samples.append({"stack": "main;req", "values": [2], "labels": {"req": "r%04d" % i}})
+json.dump({"types": [["samples", "count"]], "samples": samples}, open(sys.argv[1], "w"))
+EOF
+    python3 "$PPROF_LABELS" "$IT_TMP/spec.json" "$IT_TMP/lim.pb" || die "pprof_labels.py failed"
+    start_server
+    push_pprof "$IT_TMP/lim.pb" lim
+    assert_json "kept: 16 keys + 1,000 values + one other" '.sample_labels.kept' 1017
+    assert_json "dropped: the 17th key" '.sample_labels.dropped' 1
+    assert_json "values past the limit" '.sample_labels.other' 1
+    query '{service="lim",req="other"}' from=now-1h until=now format=json
+    assert_json "the 1,001st value is other" '.total' 2
+    query '{service="lim",req="r0999"}' from=now-1h until=now format=json
+    assert_json "the 1,000th keeps its name" '.total' 2
+    query '{service="lim",k15="v"}' from=now-1h until=now format=json
+    assert_json "the 16th key is kept" '.total' 1
+    query '{service="lim",k16="v"}' from=now-1h until=now format=json
+    assert_json "the 17th key is not" '.total' 0
+    query '{service="lim"}' from=now-1h until=now format=json
+    assert_json "everything by default" '.total' 2003
+}
+
+# Grafana's SelectMergeSpanProfile (Connect, as connect-go sends it:
+# tests/integration/grafana_client.py): the flame graph of the stacks whose
+# span_id is one of span_selector, equal to the same selection as folded.
+test_sample_labels_grafana_span_profile() {
+    it_tmp
+    command -v protoc >/dev/null || die "protoc is not installed (make deps installs protobuf-compiler)"
+    /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || die "python3-protobuf is not installed (make deps)"
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    local start=$((($(now) - 3600) * 1000)) end=$((($(now) + 60) * 1000)) gf want codec
+    local cpu=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+    mkdir -p "$IT_TMP/gf"
+    query '{service="lab",type="cpu",span_id=~"a1|b2"}' from=now-1h until=now format=folded
+    want=$(printf '%s\n' "$BODY" | LC_ALL=C sort)
+    [ "$want" = "$(printf 'main;idle 70000000\nmain;work 150000000')" ] || fail "folded of two spans: $want"
+    for codec in proto json; do
+        gf=$(/usr/bin/python3 "$REPO/tests/integration/grafana_client.py" "$BASE" "$REPO/proto" "$IT_TMP/gf" \
+            SelectMergeSpanProfile "{\"profile_typeID\":\"$cpu\",\"label_selector\":\"{service_name=\\\"lab\\\"}\",
+            \"span_selector\":[\"A1\",\"b2\"],\"start\":$start,\"end\":$end}" $codec) || die "grafana_client.py: $gf"
+        assert_eq "$codec: status" 200 "$(jq -r .status <<<"$gf")"
+        assert_eq "$codec: the stacks of the two spans (ids in any case)" "$want" \
+            "$(jq -r '.folded[]' <<<"$gf" | LC_ALL=C sort)"
+        assert_eq "$codec: total" 220000000 "$(jq -r .total <<<"$gf")"
+    done
+    gf=$(/usr/bin/python3 "$REPO/tests/integration/grafana_client.py" "$BASE" "$REPO/proto" "$IT_TMP/gf" \
+        SelectMergeSpanProfile "{\"profile_typeID\":\"$cpu\",\"label_selector\":\"{}\",
+        \"span_selector\":[\"b2\"],\"start\":$start,\"end\":$end}") || die "grafana_client.py: $gf"
+    assert_eq "one span" "main;work 50000000" "$(jq -r '.folded[]' <<<"$gf")"
+    gf=$(/usr/bin/python3 "$REPO/tests/integration/grafana_client.py" "$BASE" "$REPO/proto" "$IT_TMP/gf" \
+        SelectMergeSpanProfile "{\"profile_typeID\":\"$cpu\",\"label_selector\":\"{}\",
+        \"span_selector\":[\"not-hex\"],\"start\":$start,\"end\":$end}") || die "grafana_client.py: $gf"
+    assert_eq "a bad span id: 400" 400 "$(jq -r .status <<<"$gf")"
+    assert_contains "a bad span id: named" "$(jq -r .answer.message <<<"$gf")" "span_selector[0]"
+}
+
+# group_by_sample=KEY: one tree whose root frames are "key=value" (stacks
+# without the label keep their own root), in any format; group_by still
+# makes groups of series, each tree split so.
+test_sample_labels_group_by_sample() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    push_pprof "$IT_TMP/lab.pb" lab2
+    query '{service="lab",type="samples"}' from=now-1h until=now format=folded group_by_sample=span_id
+    assert_status "group_by_sample span_id" 200
+    [ "$(printf '%s\n' "$BODY" | LC_ALL=C sort)" = "$(printf 'main;io;read 3\nspan_id=a1;main;idle 7\nspan_id=a1;main;work 10\nspan_id=b2;main;work 5')" ] ||
+        fail "group_by_sample span_id: got $BODY"
+    query '{service="lab",type="samples"}' from=now-1h until=now group_by_sample=span_id
+    assert_json "the span's root" '.tree.children[]|select(.name=="span_id=a1")|.total' 17
+    assert_json "its total" '.total' 25
+    query '{service="lab",type="samples",endpoint="/api"}' from=now-1h until=now format=folded group_by_sample=span_id
+    [ "$(printf '%s\n' "$BODY" | LC_ALL=C sort)" = "$(printf 'span_id=a1;main;work 10\nspan_id=b2;main;work 5')" ] ||
+        fail "filtered and split: got $BODY"
+    query '{type="samples",service=~"lab.*"}' from=now-1h until=now group_by=service group_by_sample=span_id
+    assert_status "group_by service, group_by_sample span_id" 200
+    assert_json "groups by service" '.groups|length' 2
+    assert_json "each with span roots" '[.groups[0].tree.children[].name]|sort|join(",")' "main,span_id=a1,span_id=b2"
+    query '{service="lab"}' from=now-1h until=now group_by_sample=span_id,endpoint
+    assert_error "two sample labels" 400 "group_by_sample"
+    query '{service="lab"}' from=now-1h until=now group_by_sample=bad-name
+    assert_error "not a label name" 400 "group_by_sample"
+}
