@@ -164,11 +164,20 @@ doctest: $(BIN)/flamedb
 	@bash tests/docs/selftest.sh $(abspath $(BIN)/flamedb)
 	@bash tests/docs/run.sh $(abspath $(BIN)/flamedb)
 
-# Browser tests: the viewer in Debian's chromium, driven by playwright-core.
-browser: $(BIN)/flamedb $(NODE_STAMP)
+# Browser tests: the viewer in Debian's chromium, driven by playwright-core;
+# then Grafana's flame graph panel drawing flamedb's answer. That panel
+# (@grafana/flamegraph, its UI kit, esbuild: ~450 MB) is its own npm package,
+# tests/browser/grafana, installed here only, not by `make`.
+GRAFANA_STAMP := tests/browser/grafana/node_modules/.installed
+$(GRAFANA_STAMP): tests/browser/grafana/package.json tests/browser/grafana/package-lock.json
+	@cd tests/browser/grafana && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+browser: $(BIN)/flamedb $(NODE_STAMP) $(GRAFANA_STAMP)
 	@if [ -f tests/browser/run.mjs ]; then node tests/browser/run.mjs $(abspath $(BIN)/flamedb); \
 	 else echo "browser: no browser tests yet"; fi
 	@node tests/browser/auth.mjs $(abspath $(BIN)/flamedb)
+	@node tests/browser/grafana_panel.mjs $(abspath $(BIN)/flamedb)
 
 # Agent tests: its unit tests, then tests/agent/run.sh (the agent against
 # the real server: sampling accuracy, unwinding, symbols, spool, signals,
