@@ -71,14 +71,25 @@ assert_ok() {
 
 # ---- ports, processes -----------------------------------------------------
 
-# n free TCP ports on 127.0.0.1, one a line (bound together, then released).
+# n free TCP ports on 127.0.0.1, one a line (bound together, then
+# released).  Drawn below the kernel's ephemeral range: a port the kernel
+# hands out for port 0 may be given again to any process's outgoing
+# connection before the server meant to listen on it starts (a CI run saw
+# "Address already in use" that way); a port below the range is only taken
+# by someone binding it on purpose.
 ct_free_ports() {
     python3 - "$1" <<'EOF'
-import socket, sys
+import random, socket, sys
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+lo = lo if lo > 12000 else 32768
 socks = []
-for _ in range(int(sys.argv[1])):
+while len(socks) < int(sys.argv[1]):
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, lo)))
+    except OSError:
+        s.close()
+        continue
     socks.append(s)
 for s in socks:
     print(s.getsockname()[1])
