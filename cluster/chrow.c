@@ -2,6 +2,8 @@
  * shifts, so the encoding is little-endian whatever the host's order. */
 #include "chrow.h"
 
+#include "../common/varint.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,15 +78,10 @@ void chrow_put_f64(chrow_buf *b, double v)
 
 void chrow_put_varint(chrow_buf *b, uint64_t v)
 {
-    uint8_t tmp[10];
-    int n = 0;
-    do {
-        uint8_t c = v & 0x7f;
-        v >>= 7;
-        tmp[n++] = (uint8_t)(c | (v ? 0x80 : 0));
-    } while (v);
-    uint8_t *p = grow(b, (size_t)n);
-    if (p) memcpy(p, tmp, (size_t)n);
+    unsigned char tmp[VARINT_MAX];
+    size_t n = (size_t)(varint_put(tmp, v) - tmp);
+    uint8_t *p = grow(b, n);
+    if (p) memcpy(p, tmp, n);
 }
 
 void chrow_put_string(chrow_buf *b, const void *s, size_t n)
@@ -167,20 +164,21 @@ double chrow_get_f64(chrow_reader *r)
 
 uint64_t chrow_get_varint(chrow_reader *r)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 10; i++) {
-        const uint8_t *p = take(r, 1, "truncated length (varint)");
-        if (!p) return 0;
-        /* the 10th byte may carry only the top bit of a 64-bit value */
-        if (i == 9 && (*p & 0x7e)) {
-            r->failed = "length (varint) above 64 bits";
-            return 0;
-        }
-        v |= (uint64_t)(*p & 0x7f) << (7 * i);
-        if (!(*p & 0x80)) return v;
+    if (r->failed) return 0;
+    const unsigned char *p = r->p;
+    uint64_t v;
+    if (varint_get(&p, r->end, &v) < 0) {
+        r->failed = p < r->end && (size_t)(r->end - r->p) >= VARINT_MAX ? "length (varint) longer than 10 bytes"
+                                                                        : "truncated length (varint)";
+        return 0;
     }
-    r->failed = "length (varint) longer than 10 bytes";
-    return 0;
+    /* the 10th byte may carry only the top bit of a 64-bit value */
+    if (p - r->p == VARINT_MAX && (p[-1] & 0x7e)) {
+        r->failed = "length (varint) above 64 bits";
+        return 0;
+    }
+    r->p = p;
+    return v;
 }
 
 int chrow_get_string(chrow_reader *r, const char **s, size_t *n)

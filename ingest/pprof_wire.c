@@ -26,6 +26,8 @@
  *     NUL-terminated copy reads with strlen; UTF-8 is not checked here. */
 #include "pprof_flat.h"
 
+#include "../common/varint.h"
+
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -97,19 +99,12 @@ static int fail(wire *w, const where *at, const unsigned char *pos, const char *
     return -1;
 }
 
-/* A varint of at most 10 bytes ending before end: its length, 0 if none. */
+/* A varint of at most 10 bytes ending before end (common/varint.h, bits
+ * above 64 dropped as protobuf does): its length, 0 if none. */
 static inline size_t varint(const unsigned char *p, const unsigned char *end, uint64_t *v)
 {
-    size_t max = (size_t)(end - p) < 10 ? (size_t)(end - p) : 10;
-    uint64_t x = 0;
-    for (size_t i = 0; i < max; i++) {
-        x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-        if (!(p[i] & 0x80)) {
-            *v = x;
-            return i + 1;
-        }
-    }
-    return 0;
+    const unsigned char *q = p;
+    return varint_get(&q, end, v) < 0 ? 0 : (size_t)(q - p);
 }
 
 /* Reads the field at *p (before end) and moves *p past it. */

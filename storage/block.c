@@ -42,7 +42,7 @@
 
 #include "block.h"
 #include "hash.h"
-#include "varint.h"
+#include "../common/varint.h"
 
 #define BLOCK_VERSION 2
 #define FLAG_RATE 2

@@ -48,7 +48,7 @@
 #include "hash.h"
 #include "idmap.h"
 #include "table.h"
-#include "varint.h"
+#include "../common/varint.h"
 
 #define STRING_SEED UINT64_C(0x5f1d2c3b4a596877)
 #define SERIES_SEED UINT64_C(0x0ddba11cafe5eed5)

@@ -92,7 +92,7 @@
 #include "pdict.h"
 #include "rollup.h"
 #include "segment.h"
-#include "varint.h"
+#include "../common/varint.h"
 
 #define HOUR_MS (INT64_C(3600) * 1000)
 #define MAX_LABELS 64

@@ -25,7 +25,7 @@
 #include "block.h"
 #include "env.h"
 #include "store_internal.h"
-#include "varint.h"
+#include "../common/varint.h"
 
 #define V4_FORMAT "flamedb-4"
 #define IN_FLIGHT 64

@@ -9,7 +9,7 @@
 #include "idset.h"
 #include "pdict.h"
 #include "table.h"
-#include "varint.h"
+#include "../common/varint.h"
 
 #define STACKS_MIN 4096u
 

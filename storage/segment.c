@@ -49,7 +49,7 @@
 #include "env.h"
 #include "hash.h"
 #include "segment.h"
-#include "varint.h"
+#include "../common/varint.h"
 
 #define SEG_VERSION 1
 #define SEG_PREFIX 6

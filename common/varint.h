@@ -1,4 +1,7 @@
-/* varint.h — LEB128 unsigned varints, the one integer codec of storage/.
+/* varint.h — LEB128 unsigned varints, the one varint codec of flamedb:
+ * storage's blocks and dictionaries, protobuf's varints (ingest/pprof_wire.c)
+ * and ClickHouse's RowBinary lengths (cluster/chrow.c, which also refuses
+ * a 10th byte carrying bits above 64).
  *
  * Seven bits a byte, low bits first, the high bit set on every byte but the
  * last: small numbers (node-id deltas, sampled counts) take one byte.
