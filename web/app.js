@@ -35,7 +35,7 @@ import { initTimeline } from './timeline.js';
 import { rankGroups, MIN_SAMPLES, K as NOISE_K } from './outliers.js';
 import { initLines } from './lines.js';
 import { initInsights } from './insights.js';
-import { initPair } from './pair.js';
+import { initPair, crumbsOf } from './pair.js';
 import { ON, OFF, wallUnits, wallTree, wallTop, wallTimeline } from './wall.js';
 
 const $ = (s) => document.querySelector(s);
@@ -255,20 +255,7 @@ function showTooltip(n, e, g) {
 }
 
 function renderCrumbs() {
-  const nav = $('#crumbs');
-  nav.textContent = '';
-  if (!graph.count) return;
-  const path = graph.path();
-  path.forEach((i, k) => {
-    const b = document.createElement('button');
-    b.textContent = k === 0 ? 'all' : graph.nameOf(i);
-    b.title = graph.nameOf(i);
-    if (k === path.length - 1) b.className = 'cur';
-    b.onclick = () => graph.zoom(i);
-    nav.append(b);
-    if (k < path.length - 1) nav.append(Object.assign(document.createElement('span'), { textContent: '›', className: 'sep' }));
-  });
-  nav.dataset.root = graph.nameOf(graph.focus);
+  crumbsOf($('#crumbs'), graph);
   pair.crumbs();
 }
 

@@ -14,6 +14,24 @@ import { parseTransforms, transformTree } from './transforms.js';
 
 const $ = (s) => document.querySelector(s);
 
+// The breadcrumb of a graph's zoom path into nav (the main graph's and
+// each pane's): a button per frame from "all" to the focused one.
+export function crumbsOf(nav, gr) {
+  nav.textContent = '';
+  if (!gr || !gr.count) return;
+  const path = gr.path();
+  path.forEach((i, k) => {
+    const b = document.createElement('button');
+    b.textContent = k === 0 ? 'all' : gr.nameOf(i);
+    b.title = gr.nameOf(i);
+    if (k === path.length - 1) b.className = 'cur';
+    b.onclick = () => gr.zoom(i);
+    nav.append(b);
+    if (k < path.length - 1) nav.append(Object.assign(document.createElement('span'), { textContent: '›', className: 'sep' }));
+  });
+  nav.dataset.root = gr.nameOf(gr.focus);
+}
+
 export function initPair(ctx) {
   const { graph, commit, getState, fmtValue, pct, esc, showTooltip, fmtSamples } = ctx;
   const onHead = $('#pane-on .pane-head'), offPane = $('#pane-off'), offEl = $('#flame-off');
@@ -58,21 +76,6 @@ export function initPair(ctx) {
     if (r) el.dataset.share = r.share; else delete el.dataset.share;
   }
 
-  function crumbsOf(nav, gr) {
-    nav.textContent = '';
-    if (!gr || !gr.count) return;
-    const path = gr.path();
-    path.forEach((i, k) => {
-      const b = document.createElement('button');
-      b.textContent = k === 0 ? 'all' : gr.nameOf(i);
-      b.title = gr.nameOf(i);
-      if (k === path.length - 1) b.className = 'cur';
-      b.onclick = () => gr.zoom(i);
-      nav.append(b);
-      if (k < path.length - 1) nav.append(Object.assign(document.createElement('span'), { textContent: '›', className: 'sep' }));
-    });
-    nav.dataset.root = gr.nameOf(gr.focus);
-  }
   function crumbs() {
     if (!side()) return;
     crumbsOf(onHead.querySelector('.pane-crumbs'), graph);
