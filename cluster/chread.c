@@ -7,6 +7,7 @@
 
 #include "chclient.h"
 #include "chrow.h"
+#include "chselect.h"
 
 #define HOUR_MS 3600000LL
 #define TEN_MIN_MS 600000LL
@@ -17,6 +18,7 @@ struct chread {
     chschema_options schema;
     char db[128];
     char err[1024];
+    int skip;        /* skip_unavailable_shards */
 };
 
 chread *chread_open(const char *url, const chschema_options *schema, int timeout_ms, char *err, size_t errlen)
@@ -47,6 +49,11 @@ void chread_close(chread *c)
 const char *chread_error(const chread *c)
 {
     return c->err;
+}
+
+int chread_code(const chread *c)
+{
+    return ch_server_code(c->c);
 }
 
 static int64_t floor_to(int64_t t, int64_t size)
@@ -191,4 +198,271 @@ int chread_frames(chread *c, const uint8_t (*stacks)[16], size_t n,
     }
     free(sql);
     return 0;
+}
+
+/* ---- what a front end's reader loads ---- */
+
+void chread_set_skip_unavailable(chread *c, int skip)
+{
+    c->skip = skip;
+}
+
+/* Every load's settings: a statement may name thousands of series. */
+static ch_query_opts load_opts(const chread *c, ch_setting set[2])
+{
+    set[0] = (ch_setting){ "max_query_size", "67108864" };
+    set[1] = (ch_setting){ "skip_unavailable_shards", "1" };
+    return (ch_query_opts){ .settings = set, .n_settings = c->skip ? 2 : 1 };
+}
+
+static int select_rows(chread *c, const char *sql, const char *what, chrow_reader *rows)
+{
+    ch_setting set[2];
+    ch_query_opts qo = load_opts(c, set);
+    if (ch_select(c->c, sql, &qo, rows) != CH_OK) return fail(c, what);
+    return 0;
+}
+
+static int unreadable(chread *c, const char *what, const chrow_reader *rows)
+{
+    snprintf(c->err, sizeof c->err, "%s: an answer that does not read (%s at byte %zu)", what, chrow_failed(rows),
+             chrow_offset(rows));
+    return -1;
+}
+
+int chread_series_version(chread *c, uint64_t *version)
+{
+    char t[256], sql[512];
+    chschema_table(&c->schema, "series", t, sizeof t);
+    snprintf(sql, sizeof sql, "SELECT count() FROM %s FORMAT RowBinary", t);
+    chrow_reader rows;
+    if (select_rows(c, sql, "reading the series table", &rows)) return -1;
+    *version = chrow_get_u64(&rows);
+    if (chrow_failed(&rows)) return unreadable(c, "reading the series table", &rows);
+    return 0;
+}
+
+int chread_series_all(chread *c, int (*fn)(void *ctx, const chread_series_row *row), void *ctx)
+{
+    char t[256], sql[768];
+    chschema_table(&c->schema, "series", t, sizeof t);
+    snprintf(sql, sizeof sql,
+             "SELECT tenant, series, any(label_names), any(label_values) FROM %s GROUP BY tenant, series "
+             "ORDER BY tenant, series FORMAT RowBinary", t);
+    chrow_reader rows;
+    if (select_rows(c, sql, "reading the series", &rows)) return -1;
+    const char **names = NULL, **values = NULL;
+    size_t *nl = NULL, *vl = NULL, cap = 0;
+    int rc = 0;
+    while (!rc && chrow_more(&rows)) {
+        chread_series_row row;
+        if (chrow_get_string(&rows, &row.tenant, &row.tenant_len) < 0) break;
+        row.series = chrow_get_u64(&rows);
+        uint64_t n = chrow_get_array_len(&rows, 1);
+        if (n > cap) {
+            cap = n;
+            names = realloc(names, cap * sizeof *names);
+            values = realloc(values, cap * sizeof *values);
+            nl = realloc(nl, cap * sizeof *nl);
+            vl = realloc(vl, cap * sizeof *vl);
+            if (!names || !values || !nl || !vl) {
+                snprintf(c->err, sizeof c->err, "out of memory reading the series");
+                rc = -1;
+                break;
+            }
+        }
+        for (uint64_t i = 0; i < n; i++) chrow_get_string(&rows, &names[i], &nl[i]);
+        uint64_t nv = chrow_get_array_len(&rows, 1);
+        for (uint64_t i = 0; i < nv && i < n; i++) chrow_get_string(&rows, &values[i], &vl[i]);
+        if (chrow_failed(&rows)) break;
+        if (nv != n) {
+            snprintf(c->err, sizeof c->err, "series %llu has %llu label names and %llu values",
+                     (unsigned long long)row.series, (unsigned long long)n, (unsigned long long)nv);
+            rc = -1;
+            break;
+        }
+        row.n_labels = n;
+        row.names = names;
+        row.values = values;
+        row.name_lens = nl;
+        row.value_lens = vl;
+        rc = fn(ctx, &row);
+    }
+    free(names);
+    free(values);
+    free(nl);
+    free(vl);
+    if (!rc && chrow_failed(&rows)) return unreadable(c, "reading the series", &rows);
+    return rc;
+}
+
+static int get_key(chrow_reader *rows, chread_key *k)
+{
+    if (chrow_get_string(rows, &k->tenant, &k->tenant_len) < 0) return -1;
+    k->series = chrow_get_u64(rows);
+    k->window_start = chrow_get_i64(rows);
+    k->batch = chrow_get_u64(rows);
+    if (chrow_get_string(rows, &k->unit, &k->unit_len) < 0) return -1;
+    return chrow_failed(rows) ? -1 : 0;
+}
+
+int chread_load(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                int (*frames_fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len),
+                int (*profile_fn)(void *ctx, const chread_profile_row *row),
+                int (*sample_fn)(void *ctx, const chread_sample_row *row), void *ctx)
+{
+    char ts[256], tp[256], tk[256];
+    chschema_table(&c->schema, "samples", ts, sizeof ts);
+    chschema_table(&c->schema, "profiles", tp, sizeof tp);
+    chschema_table(&c->schema, "stacks", tk, sizeof tk);
+    size_t cap = strlen(cond) + 2048;
+    char *sql = malloc(cap);
+    if (!sql) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        return -1;
+    }
+    const char *key = "tenant, series, window_start, batch, unit";
+    chrow_reader rows;
+    int rc = 0;
+    /* 1. the frames of the stacks the range uses */
+    snprintf(sql, cap,
+             "SELECT stack, any(frames) FROM %s WHERE stack GLOBAL IN (SELECT stack FROM %s WHERE window_start >= "
+             "%lld AND window_start < %lld AND %s) GROUP BY stack FORMAT RowBinary",
+             tk, ts, (long long)from_ms, (long long)until_ms, cond);
+    if ((rc = select_rows(c, sql, "reading the stacks' frames", &rows))) goto out;
+    while (!rc && chrow_more(&rows)) {
+        const uint8_t *id = chrow_get_fixed(&rows, 16);
+        const char *f;
+        size_t fl;
+        if (!id || chrow_get_string(&rows, &f, &fl) < 0) break;
+        rc = frames_fn(ctx, id, f, fl);
+    }
+    if (!rc && chrow_failed(&rows)) rc = unreadable(c, "reading the stacks' frames", &rows);
+    if (rc) goto out;
+    /* 2. the profiles */
+    snprintf(sql, cap,
+             "SELECT %s, window_ms, rate, gauge, samples, samples_known FROM %s WHERE window_start >= %lld AND "
+             "window_start < %lld AND %s ORDER BY %s FORMAT RowBinary",
+             key, tp, (long long)from_ms, (long long)until_ms, cond, key);
+    if ((rc = select_rows(c, sql, "reading the profiles", &rows))) goto out;
+    while (!rc && chrow_more(&rows)) {
+        chread_profile_row p;
+        if (get_key(&rows, &p.key)) break;
+        p.window_ms = chrow_get_u32(&rows);
+        p.rate = chrow_get_f64(&rows);
+        p.gauge = chrow_get_u8(&rows);
+        p.samples = chrow_get_u64(&rows);
+        p.samples_known = chrow_get_u8(&rows);
+        if (chrow_failed(&rows)) break;
+        rc = profile_fn(ctx, &p);
+    }
+    if (!rc && chrow_failed(&rows)) rc = unreadable(c, "reading the profiles", &rows);
+    if (rc) goto out;
+    /* 3. their samples, a profile's together */
+    snprintf(sql, cap,
+             "SELECT %s, stack, value FROM %s WHERE window_start >= %lld AND window_start < %lld AND %s ORDER BY %s "
+             "FORMAT RowBinary",
+             key, ts, (long long)from_ms, (long long)until_ms, cond, key);
+    if ((rc = select_rows(c, sql, "reading the samples", &rows))) goto out;
+    while (!rc && chrow_more(&rows)) {
+        chread_sample_row sr;
+        if (get_key(&rows, &sr.key)) break;
+        sr.stack = chrow_get_fixed(&rows, 16);
+        sr.value = chrow_get_u64(&rows);
+        if (chrow_failed(&rows)) break;
+        rc = sample_fn(ctx, &sr);
+    }
+    if (!rc && chrow_failed(&rows)) rc = unreadable(c, "reading the samples", &rows);
+out:
+    free(sql);
+    return rc;
+}
+
+int chread_extents(chread *c, const char *cond, int (*fn)(void *ctx, const chread_extent_row *row), void *ctx)
+{
+    char tp[256];
+    chschema_table(&c->schema, "profiles", tp, sizeof tp);
+    size_t cap = strlen(cond) + 1024;
+    char *sql = malloc(cap);
+    if (!sql) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        return -1;
+    }
+    /* of equal starts, any one's window (a single node answers the first
+     * or last stored) */
+    snprintf(sql, cap,
+             "SELECT tenant, series, min(window_start), max(window_start), "
+             "argMin(window_ms, window_start), argMax(window_ms, window_start) "
+             "FROM %s WHERE %s GROUP BY tenant, series FORMAT RowBinary", tp, cond);
+    chrow_reader rows;
+    int rc = select_rows(c, sql, "reading the series' extents", &rows);
+    free(sql);
+    while (!rc && chrow_more(&rows)) {
+        chread_extent_row e;
+        if (chrow_get_string(&rows, &e.tenant, &e.tenant_len) < 0) break;
+        e.series = chrow_get_u64(&rows);
+        e.first_from = chrow_get_i64(&rows);
+        e.last_from = chrow_get_i64(&rows);
+        e.first_until = e.first_from + chrow_get_u32(&rows);
+        e.last_until = e.last_from + chrow_get_u32(&rows);
+        if (chrow_failed(&rows)) break;
+        rc = fn(ctx, &e);
+    }
+    if (!rc && chrow_failed(&rows)) rc = unreadable(c, "reading the series' extents", &rows);
+    return rc;
+}
+
+int chread_down_shards(chread *c, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!c->schema.cluster || !c->schema.cluster[0]) return 0;
+    char sql[1024], q[300] = "";
+    if (chselect_quote(c->schema.cluster, q, sizeof q) < 0) return 0;
+    snprintf(sql, sizeof sql,
+             "SELECT shard_num, host_name, port FROM system.clusters WHERE cluster = %s ORDER BY shard_num, "
+             "replica_num FORMAT RowBinary", q);
+    chrow_reader rows;
+    ch_setting set[2];
+    ch_query_opts qo = load_opts(c, set);
+    qo.n_settings = 1;
+    if (ch_select(c->c, sql, &qo, &rows) != CH_OK) return 0;
+    /* copied: each probe below reuses the client's answer buffer */
+    struct { uint32_t shard; char host[128]; uint16_t port; } rep[64];
+    int n = 0;
+    while (n < 64 && chrow_more(&rows)) {
+        const char *h;
+        size_t hl;
+        rep[n].shard = chrow_get_u32(&rows);
+        if (chrow_get_string(&rows, &h, &hl) < 0 || hl >= sizeof rep[n].host) break;
+        memcpy(rep[n].host, h, hl);
+        rep[n].host[hl] = '\0';
+        rep[n].port = chrow_get_u16(&rows);
+        if (chrow_failed(&rows)) break;
+        n++;
+    }
+    int down = 0;
+    size_t len = 0;
+    for (int a = 0, b; a < n; a = b) {
+        int alive = 0;
+        char where[512] = "";
+        size_t wl = 0;
+        for (b = a; b < n && rep[b].shard == rep[a].shard; b++) {
+            char hp[160], probe[512];
+            snprintf(hp, sizeof hp, "%s:%u", rep[b].host, (unsigned)rep[b].port);
+            if (!alive) {
+                char qhp[200] = "";
+                if (chselect_quote(hp, qhp, sizeof qhp) < 0) continue;
+                snprintf(probe, sizeof probe, "SELECT 1 FROM remote(%s, system.one) FORMAT RowBinary", qhp);
+                chrow_reader one;
+                if (ch_select(c->c, probe, NULL, &one) == CH_OK) alive = 1;
+            }
+            wl += (size_t)snprintf(where + wl, wl < sizeof where ? sizeof where - wl : 0, "%s%s", b > a ? ", " : "", hp);
+        }
+        if (alive) continue;
+        down++;
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%sshard %u (%s)", len ? ", " : "", (unsigned)rep[a].shard,
+                                    where);
+    }
+    return down;
 }

@@ -27,8 +27,10 @@ typedef struct chread chread;
 
 chread *chread_open(const char *url, const chschema_options *schema, int timeout_ms, char *err, size_t errlen);
 void chread_close(chread *c);
-/* The last failure's message (ClickHouse's, naming the URL). */
+/* The last failure's message (ClickHouse's, naming the URL), and
+ * ClickHouse's exception code (0: the failure was not an exception). */
 const char *chread_error(const chread *c);
+int chread_code(const chread *c);
 
 /* The pieces of [from, until): table ("samples", "samples_1h",
  * "samples_10m"), its time column and the sub-range.  At most 5. */
@@ -66,5 +68,81 @@ int chread_merge(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
  * ClickHouse knows, once. */
 int chread_frames(chread *c, const uint8_t (*stacks)[16], size_t n,
                   void (*fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len), void *ctx);
+
+/* ---- what a front end's reader loads (chsource.c) ---- */
+
+/* Lets the next statements be up to this many bytes (ClickHouse parses at
+ * most 256 KiB by default; a load names its series).  And partial
+ * answers: with skip set, shards that cannot be reached are left out
+ * (skip_unavailable_shards) instead of failing the statement. */
+void chread_set_skip_unavailable(chread *c, int skip);
+
+/* A number that changes when rows arrive in the series table (its row
+ * count): the catalog is read again only then. */
+int chread_series_version(chread *c, uint64_t *version);
+
+typedef struct {
+    const char *tenant;
+    size_t tenant_len;
+    uint64_t series;
+    size_t n_labels;
+    const char *const *names, *const *values;   /* n_labels each, not NUL-terminated */
+    const size_t *name_lens, *value_lens;
+} chread_series_row;
+/* Every series (of every tenant), each once; fn answers 0 to go on. */
+int chread_series_all(chread *c, int (*fn)(void *ctx, const chread_series_row *row), void *ctx);
+
+/* A profile's key in both tables: what tells two profiles apart. */
+typedef struct {
+    const char *tenant;
+    size_t tenant_len;
+    uint64_t series;
+    int64_t window_start;
+    uint64_t batch;
+    const char *unit;
+    size_t unit_len;
+} chread_key;
+
+typedef struct {
+    chread_key key;
+    uint32_t window_ms;
+    double rate;
+    int gauge;
+    uint64_t samples;
+    int samples_known;
+} chread_profile_row;
+
+typedef struct {
+    chread_key key;
+    const uint8_t *stack;   /* 16 bytes */
+    uint64_t value;
+} chread_sample_row;
+
+/* For the series matching cond (SQL on tenant and series), the profiles
+ * whose window starts in [from, until): first the frames of every stack
+ * they use (frames_fn, once a stack), then every profile row (profile_fn),
+ * then every sample row (sample_fn), the samples of one profile one after
+ * the other.  Callbacks answer 0 to go on.  Pointers are valid during the
+ * call only. */
+int chread_load(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                int (*frames_fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len),
+                int (*profile_fn)(void *ctx, const chread_profile_row *row),
+                int (*sample_fn)(void *ctx, const chread_sample_row *row), void *ctx);
+
+/* On a cluster, after a statement failed because a shard could not be
+ * reached: which shards have no replica that answers, as "shard 2
+ * (127.0.0.1:9001)" items joined by ", " into out (a probe of each replica
+ * through ClickHouse's remote()).  Answers how many; 0 when none could be
+ * named (one server, or every replica answers again). */
+int chread_down_shards(chread *c, char *out, size_t cap);
+
+typedef struct {
+    const char *tenant;
+    size_t tenant_len;
+    uint64_t series;
+    int64_t first_from, first_until, last_from, last_until;
+} chread_extent_row;
+/* The oldest and newest profile window of each series matching cond. */
+int chread_extents(chread *c, const char *cond, int (*fn)(void *ctx, const chread_extent_row *row), void *ctx);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "../storage/remote.h"
 #include "query_internal.h"
 
 void query_set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -27,6 +28,9 @@ int query_stopped(const store_reader *r, char *err, size_t errlen)
     case STORE_STOP_GONE:
         query_set_err(err, errlen, "the client went away");
         return QUERY_EGONE;
+    case STORE_STOP_REMOTE:
+        query_set_err(err, errlen, "%s", store_reader_error(r) ? store_reader_error(r) : "loading the data failed");
+        return QUERY_EREMOTE;
     default:
         query_set_err(err, errlen, "the query ran past its time limit (flamedb serve --query-timeout); narrow the "
                       "range or the selector");

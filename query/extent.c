@@ -24,6 +24,7 @@
  * of seeks: milliseconds, and only when the range was empty. */
 #include <stdlib.h>
 
+#include "../storage/remote.h"
 #include "query.h"
 
 int query_extent_find(store_reader *r, const query_selector *sel, query_extent *out)
@@ -32,6 +33,7 @@ int query_extent_find(store_reader *r, const query_selector *sel, query_extent *
     uint32_t *ids;
     size_t n;
     if (query_match_labels(r, sel, &ids, &n)) return -1;
+    store_reader_prefetch_extent(r, ids, n); /* a remote reader asks for them in one go */
     for (size_t i = 0; i < n; i++) {
         int64_t f, u;
         /* since = the best start so far: an equal start may end later */

@@ -172,6 +172,9 @@ int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,
 #define QUERY_ETIMEOUT (-4)
 #define QUERY_ELIMIT (-5)
 #define QUERY_EGONE (-6)
+/* ... or its data could not be loaded (a remote reader: a ClickHouse shard
+ * down), with the loader's message */
+#define QUERY_EREMOTE (-7)
 /* Which of the three, with its error message (errors.c). */
 int query_stopped(const store_reader *r, char *err, size_t errlen);
 /* The same in a given unit (profiles in other units left out and listed):

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../storage/remote.h"
 #include "query.h"
 
 static int str_cmp(const void *a, const void *b)
@@ -89,6 +90,8 @@ static int match_in(store_reader *r, const query_selector *sel, const unsigned c
                     int64_t until_ms, uint32_t **ids, size_t *n)
 {
     if (match_labels(r, sel, skip, ids, n)) return -1;
+    /* a remote reader (storage/remote.h) loads them all now, in one go */
+    store_reader_prefetch(r, *ids, *n, from_ms, until_ms);
     size_t k = 0;
     for (size_t i = 0; i < *n; i++)
         if (store_series_has_blocks(r, (*ids)[i], from_ms, until_ms)) (*ids)[k++] = (*ids)[i];

@@ -338,6 +338,7 @@ static void request_completed(void *cls, struct MHD_Connection *conn, void **con
     srv_metrics_count(rq);
     if (rq->job_free) rq->job_free(rq->job);
     free(rq->body);
+    free(rq->stop_msg);
     free(rq);
     atomic_fetch_sub(&srv->in_flight, 1);
 }

@@ -128,8 +128,9 @@ static const char usage_serve[] =
     "                         where the data lives: lmdb (default) in --data; or, as a\n"
     "                         front end, in ClickHouse at these HTTP endpoints (tried in\n"
     "                         turn): profiles are spooled in --data/spool, fsync'd before\n"
-    "                         the answer, and flushed to ClickHouse (docs/cluster.md).\n"
-    "                         Queries are not answered in this mode yet (501)\n"
+    "                         the answer, and flushed to ClickHouse (docs/cluster.md);\n"
+    "                         queries read ClickHouse (partial=true: answer without a\n"
+    "                         shard that is down, saying so)\n"
     "  --clickhouse-database NAME  the ClickHouse database (default flamedb)\n"
     "  --clickhouse-cluster NAME   create the tables ON CLUSTER NAME, with Distributed\n"
     "                         tables over its shards (default: one server)\n"
@@ -598,6 +599,13 @@ static int open_front(srv_ctx *srv, const serve_flags *f)
         srv_log("cannot start as a ClickHouse front end: %s", err);
         return cs == CHFRONT_EINVAL ? 2 : 1;
     }
+    chsource_options so = { .urls = f->clickhouse,
+                            .schema = { .database = f->ch_database, .cluster = f->ch_cluster },
+                            .tenant_label = SRV_TENANT_LABEL };
+    if (chsource_open(&srv->source, &so, err, sizeof err)) {
+        srv_log("cannot start as a ClickHouse front end: %s", err);
+        return 1;
+    }
     chfront_stats st;
     chfront_stats_get(srv->front, &st);
     srv_log("cluster mode: data in ClickHouse at %s (database %s%s%s); spool %s: %llu bytes waiting, limit %llu; "
@@ -662,6 +670,8 @@ static int run(srv_ctx *srv, const serve_flags *f, const sigset_t *sigs)
     int front = srv->front != NULL;
     store_close(srv->st);       /* each closes nothing when not opened */
     chfront_close(srv->front);
+    chsource_close(srv->source);
+    srv->source = NULL;
     srv->st = NULL;
     srv->front = NULL;
     if (!rc) srv_log(front ? "stopped; the spool keeps what was not flushed yet" : "stopped");

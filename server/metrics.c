@@ -80,7 +80,7 @@ typedef struct {
     int kept;           /* during a reload: taken into the new table */
     _Atomic uint64_t requests[ROUTE_COUNT][SRV_STATUS_SLOTS];
     _Atomic uint64_t ingested_samples, ingested_bytes, ingested_profiles;
-    _Atomic uint64_t queries_stopped[4];
+    _Atomic uint64_t queries_stopped[STORE_STOP_REASONS];
     _Atomic uint64_t rate_limited;
 } tenant_slot;
 
@@ -376,18 +376,21 @@ static void put_requests(text *t, const view *vw, _Atomic uint64_t (*server)[SRV
     }
 }
 
-static void put_stopped(text *t, const view *vw, _Atomic uint64_t *server)
+static void put_stopped(text *t, const view *vw, _Atomic uint64_t *server, int cluster)
 {
-    static const char *const reasons[4] = { NULL, "timeout", "max_pairs", "client_gone" };
-    static const int order[3] = { STORE_STOP_DEADLINE, STORE_STOP_PAIRS, STORE_STOP_GONE };
+    static const char *const reasons[STORE_STOP_REASONS] = { NULL, "timeout", "max_pairs", "client_gone",
+                                                             "clickhouse_unavailable" };
+    static const int order[4] = { STORE_STOP_DEADLINE, STORE_STOP_PAIRS, STORE_STOP_GONE, STORE_STOP_REMOTE };
+    int nr = cluster ? 4 : 3; /* the last only where reads come from ClickHouse */
     put(t, "# HELP flamedb_queries_stopped_total Reads whose work was stopped before their answer: past serve "
-           "--query-timeout, past --max-pairs, or because their client went away.\n"
+           "--query-timeout, past --max-pairs, because their client went away, or (cluster mode) because "
+           "ClickHouse could not give their data.\n"
            "# TYPE flamedb_queries_stopped_total counter\n");
-    for (int k = 0; vw->server && k < 3; k++)
+    for (int k = 0; vw->server && k < nr; k++)
         put(t, "flamedb_queries_stopped_total{reason=\"%s\"} %llu\n", reasons[order[k]],
             (unsigned long long)atomic_load(&server[order[k]]));
     for (size_t i = 0; i < vw->n; i++)
-        for (int k = 0; vw->t[i].slot && k < 3; k++)
+        for (int k = 0; vw->t[i].slot && k < nr; k++)
             put(t, "flamedb_queries_stopped_total{tenant=\"%s\",reason=\"%s\"} %llu\n", vw->t[i].name,
                 reasons[order[k]], (unsigned long long)atomic_load(&vw->t[i].slot->queries_stopped[order[k]]));
 }
@@ -502,7 +505,7 @@ static void render(srv_ctx *srv, view *vw, text *t)
                "flamedb_http_connections_closed_total{reason=\"evicted\"} %llu\n",
             (unsigned long long)cs.timed_out, (unsigned long long)cs.evicted);
     }
-    put_stopped(t, vw, m->queries_stopped);
+    put_stopped(t, vw, m->queries_stopped, srv->source != NULL);
     put_counter(t, vw, "flamedb_ingested_samples_total", "Samples (sums of stack counts) accepted by ingest.",
                 atomic_load(&m->ingested_samples), offsetof(tenant_slot, ingested_samples));
     put_counter(t, vw, "flamedb_ingested_profiles_total", "Profiles accepted by ingest.",

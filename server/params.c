@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "../query/query.h"
+#include "../storage/remote.h"
 #include "srv.h"
 
 const char *srv_param(srv_request *rq, const char *name)
@@ -126,14 +127,22 @@ static int client_gone(void *ctx)
 
 int srv_reader_begin(srv_request *rq, store_reader **r)
 {
+    *r = NULL;
     if (!rq->srv->st) {     /* cluster mode: the data is in ClickHouse */
-        *r = NULL;
-        srv_reply_error(rq, 501, "this front end stores into ClickHouse (--store clickhouse=...), and reading from "
-                        "it is not built yet (issue 10, next step): run queries against a single-node flamedb, "
-                        "or read the tables in ClickHouse with SQL (docs/cluster.md)");
-        return -1;
-    }
-    if (store_reader_begin(rq->srv->st, r)) {
+        const char *p = srv_param(rq, "partial");
+        int partial = p && (!strcmp(p, "true") || !strcmp(p, "1"));
+        if (p && !partial && strcmp(p, "false") && strcmp(p, "0")) {
+            srv_reply_error(rq, 400, "parameter 'partial': true or false, not '%s'", p);
+            return -1;
+        }
+        char err[1200];
+        if (!rq->srv->source || chsource_reader_begin(rq->srv->source, partial, &rq->partial, r, err, sizeof err)) {
+            rq->stopped = STORE_STOP_REMOTE; /* counted as a read ClickHouse could not serve */
+            srv_metrics_stopped(rq);
+            srv_reply_error(rq, 503, "%s", rq->srv->source ? err : "this front end reads nothing");
+            return -1;
+        }
+    } else if (store_reader_begin(rq->srv->st, r)) {
         srv_reply_error(rq, 503, "cannot open a read snapshot (too many readers?)");
         return -1;
     }
@@ -151,6 +160,8 @@ void srv_reader_end(srv_request *rq, store_reader *r)
     if (!r) return;
     if (rq->reader == r) {
         rq->stopped = store_reader_stopped(r);
+        if (rq->stopped == STORE_STOP_REMOTE && !rq->stop_msg && store_reader_error(r))
+            rq->stop_msg = strdup(store_reader_error(r));
         rq->reader = NULL;
         srv_metrics_stopped(rq);
         if (rq->stopped == STORE_STOP_GONE)

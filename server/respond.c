@@ -27,6 +27,32 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
                                "serve --max-answer); ask for fewer nodes (max_nodes) or rows (limit), a narrower range "
                                "or selector, or a coarser step", len, max);
     }
+    /* Cluster mode: an answer built while a load failed is no answer (the
+     * analyses do not all look at the reader after their last scan); and
+     * never a silent partial one */
+    if (status < 300 && stop_of(rq) == STORE_STOP_REMOTE) {
+        if (must_free) free(data);
+        return srv_reply_stopped(rq);
+    }
+    if (rq->partial && status < 300 && !strncmp(content_type, "application/json", 16) && len >= 2 &&
+        ((char *)data)[0] == '{') {
+        static const char field[] = "\"partial\":true";
+        int empty = ((char *)data)[1] == '}';
+        char *d = malloc(len + sizeof field + 1);
+        if (!d) {
+            if (must_free) free(data);
+            return MHD_NO;
+        }
+        d[0] = '{';
+        memcpy(d + 1, field, sizeof field - 1);
+        size_t at = sizeof field;
+        if (!empty) d[at++] = ',';
+        memcpy(d + at, (char *)data + 1, len - 1);
+        if (must_free) free(data);
+        data = d;
+        len = at + len - 1;
+        must_free = 1;
+    }
     struct MHD_Response *resp = MHD_create_response_from_buffer(
         len, data, must_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
@@ -49,6 +75,7 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
         snprintf(ra, sizeof ra, "%d", rq->retry_after);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
+    if (rq->partial && status < 300) MHD_add_response_header(resp, "X-Flamedb-Partial", "true");
     srv_cors_decorate(rq, resp, status);
     rq->status = status;
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)status, resp);
@@ -112,7 +139,10 @@ int srv_status_of_merge(int rc)
 {
     /* 499: the client went away (nginx's "client closed request"); the
      * answer goes nowhere, but MHD wants one to close the request */
-    return rc == QUERY_ETOOBIG || rc == QUERY_ELIMIT ? 422 : rc == QUERY_ETIMEOUT ? 503 : rc == QUERY_EGONE ? 499 : 500;
+    return rc == QUERY_ETOOBIG || rc == QUERY_ELIMIT     ? 422
+           : rc == QUERY_ETIMEOUT || rc == QUERY_EREMOTE ? 503
+           : rc == QUERY_EGONE                           ? 499
+                                                         : 500;
 }
 
 enum MHD_Result srv_reply_stopped(srv_request *rq)
@@ -127,6 +157,9 @@ enum MHD_Result srv_reply_stopped(srv_request *rq)
         snprintf(err, sizeof err, "the query merges more than the %llu (stack, count) pairs one query may (flamedb "
                  "serve --max-pairs); narrow the range or the selector, or ask for a coarser step",
                  (unsigned long long)rq->srv->max_pairs);
+    } else if (!rq->reader && rq->stopped == STORE_STOP_REMOTE) {
+        rc = QUERY_EREMOTE;
+        snprintf(err, sizeof err, "%s", rq->stop_msg ? rq->stop_msg : "loading the data failed");
     } else if (!rq->reader) {
         snprintf(err, sizeof err, "%s", SRV_TIMEOUT_MSG);
     }

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "../cluster/chfront.h"
+#include "../cluster/chsource.h"
 #include "../query/query.h"
 #include "../storage/store.h"
 #include "auth.h"
@@ -67,7 +68,7 @@ typedef struct {
     _Atomic uint64_t ingested_samples;
     _Atomic uint64_t ingested_bytes;
     _Atomic uint64_t ingested_profiles;
-    _Atomic uint64_t queries_stopped[4]; /* by store_stop: deadline, max pairs, client gone */
+    _Atomic uint64_t queries_stopped[STORE_STOP_REASONS]; /* by store_stop: deadline, max pairs, client gone, remote */
     srv_metrics_tenants *tenants;        /* the same per tenant; NULL without --auth */
 } srv_metrics;
 
@@ -99,6 +100,7 @@ typedef void (*srv_work_fn)(void *arg);
 typedef struct {
     store *st;
     chfront *front;             /* cluster mode (--store clickhouse=...): st is NULL, data goes here */
+    chsource *source;           /* ... and reads come from there (cluster/chsource.h) */
     struct MHD_Daemon *daemon;
     srv_workpool *pool;    /* parses request bodies off the MHD threads */
     size_t max_body;
@@ -161,6 +163,8 @@ typedef struct {
     int64_t deadline_ms;   /* CLOCK_MONOTONIC: --query-timeout of a read (srv_reader_begin); 0 none */
     store_reader *reader;  /* the read's snapshot (srv_reader_begin) until srv_reader_end */
     store_stop stopped;    /* why its work was stopped (srv_reader_end keeps it) */
+    char *stop_msg;        /* STORE_STOP_REMOTE: the loader's message (srv_reader_end keeps it) */
+    int partial;           /* cluster mode, partial=true: some shard's data is missing from the answer */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
     const char *allowed;   /* the route's methods, for the Allow header */
     int scoped;            /* acts for tenant (--auth): reads and writes are scoped to it */

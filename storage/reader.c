@@ -29,6 +29,7 @@
  * is where a sample filter sees the whole label set, decides once, and
  * every node below inherits the decision (STORE_NODE_DROPPED or kept). */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +40,7 @@
 #include "frame.h"
 #include "hash.h"
 #include "idmap.h"
+#include "rmem.h"
 #include "rollup.h"
 #include "segment.h"
 #include "store_internal.h"
@@ -49,18 +51,25 @@
 #define MAX_SAMPLE_LABELS 64            /* labels a filter sees; more are not looked at */
 
 struct store_part {
-    part *p;
+    part *p;                /* NULL: a remote reader's loaded partition (m) */
+    store_rmem *m;
     int state;              /* 0 not begun, 1 open, -1 unreadable */
     MDB_txn *txn;
     MDB_cursor *cur, *rcur, *scur; /* blocks, rollups, segments */
     pdict_r *d;
     uint32_t *node_q;       /* partition node -> reader node (0: not yet; Q_MARK, STORE_NODE_DROPPED) */
     uint32_t *str_q;        /* partition string -> reader string */
+    uint32_t n_node_q, n_str_q; /* their lengths (a remote partition grows as it loads) */
 };
 
 struct store_reader {
-    store *st;
+    store *st;              /* NULL: a remote reader (rcat, src) */
     catalog_snap cat;       /* the catalog as it was at begin, pinned */
+    store_rcat *rcat;       /* a remote reader's catalog, */
+    store_rsource src;      /* where it loads from, */
+    uint32_t *want;         /* the series prefetched (sorted, unique), */
+    size_t n_want;
+    char *rerr;             /* and why a load failed */
     store_part *parts;
     size_t n_parts;
     store_part **sel;       /* store_reader_parts' answer */
@@ -100,42 +109,49 @@ struct store_reader {
     size_t pairs_cap;
 };
 
-store_status store_reader_begin(store *st, store_reader **out)
+/* A reader with room for n partitions, its tree and names empty. */
+static store_reader *reader_new(size_t n)
 {
-    *out = NULL;
     store_reader *r = calloc(1, sizeof *r);
-    if (!r) return STORE_ENOMEM;
-    r->st = st;
-    r->cat = catalog_snap_begin(st->cat);
-    part **v;
-    ssize_t n = store_parts_copy(st, 1, 0, &v);
+    if (!r) return NULL;
     r->cap_nodes = r->cap_names = 1024;
     r->tparent = malloc(r->cap_nodes * sizeof *r->tparent);
     r->tfunc = malloc(r->cap_nodes * sizeof *r->tfunc);
     r->name = malloc(r->cap_names * sizeof *r->name);
     r->name_len = malloc(r->cap_names * sizeof *r->name_len);
-    if (n >= 0) {
-        r->parts = calloc((size_t)n + 1, sizeof *r->parts);
-        r->sel = calloc((size_t)n + 1, sizeof *r->sel);
-    }
-    if (n < 0 || !r->parts || !r->sel || !r->tparent || !r->tfunc || !r->name || !r->name_len ||
+    r->parts = calloc(n + 1, sizeof *r->parts);
+    r->sel = calloc(n + 1, sizeof *r->sel);
+    if (!r->parts || !r->sel || !r->tparent || !r->tfunc || !r->name || !r->name_len ||
         idmap_init(&r->node_map, 1024) || idmap_init(&r->name_map, 1024)) {
-        if (n >= 0) {
-            for (ssize_t i = 0; i < n; i++) part_unref(v[i]);
-            free(v);
-        }
         store_reader_end(r);
-        return STORE_ENOMEM;
+        return NULL;
     }
-    for (ssize_t i = 0; i < n; i++) r->parts[i].p = v[i];
-    r->n_parts = (size_t)n;
-    free(v);
     r->tparent[0] = r->tfunc[0] = 0;
     r->n_nodes = 1;
     r->name[0] = "";
     r->name_len[0] = 0;
     r->n_names = 1;
     r->use_rollups = 1;
+    return r;
+}
+
+store_status store_reader_begin(store *st, store_reader **out)
+{
+    *out = NULL;
+    part **v;
+    ssize_t n = store_parts_copy(st, 1, 0, &v);
+    if (n < 0) return STORE_ENOMEM;
+    store_reader *r = reader_new((size_t)n);
+    if (!r) {
+        for (ssize_t i = 0; i < n; i++) part_unref(v[i]);
+        free(v);
+        return STORE_ENOMEM;
+    }
+    r->st = st;
+    r->cat = catalog_snap_begin(st->cat);
+    for (ssize_t i = 0; i < n; i++) r->parts[i].p = v[i];
+    r->n_parts = (size_t)n;
+    free(v);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t cutoff = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - st->opt.retention_ms;
@@ -145,8 +161,33 @@ store_status store_reader_begin(store *st, store_reader **out)
     return STORE_OK;
 }
 
+store_status store_reader_begin_remote(store_rcat *cat, const store_rsource *src, store_reader **out)
+{
+    *out = NULL;
+    store_reader *r = reader_new(1);
+    store_rmem *m = r ? rmem_new(cat) : NULL;
+    if (!m) {
+        store_reader_end(r);
+        return STORE_ENOMEM;
+    }
+    store_rcat_ref(cat);
+    r->rcat = cat;
+    r->src = *src;
+    r->parts[0].m = m;
+    r->n_parts = 1;
+    r->use_rollups = 0;
+    *out = r;
+    return STORE_OK;
+}
+
 static void view_close(store_part *v)
 {
+    if (v->m) {
+        rmem_free(v->m);
+        free(v->node_q);
+        free(v->str_q);
+        return;
+    }
     if (v->cur) mdb_cursor_close(v->cur);
     if (v->rcur) mdb_cursor_close(v->rcur);
     if (v->scur) mdb_cursor_close(v->scur);
@@ -161,7 +202,11 @@ void store_reader_end(store_reader *r)
 {
     if (!r) return;
     for (size_t i = 0; i < r->n_parts; i++) view_close(&r->parts[i]);
-    catalog_snap_end(r->st->cat, &r->cat);
+    if (r->st) catalog_snap_end(r->st->cat, &r->cat);
+    if (r->src.end) r->src.end(r->src.ctx);
+    store_rcat_unref(r->rcat);
+    free(r->want);
+    free(r->rerr);
     free(r->parts);
     free(r->sel);
     free(r->tparent);
@@ -183,6 +228,10 @@ void store_reader_end(store_reader *r)
 static int view_open(store_reader *r, store_part *v)
 {
     if (v->state) return v->state > 0 ? 0 : -1;
+    if (v->m) {
+        v->state = 1;
+        return 0;
+    }
     store *st = r->st;
     v->state = -1;
     if (part_open(v->p, st->part_map_size, st->opt.map_size != 0, 0, NULL, 0)) return -1;
@@ -197,13 +246,175 @@ static int view_open(store_reader *r, store_part *v)
     return 0;
 }
 
+/* A partition's dictionaries, on disk or loaded (a remote reader's). */
+static uint32_t v_nodes(const store_part *v) { return v->m ? rmem_nodes(v->m) : pdict_r_nodes(v->d); }
+static uint32_t v_strings(const store_part *v) { return v->m ? rmem_strings(v->m) : pdict_r_strings(v->d); }
+
+static int v_node(store_part *v, uint32_t id, uint32_t *parent, uint32_t *func)
+{
+    return v->m ? rmem_node(v->m, id, parent, func) : pdict_r_node(v->d, id, parent, func);
+}
+
+static const char *v_string(store_part *v, uint32_t id, uint32_t *len)
+{
+    return v->m ? rmem_string(v->m, id, len) : pdict_r_string(v->d, id, len);
+}
+
 static int overlaps(const store_part *v, int64_t from, int64_t until)
 {
+    if (v->m) return from < until;
     return part_start(v->p) < until && part_end(v->p) > from;
+}
+
+/* ---- a remote reader's loads (remote.h) ---- */
+
+static void remote_fail(store_reader *r, const char *msg)
+{
+    if (!r->rerr) r->rerr = strdup(msg);
+    int none = STORE_STOP_NONE;
+    atomic_compare_exchange_strong(&r->stop, &none, STORE_STOP_REMOTE);
+}
+
+typedef struct { rmem_range g; uint32_t sid; } gap;
+
+static int gap_cmp(const void *a, const void *b)
+{
+    const gap *x = a, *y = b;
+    if (x->g.from != y->g.from) return x->g.from < y->g.from ? -1 : 1;
+    if (x->g.until != y->g.until) return x->g.until < y->g.until ? -1 : 1;
+    return (x->sid > y->sid) - (x->sid < y->sid);
+}
+
+/* Loads what is missing of [from, until) for the series sids[0..n): one
+ * load per distinct missing range, with every series missing it.  0, or -1
+ * once the reader stopped. */
+static int remote_load(store_reader *r, const uint32_t *sids, size_t n, int64_t from, int64_t until)
+{
+    store_part *v = &r->parts[0];
+    if (atomic_load(&r->stop) == STORE_STOP_REMOTE) return -1;
+    if (from >= until || !n) return 0;
+    for (;;) {
+        gap *gv = NULL;
+        size_t ng = 0, cap = 0;
+        for (size_t i = 0; i < n; i++) {
+            rmem_range g[8];
+            size_t k = rmem_missing(v->m, sids[i], from, until, g, 8);
+            if (ng + k > cap) {
+                cap = cap ? 2 * cap + k : n + k;
+                gap *nv = realloc(gv, cap * sizeof *nv);
+                if (!nv) {
+                    free(gv);
+                    remote_fail(r, "out of memory loading profiles");
+                    return -1;
+                }
+                gv = nv;
+            }
+            for (size_t j = 0; j < k; j++) gv[ng++] = (gap){ g[j], sids[i] };
+        }
+        if (!ng) {
+            free(gv);
+            return 0;
+        }
+        qsort(gv, ng, sizeof *gv, gap_cmp);
+        uint32_t *ids = malloc(ng * sizeof *ids);
+        int rc = ids ? 0 : -1;
+        char err[1024] = "out of memory loading profiles";
+        for (size_t a = 0, b; a < ng && !rc; a = b) {
+            size_t k = 0;
+            for (b = a; b < ng && gv[b].g.from == gv[a].g.from && gv[b].g.until == gv[a].g.until; b++)
+                ids[k++] = gv[b].sid;
+            err[0] = '\0';
+            rc = r->src.load(r->src.ctx, v->m, ids, k, gv[a].g.from, gv[a].g.until, err, sizeof err);
+            for (size_t j = 0; j < k && !rc; j++)
+                if (rmem_loaded(v->m, ids[j], gv[a].g.from, gv[a].g.until)) {
+                    snprintf(err, sizeof err, "out of memory loading profiles");
+                    rc = -1;
+                }
+        }
+        free(ids);
+        free(gv);
+        if (rc) {
+            remote_fail(r, err[0] ? err : "loading profiles failed");
+            return -1;
+        }
+    }
+}
+
+static int sid_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void store_reader_prefetch(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms)
+{
+    if (!r->rcat || !n) return;
+    uint32_t *w = realloc(r->want, (r->n_want + n) * sizeof *w);
+    if (!w) {
+        remote_fail(r, "out of memory loading profiles");
+        return;
+    }
+    memcpy(w + r->n_want, sids, n * sizeof *w);
+    size_t k = r->n_want + n;
+    qsort(w, k, sizeof *w, sid_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!u || w[u - 1] != w[i]) w[u++] = w[i];
+    r->want = w;
+    r->n_want = u;
+    remote_load(r, sids, n, from_ms, until_ms);
+}
+
+/* Before a scan of sid over [from, until): what is missing of it, and of
+ * every series prefetched, is loaded (in one go: a merge goes on to the
+ * others).  0, or -1 when the reader stopped. */
+static int remote_ready(store_reader *r, uint32_t sid, int64_t from, int64_t until)
+{
+    rmem_range g;
+    if (sid && !rmem_missing(r->parts[0].m, sid, from, until, &g, 1)) return 0;
+    if (!sid) return remote_load(r, r->want, r->n_want, from, until);
+    uint32_t one = sid;
+    if (!bsearch(&sid, r->want, r->n_want, sizeof *r->want, sid_cmp)) return remote_load(r, &one, 1, from, until);
+    return remote_load(r, r->want, r->n_want, from, until);
+}
+
+const char *store_reader_error(const store_reader *r) { return r->rerr; }
+
+void store_reader_prefetch_extent(store_reader *r, const uint32_t *sids, size_t n)
+{
+    if (!r->rcat || !n || !r->src.extent || atomic_load(&r->stop) == STORE_STOP_REMOTE) return;
+    store_rmem *m = r->parts[0].m;
+    uint32_t *ask = malloc(n * sizeof *ask);
+    store_rextent *e = malloc(n * sizeof *e);
+    size_t k = 0;
+    char err[1024] = "out of memory";
+    int rc = ask && e ? 0 : -1;
+    for (size_t i = 0; i < n && !rc; i++) {
+        store_rextent x;
+        if (!rmem_extent(m, sids[i], &x)) ask[k++] = sids[i];
+    }
+    if (!rc && k) {
+        memset(e, 0, k * sizeof *e);
+        err[0] = '\0';
+        rc = r->src.extent(r->src.ctx, ask, k, e, err, sizeof err);
+        for (size_t i = 0; i < k && !rc; i++) rmem_set_extent(m, ask[i], &e[i]);
+    }
+    if (rc) remote_fail(r, err[0] ? err : "reading the series' extents failed");
+    free(ask);
+    free(e);
 }
 
 size_t store_reader_parts(store_reader *r, int64_t from_ms, int64_t until_ms, store_part ***parts)
 {
+    if (r->rcat) {
+        /* a merge announces its range here, then scans the series it
+         * prefetched: load them now, before it sizes its arrays by the
+         * partition's nodes */
+        remote_ready(r, 0, from_ms, until_ms);
+        r->sel[0] = &r->parts[0];
+        *parts = r->sel;
+        return from_ms < until_ms ? 1 : 0;
+    }
     size_t n = 0;
     for (size_t i = 0; i < r->n_parts; i++)
         if (overlaps(&r->parts[i], from_ms, until_ms)) r->sel[n++] = &r->parts[i];
@@ -213,7 +424,7 @@ size_t store_reader_parts(store_reader *r, int64_t from_ms, int64_t until_ms, st
 
 uint32_t store_part_nodes(store_reader *r, store_part *v)
 {
-    return view_open(r, v) ? 0 : pdict_r_nodes(v->d);
+    return view_open(r, v) ? 0 : v_nodes(v);
 }
 
 /* ---- the reader's call tree ---- */
@@ -316,10 +527,17 @@ static uint32_t reader_node(store_reader *r, uint32_t parent, uint32_t func)
  * one switches the reader to keeping its maps. */
 static uint32_t part_name(store_reader *r, store_part *v, uint32_t sid)
 {
-    if (!v->str_q && !(v->str_q = calloc(pdict_r_strings(v->d) + 1, sizeof *v->str_q))) return 0;
-    if (v->str_q[sid]) return v->str_q[sid];
+    if (v->n_str_q < v_strings(v) + 1) {
+        uint32_t n = v_strings(v) + 1;
+        uint32_t *q = realloc(v->str_q, n * sizeof *q);
+        if (!q) return 0;
+        memset(q + v->n_str_q, 0, (n - v->n_str_q) * sizeof *q);
+        v->str_q = q;
+        v->n_str_q = n;
+    }
+    if (sid < v->n_str_q && v->str_q[sid]) return v->str_q[sid];
     uint32_t len;
-    const char *s = pdict_r_string(v->d, sid, &len);
+    const char *s = v_string(v, sid, &len);
     if (!s) return 0;
     uint32_t name_len = r->lines ? len : frame_name_len(s, len);
     if (name_len < len && !r->names_merge) {
@@ -352,18 +570,25 @@ static int q_final(uint32_t t)
 uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *failed)
 {
     if (!node) return 0;
-    if (r->broken || view_open(r, v) || node >= pdict_r_nodes(v->d)) {
+    if (r->broken || view_open(r, v) || node >= v_nodes(v)) {
         *failed = 1;
         return 0;
     }
-    if (!v->node_q) {
+    if (v->n_node_q < v_nodes(v)) {
         /* At most one reader node per partition node: room for all of them
-         * now rather than doubling (pages never written are never backed). */
-        if (!(v->node_q = calloc(pdict_r_nodes(v->d), sizeof *v->node_q)) ||
-            reserve_nodes(r, (uint64_t)r->n_nodes + pdict_r_nodes(v->d))) {
+         * now rather than doubling (pages never written are never backed);
+         * a remote partition grows with its loads. */
+        uint32_t n = v_nodes(v);
+        uint32_t *q = realloc(v->node_q, n * sizeof *q);
+        if (q) {
+            memset(q + v->n_node_q, 0, (n - v->n_node_q) * sizeof *q);
+            v->node_q = q;
+        }
+        if (!q || reserve_nodes(r, (uint64_t)r->n_nodes + (n - v->n_node_q))) {
             *failed = 1;
             return 0;
         }
+        v->n_node_q = n;
     }
     if (q_final(v->node_q[node])) return v->node_q[node];
     /* While one partition only is folded, its names and nodes are unique
@@ -383,7 +608,7 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
      * values the filter needs), then intern the path down. */
     uint32_t chain[1100], funcs[1100], n = 0, x = node, parent, func;
     while (x && !q_final(v->node_q[x])) {
-        if (n == sizeof chain / sizeof *chain || pdict_r_node(v->d, x, &parent, &func)) {
+        if (n == sizeof chain / sizeof *chain || v_node(v, x, &parent, &func)) {
             *failed = 1;
             return 0;
         }
@@ -400,7 +625,7 @@ uint32_t store_part_node(store_reader *r, store_part *v, uint32_t node, int *fai
     store_sample_label labels[MAX_SAMPLE_LABELS];
     while (n--) {
         uint32_t len, f;
-        const char *s = pdict_r_string(v->d, funcs[n], &len);
+        const char *s = v_string(v, funcs[n], &len);
         if (!s) {
             *failed = 1;
             return 0;
@@ -467,6 +692,7 @@ void store_reader_sample_filter(store_reader *r, store_sample_filter fn, void *c
         if (!r->parts[i].node_q) continue;
         free(r->parts[i].node_q);
         r->parts[i].node_q = NULL;
+        r->parts[i].n_node_q = 0;
         any = 1;
     }
     r->names_merge = 1;
@@ -489,12 +715,24 @@ void store_reader_sample_root(store_reader *r, const char *key)
 
 int store_label_name_known(const store_reader *r, const char *name)
 {
-    return catalog_name_known(&r->cat, name);
+    return r->rcat ? rcat_name_known(r->rcat, name) : catalog_name_known(&r->cat, name);
 }
 
-uint32_t store_series_max(const store_reader *r) { return catalog_series_max(&r->cat); }
-uint32_t store_series_next(const store_reader *r, uint32_t sid) { return catalog_series_next(&r->cat, sid); }
-uint32_t store_series_count(const store_reader *r) { return r->cat.n_pos - 1; }
+uint32_t store_series_max(const store_reader *r)
+{
+    return r->rcat ? store_rcat_count(r->rcat) : catalog_series_max(&r->cat);
+}
+
+uint32_t store_series_next(const store_reader *r, uint32_t sid)
+{
+    if (r->rcat) return sid < store_rcat_count(r->rcat) ? sid + 1 : 0;
+    return catalog_series_next(&r->cat, sid);
+}
+
+uint32_t store_series_count(const store_reader *r)
+{
+    return r->rcat ? store_rcat_count(r->rcat) : r->cat.n_pos - 1;
+}
 uint32_t store_node_max(const store_reader *r) { return r->n_nodes - 1; }
 uint32_t store_string_max(const store_reader *r) { return r->n_names - 1; }
 
@@ -519,17 +757,17 @@ const char *store_string(const store_reader *r, uint32_t id, uint32_t *len)
 
 int store_series_labels(const store_reader *r, uint32_t sid, store_label *out, int max)
 {
-    return catalog_series_labels(&r->cat, sid, out, max);
+    return r->rcat ? rcat_labels(r->rcat, sid, out, max) : catalog_series_labels(&r->cat, sid, out, max);
 }
 
 const char *store_series_label(const store_reader *r, uint32_t sid, const char *name)
 {
-    return catalog_series_label(&r->cat, sid, name);
+    return r->rcat ? rcat_label(r->rcat, sid, name) : catalog_series_label(&r->cat, sid, name);
 }
 
 store_status store_postings(const store_reader *r, const char *name, const char *value, uint32_t **ids, size_t *n)
 {
-    return catalog_postings(&r->cat, name, value, ids, n);
+    return r->rcat ? rcat_postings(r->rcat, name, value, ids, n) : catalog_postings(&r->cat, name, value, ids, n);
 }
 
 /* ---- scans ---- */
@@ -550,7 +788,7 @@ static int parse_value(const void *data, size_t len, store_part *pv, store_block
 {
     block_header h;
     if (seg_value_header(data, len, &h)) return -1;
-    const char *unit = pdict_r_string(pv->d, h.unit, NULL);
+    const char *unit = v_string(pv, h.unit, NULL);
     if (!unit) return -1;
     b->until_ms = h.duration_ms; /* the caller adds the start */
     b->rate = h.rate;
@@ -668,8 +906,48 @@ static int scan_shards(store_reader *r, size_t a, size_t b, uint32_t sid, int64_
     return stop;
 }
 
+/* A remote reader's scan: the loaded profiles of sid starting in [from,
+ * until), loading what is missing first. */
+/* The loaded profiles of sid from the first starting at or after from
+ * (*at), loading what is missing of [from, until) first; NULL when none. */
+static const rmem_block *remote_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, size_t *n,
+                                       size_t *at)
+{
+    *n = *at = 0;
+    if (remote_ready(r, sid, from_ms, until_ms)) return NULL;
+    const rmem_block *b = rmem_blocks(r->parts[0].m, sid, n);
+    size_t a = 0, z = *n;
+    while (a < z) {
+        size_t mid = a + (z - a) / 2;
+        if (b[mid].from_ms < from_ms) a = mid + 1;
+        else z = mid;
+    }
+    *at = a;
+    return b;
+}
+
+static int remote_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn,
+                       void *ctx)
+{
+    store_part *v = &r->parts[0];
+    size_t n, a;
+    const rmem_block *b = remote_blocks(r, sid, from_ms, until_ms, &n, &a);
+    for (size_t i = a; b && i < n && b[i].from_ms < until_ms; i++) {
+        store_block blk;
+        if (parse_value(b[i].val, b[i].len, v, &blk)) continue;
+        blk.series = sid;
+        blk.from_ms = b[i].from_ms;
+        blk.until_ms = b[i].until_ms;
+        count_pairs(r, &blk);
+        int stop = fn(&blk, ctx);
+        if (stop) return stop;
+    }
+    return 0;
+}
+
 int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn, void *ctx)
 {
+    if (r->rcat) return remote_scan(r, sid, from_ms, until_ms, fn, ctx);
     for (size_t i = 0, j; i < r->n_parts; i = j) {
         for (j = i + 1; j < r->n_parts && part_start(r->parts[j].p) == part_start(r->parts[i].p);) j++;
         if (!overlaps(&r->parts[i], from_ms, until_ms)) continue;
@@ -802,6 +1080,7 @@ static int plan(store_reader *r, store_part *v, uint32_t sid, int64_t from, int6
 int store_part_scan_merged(store_reader *r, store_part *v, uint32_t sid, int64_t from_ms, int64_t until_ms,
                            store_block_fn fn, void *ctx)
 {
+    if (v->m) return remote_scan(r, sid, from_ms, until_ms, fn, ctx);
     if (view_open(r, v)) return 0;
     int64_t a = from_ms > part_start(v->p) ? from_ms : part_start(v->p);
     int64_t b = until_ms < part_end(v->p) ? until_ms : part_end(v->p);
@@ -821,6 +1100,11 @@ int store_blocks_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, int
 
 int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms)
 {
+    if (r->rcat) {
+        size_t n, a;
+        const rmem_block *b = remote_blocks(r, sid, from_ms, until_ms, &n, &a);
+        return b && a < n && b[a].from_ms < until_ms;
+    }
     for (size_t i = 0; i < r->n_parts; i++) {
         store_part *v = &r->parts[i];
         if (!overlaps(v, from_ms, until_ms) || view_open(r, v)) continue;
@@ -894,8 +1178,22 @@ static int raw_first(store_part *v, uint32_t sid, int64_t before_ms, int64_t *fr
 /* In a partition, a series' newest profile is its newest raw block or the
  * newest profile of its segments: of equal starts the raw one, stored
  * after the segment was packed (the oldest: the segment's). */
+/* A remote series' extent, asked for when not prefetched. */
+static int remote_extent(store_reader *r, uint32_t sid, store_rextent *e)
+{
+    if (!rmem_extent(r->parts[0].m, sid, e)) store_reader_prefetch_extent(r, &sid, 1);
+    return rmem_extent(r->parts[0].m, sid, e) && e->found;
+}
+
 int store_series_last(store_reader *r, uint32_t sid, int64_t since_ms, int64_t *from_ms, int64_t *until_ms)
 {
+    if (r->rcat) {
+        store_rextent e;
+        if (!remote_extent(r, sid, &e) || e.last_from < since_ms) return 0;
+        *from_ms = e.last_from;
+        *until_ms = e.last_until;
+        return 1;
+    }
     int found = 0;
     for (size_t i = r->n_parts; i-- > 0;) {
         store_part *v = &r->parts[i];
@@ -919,6 +1217,13 @@ int store_series_last(store_reader *r, uint32_t sid, int64_t since_ms, int64_t *
 
 int store_series_first(store_reader *r, uint32_t sid, int64_t before_ms, int64_t *from_ms, int64_t *until_ms)
 {
+    if (r->rcat) {
+        store_rextent e;
+        if (!remote_extent(r, sid, &e) || e.first_from >= before_ms) return 0;
+        *from_ms = e.first_from;
+        *until_ms = e.first_until;
+        return 1;
+    }
     int found = 0;
     for (size_t i = 0; i < r->n_parts; i++) {
         store_part *v = &r->parts[i];
@@ -944,7 +1249,7 @@ int store_series_first(store_reader *r, uint32_t sid, int64_t before_ms, int64_t
 store_status store_block_accumulate(store_reader *r, const store_block *b, uint64_t weight,
                                     uint64_t *acc, uint64_t *touched, uint64_t *sum)
 {
-    if (seg_value_accumulate(&r->dec, b->data, b->data_len, pdict_r_nodes(b->part->d), weight, acc, touched, sum))
+    if (seg_value_accumulate(&r->dec, b->data, b->data_len, v_nodes(b->part), weight, acc, touched, sum))
         return STORE_EIO;
     return STORE_OK;
 }

@@ -189,7 +189,11 @@ void store_reader_set_cancel(store_reader *r, int (*gone)(void *ctx), void *ctx)
 /* 1 once the work should end: the deadline passed, the pairs budget is
  * spent or the client is gone.  Any thread. */
 int store_reader_expired(store_reader *r);
-typedef enum { STORE_STOP_NONE = 0, STORE_STOP_DEADLINE, STORE_STOP_PAIRS, STORE_STOP_GONE } store_stop;
+typedef enum {
+    STORE_STOP_NONE = 0, STORE_STOP_DEADLINE, STORE_STOP_PAIRS, STORE_STOP_GONE,
+    STORE_STOP_REMOTE,   /* a remote reader's load failed (remote.h: store_reader_error) */
+    STORE_STOP_REASONS   /* how many values above: arrays counting them */
+} store_stop;
 /* Why store_reader_expired said so (STORE_STOP_NONE while it did not). */
 store_stop store_reader_stopped(const store_reader *r);
 /* The pairs scans handed out so far, and the budget. */

@@ -1,0 +1,712 @@
+/* chsource.c — a front end's reads from ClickHouse; see chsource.h. */
+#include "chsource.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chclient.h"
+#include "chread.h"
+#include "chselect.h"
+
+#define MAX_URLS 16
+#define POOL 16
+#define MAX_LABELS 256
+
+/* ---- the catalog, shared by the readers that began with it ---- */
+
+typedef struct {
+    char *tenant;       /* NUL-terminated */
+    uint64_t series;
+} skey;
+
+typedef struct {
+    _Atomic int refs;
+    store_rcat *cat;
+    skey *keys;         /* by reader id; [0] unused */
+    uint32_t n;
+    uint64_t version;
+} chcat;
+
+static void chcat_unref(chcat *c)
+{
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+    for (uint32_t i = 1; i <= c->n; i++) free(c->keys[i].tenant);
+    free(c->keys);
+    store_rcat_unref(c->cat);
+    free(c);
+}
+
+struct chsource {
+    chsource_options o;
+    chschema_options schema;
+    char db[128], cluster[128], tenant_label[64];
+    char *urls[MAX_URLS];
+    int n_urls, cur;
+    pthread_mutex_t lock;      /* below */
+    chcat *cat;
+    chread *idle[POOL];
+    int n_idle;
+    chsource_stats stats;
+};
+
+int chsource_open(chsource **out, const chsource_options *o, char *err, size_t errlen)
+{
+    *out = NULL;
+    chsource *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->o = *o;
+    snprintf(s->db, sizeof s->db, "%s", o->schema.database ? o->schema.database : "flamedb");
+    snprintf(s->cluster, sizeof s->cluster, "%s", o->schema.cluster ? o->schema.cluster : "");
+    snprintf(s->tenant_label, sizeof s->tenant_label, "%s", o->tenant_label ? o->tenant_label : "__tenant__");
+    s->schema = o->schema;
+    s->schema.database = s->db;
+    s->schema.cluster = s->cluster[0] ? s->cluster : NULL;
+    const char *p = o->urls ? o->urls : "";
+    while (*p && s->n_urls < MAX_URLS) {
+        size_t n = strcspn(p, ",");
+        if (n && !(s->urls[s->n_urls++] = strndup(p, n))) {
+            chsource_close(s);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        p += n + (p[n] == ',');
+    }
+    if (!s->n_urls) {
+        chsource_close(s);
+        snprintf(err, errlen, "no ClickHouse URL");
+        return -1;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    *out = s;
+    return 0;
+}
+
+void chsource_close(chsource *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->n_idle; i++) chread_close(s->idle[i]);
+    for (int i = 0; i < s->n_urls; i++) free(s->urls[i]);
+    chcat_unref(s->cat);
+    if (s->n_urls) pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+void chsource_stats_get(chsource *s, chsource_stats *out)
+{
+    pthread_mutex_lock(&s->lock);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* A client from the pool, or a new one on the endpoint in use. */
+static chread *client_get(chsource *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&s->lock);
+    chread *c = s->n_idle ? s->idle[--s->n_idle] : NULL;
+    const char *url = s->urls[s->cur];
+    pthread_mutex_unlock(&s->lock);
+    if (c) chread_set_skip_unavailable(c, 0);
+    return c ? c : chread_open(url, &s->schema, s->o.timeout_ms, err, errlen);
+}
+
+/* Back to the pool, or closed after a failure (and the next endpoint
+ * tried by the next reader). */
+static void client_put(chsource *s, chread *c, int failed)
+{
+    if (!c) return;
+    pthread_mutex_lock(&s->lock);
+    if (failed) {
+        s->cur = (s->cur + 1) % s->n_urls;
+        s->stats.load_errors++;
+    }
+    if (!failed && s->n_idle < POOL) {
+        s->idle[s->n_idle++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&s->lock);
+    chread_close(c);
+}
+
+typedef struct {
+    chsource *s;
+    chcat *cat;
+    char err[512];
+} cat_build;
+
+static int add_series(void *ctx, const chread_series_row *row)
+{
+    cat_build *b = ctx;
+    chcat *c = b->cat;
+    if (row->n_labels + 1 > MAX_LABELS) {
+        snprintf(b->err, sizeof b->err, "series %llu has %zu labels, more than %d", (unsigned long long)row->series,
+                 row->n_labels, MAX_LABELS - 1);
+        return -1;
+    }
+    /* NUL-terminated copies; a tenant other than the default as a label,
+     * in name order (how a single node stores it) */
+    size_t bytes = row->tenant_len + 2 + strlen(b->s->tenant_label);
+    for (size_t i = 0; i < row->n_labels; i++) bytes += row->name_lens[i] + row->value_lens[i] + 2;
+    char *buf = malloc(bytes + 1), *at = buf;
+    store_label l[MAX_LABELS];
+    if (!buf) return -1;
+    int n = 0, tenant_put = row->tenant_len == 0;
+    char *tenant = at;
+    memcpy(at, row->tenant, row->tenant_len);
+    at[row->tenant_len] = '\0';
+    at += row->tenant_len + 1;
+    for (size_t i = 0; i <= row->n_labels; i++) {
+        const char *name = i < row->n_labels ? at : NULL;
+        if (name) {
+            memcpy(at, row->names[i], row->name_lens[i]);
+            at[row->name_lens[i]] = '\0';
+            at += row->name_lens[i] + 1;
+        }
+        if (!tenant_put && (!name || strcmp(b->s->tenant_label, name) < 0)) {
+            l[n++] = (store_label){ b->s->tenant_label, tenant };
+            tenant_put = 1;
+        }
+        if (!name) break;
+        memcpy(at, row->values[i], row->value_lens[i]);
+        at[row->value_lens[i]] = '\0';
+        l[n++] = (store_label){ name, at };
+        at += row->value_lens[i] + 1;
+    }
+    uint32_t sid;
+    int rc = store_rcat_add(c->cat, l, n, &sid) ? -1 : 0;
+    if (!rc) {
+        skey *k = realloc(c->keys, ((size_t)sid + 1) * sizeof *k);
+        if (!k || !(k[sid].tenant = strdup(tenant))) rc = -1;
+        if (k) c->keys = k;
+        if (!rc) {
+            k[sid].series = row->series;
+            c->n = sid;
+        }
+    }
+    free(buf);
+    if (rc && !b->err[0]) snprintf(b->err, sizeof b->err, "out of memory reading the series");
+    return rc;
+}
+
+/* ClickHouse's codes for a shard it could not reach. */
+static int shard_unreachable(int code)
+{
+    return code == 279 || code == 210 || code == 209 || code == 32;
+}
+
+/* The message of c's failed statement, naming the shards that are down
+ * when that was the cause (ClickHouse's own message may not: the first
+ * statement after a shard went away reads "Attempt to read after eof"). */
+static void describe_failure(chread *c, char *err, size_t errlen)
+{
+    if (!shard_unreachable(chread_code(c))) {
+        snprintf(err, errlen, "%s", chread_error(c));
+        return;
+    }
+    char msg[1024], down[512];
+    snprintf(msg, sizeof msg, "%s", chread_error(c));
+    if (chread_down_shards(c, down, sizeof down) > 0)
+        snprintf(err, errlen, "ClickHouse %s cannot be reached (no replica answers); ask with partial=true for an "
+                 "answer from the shards that are up, marked \"partial\": true. %s", down, msg);
+    else
+        snprintf(err, errlen, "a ClickHouse shard cannot be reached; ask with partial=true for an answer from the "
+                 "shards that are up, marked \"partial\": true. %s", msg);
+}
+
+/* The catalog for a reader beginning now: the current one, or a new one
+ * when the series table changed.  A reference for the caller.  With a
+ * shard down: an error naming it, or with partial (skip_unavailable set on
+ * c, *partial_out set) a catalog of the shards that answer, for this
+ * reader alone (never kept: it lacks series). */
+static chcat *catalog_now(chsource *s, chread *c, int partial, int *partial_out, char *err, size_t errlen)
+{
+    uint64_t version;
+    int ok = !chread_series_version(c, &version);
+    if (!ok && shard_unreachable(chread_code(c))) ok = !chread_series_version(c, &version); /* a stale connection */
+    int own = 0;
+    if (!ok && partial && shard_unreachable(chread_code(c))) {
+        chread_set_skip_unavailable(c, 1);
+        *partial_out = 1;
+        own = 1;
+        ok = !chread_series_version(c, &version);
+    }
+    if (!ok) {
+        describe_failure(c, err, errlen);
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    chcat *cur = s->cat;
+    if (!own && cur && cur->version == version) {
+        atomic_fetch_add(&cur->refs, 1);
+        pthread_mutex_unlock(&s->lock);
+        return cur;
+    }
+    pthread_mutex_unlock(&s->lock);
+    cat_build b = { .s = s };
+    chcat *nc = calloc(1, sizeof *nc);
+    if (nc) {
+        atomic_init(&nc->refs, 1);
+        nc->version = version;
+        nc->cat = store_rcat_new();
+    }
+    if (!nc || !nc->cat) {
+        free(nc);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    b.cat = nc;
+    if (chread_series_all(c, add_series, &b) || store_rcat_seal(nc->cat)) {
+        if (b.err[0]) snprintf(err, errlen, "%s", b.err);
+        else describe_failure(c, err, errlen);
+        chcat_unref(nc);
+        return NULL;
+    }
+    if (own) return nc;
+    pthread_mutex_lock(&s->lock);
+    chcat *old = s->cat;
+    s->cat = nc;
+    atomic_fetch_add(&nc->refs, 1);      /* the source's */
+    s->stats.series = nc->n;
+    s->stats.catalog_bytes = store_rcat_memory(nc->cat);
+    s->stats.catalog_loads++;
+    pthread_mutex_unlock(&s->lock);
+    chcat_unref(old);
+    return nc;
+}
+
+/* ---- one reader ---- */
+
+typedef struct { uint8_t id[16]; uint32_t leaf; } stack_slot;
+
+typedef struct {
+    uint64_t series;
+    const char *tenant;
+    uint32_t sid;
+} sid_key;
+
+typedef struct {
+    uint32_t sid;
+    int64_t window_start;
+    uint64_t batch;
+    char *unit;
+    uint32_t window_ms;
+    double rate;
+    int gauge;
+    uint64_t samples;
+    int samples_known;
+} prow;
+
+typedef struct {
+    chsource *s;
+    chcat *cat;
+    chread *c;
+    int partial, *partial_out, failed;
+    store_rmem *m;
+    /* stacks met: 16-byte id -> leaf, open addressing, at most half full */
+    stack_slot *stacks;
+    size_t stacks_cap, stacks_len;
+    /* the load under way */
+    sid_key *lookup;
+    size_t n_lookup;
+    prow *prof;
+    size_t n_prof, cap_prof;
+    int prof_sorted;
+    int have_cur;                       /* a profile's samples are being gathered */
+    chread_key cur;                     /* its key (strings copied below) */
+    char cur_tenant[256], cur_unit[256];
+    uint32_t *leaves;
+    uint64_t *counts;
+    size_t n_pairs, cap_pairs;
+    uint64_t loaded;
+    char err[512];
+} reader_ctx;
+
+static uint64_t id_hash(const uint8_t *id)
+{
+    uint64_t h;
+    memcpy(&h, id, 8);   /* a content hash already */
+    return h;
+}
+
+static int stack_put(reader_ctx *x, const uint8_t *id, uint32_t leaf)
+{
+    if (2 * (x->stacks_len + 1) > x->stacks_cap) {
+        size_t cap = x->stacks_cap ? 2 * x->stacks_cap : 4096;
+        stack_slot *ns = calloc(cap, sizeof *ns);
+        if (!ns) return -1;
+        for (size_t i = 0; i < x->stacks_cap; i++) {
+            if (!x->stacks[i].leaf) continue;
+            size_t j = id_hash(x->stacks[i].id) & (cap - 1);
+            while (ns[j].leaf) j = (j + 1) & (cap - 1);
+            ns[j] = x->stacks[i];
+        }
+        free(x->stacks);
+        x->stacks = ns;
+        x->stacks_cap = cap;
+    }
+    size_t j = id_hash(id) & (x->stacks_cap - 1);
+    while (x->stacks[j].leaf) {
+        if (!memcmp(x->stacks[j].id, id, 16)) return 0;
+        j = (j + 1) & (x->stacks_cap - 1);
+    }
+    memcpy(x->stacks[j].id, id, 16);
+    x->stacks[j].leaf = leaf;
+    x->stacks_len++;
+    return 0;
+}
+
+static uint32_t stack_get(const reader_ctx *x, const uint8_t *id)
+{
+    if (!x->stacks_cap) return 0;
+    size_t j = id_hash(id) & (x->stacks_cap - 1);
+    while (x->stacks[j].leaf) {
+        if (!memcmp(x->stacks[j].id, id, 16)) return x->stacks[j].leaf;
+        j = (j + 1) & (x->stacks_cap - 1);
+    }
+    return 0;
+}
+
+static int sid_key_cmp(const void *a, const void *b)
+{
+    const sid_key *x = a, *y = b;
+    if (x->series != y->series) return x->series < y->series ? -1 : 1;
+    return strcmp(x->tenant, y->tenant);
+}
+
+static uint32_t sid_of(const reader_ctx *x, const char *tenant, size_t tl, uint64_t series)
+{
+    char t[256];
+    if (tl >= sizeof t) return 0;
+    memcpy(t, tenant, tl);
+    t[tl] = '\0';
+    sid_key k = { series, t, 0 }, *f = bsearch(&k, x->lookup, x->n_lookup, sizeof k, sid_key_cmp);
+    return f ? f->sid : 0;
+}
+
+static int prow_cmp(const void *a, const void *b)
+{
+    const prow *x = a, *y = b;
+    if (x->sid != y->sid) return x->sid < y->sid ? -1 : 1;
+    if (x->window_start != y->window_start) return x->window_start < y->window_start ? -1 : 1;
+    if (x->batch != y->batch) return x->batch < y->batch ? -1 : 1;
+    return strcmp(x->unit, y->unit);
+}
+
+static int on_frames(void *ctx, const uint8_t *stack, const char *frames, size_t len)
+{
+    reader_ctx *x = ctx;
+    if (stack_get(x, stack)) return 0;
+    uint32_t leaf = len <= UINT32_MAX ? store_rmem_stack(x->m, frames, (uint32_t)len) : 0;
+    if (!leaf || stack_put(x, stack, leaf)) {
+        snprintf(x->err, sizeof x->err, "out of memory loading stacks");
+        return -1;
+    }
+    return 0;
+}
+
+static int on_profile(void *ctx, const chread_profile_row *p)
+{
+    reader_ctx *x = ctx;
+    uint32_t sid = sid_of(x, p->key.tenant, p->key.tenant_len, p->key.series);
+    if (!sid) return 0;   /* a series that came after the catalog: not in this reader */
+    if (x->n_prof == x->cap_prof) {
+        size_t cap = x->cap_prof ? 2 * x->cap_prof : 256;
+        prow *np = realloc(x->prof, cap * sizeof *np);
+        if (!np) goto oom;
+        x->prof = np;
+        x->cap_prof = cap;
+    }
+    prow *r = &x->prof[x->n_prof];
+    *r = (prow){ .sid = sid, .window_start = p->key.window_start, .batch = p->key.batch,
+                 .unit = strndup(p->key.unit, p->key.unit_len), .window_ms = p->window_ms, .rate = p->rate,
+                 .gauge = p->gauge, .samples = p->samples, .samples_known = p->samples_known };
+    if (!r->unit) goto oom;
+    x->n_prof++;
+    return 0;
+oom:
+    snprintf(x->err, sizeof x->err, "out of memory loading profiles");
+    return -1;
+}
+
+/* The profile whose samples were gathered, into the loaded partition. */
+static int flush_profile(reader_ctx *x)
+{
+    if (!x->have_cur) return 0;
+    x->have_cur = 0;
+    uint32_t sid = sid_of(x, x->cur.tenant, x->cur.tenant_len, x->cur.series);
+    if (!sid || !x->n_pairs) return 0;
+    prow key = { .sid = sid, .window_start = x->cur.window_start, .batch = x->cur.batch, .unit = x->cur_unit };
+    const prow *p = bsearch(&key, x->prof, x->n_prof, sizeof key, prow_cmp);
+    if (!p) {
+        snprintf(x->err, sizeof x->err, "samples of series %llu at %lld have no row in the profiles table",
+                 (unsigned long long)x->cur.series, (long long)x->cur.window_start);
+        return -1;
+    }
+    store_rprofile rp = { .series = sid, .from_ms = p->window_start, .until_ms = p->window_start + p->window_ms,
+                          .unit = p->unit, .rate = p->rate, .samples = p->samples,
+                          .samples_known = p->samples_known, .gauge = p->gauge, .leaves = x->leaves,
+                          .counts = x->counts, .n = x->n_pairs };
+    if (store_rmem_profile(x->m, &rp)) {
+        snprintf(x->err, sizeof x->err, "out of memory loading profiles");
+        return -1;
+    }
+    x->loaded++;
+    x->n_pairs = 0;
+    return 0;
+}
+
+static int same_key(const chread_key *a, const chread_key *b)
+{
+    return a->series == b->series && a->window_start == b->window_start && a->batch == b->batch &&
+           a->tenant_len == b->tenant_len && a->unit_len == b->unit_len &&
+           !memcmp(a->tenant, b->tenant, a->tenant_len) && !memcmp(a->unit, b->unit, a->unit_len);
+}
+
+static int on_sample(void *ctx, const chread_sample_row *r)
+{
+    reader_ctx *x = ctx;
+    if (!x->prof_sorted) { /* every profile row is in: the samples follow */
+        qsort(x->prof, x->n_prof, sizeof *x->prof, prow_cmp);
+        x->prof_sorted = 1;
+    }
+    if (!x->have_cur || !same_key(&r->key, &x->cur)) {
+        if (flush_profile(x)) return -1;
+        if (r->key.tenant_len >= sizeof x->cur_tenant || r->key.unit_len >= sizeof x->cur_unit) {
+            snprintf(x->err, sizeof x->err, "a tenant or unit name longer than %zu bytes", sizeof x->cur_unit - 1);
+            return -1;
+        }
+        x->cur = r->key;
+        memcpy(x->cur_tenant, r->key.tenant, r->key.tenant_len);
+        x->cur_tenant[r->key.tenant_len] = '\0';
+        memcpy(x->cur_unit, r->key.unit, r->key.unit_len);
+        x->cur_unit[r->key.unit_len] = '\0';
+        x->cur.tenant = x->cur_tenant;
+        x->cur.unit = x->cur_unit;
+        x->have_cur = 1;
+    }
+    if (!r->value) return 0;
+    uint32_t leaf = stack_get(x, r->stack);
+    /* a partial answer: the frames of a stack may be on the shard that is
+     * down (stacks are sharded by their hash); its values are part of what
+     * the answer lacks */
+    if (!leaf && *x->partial_out) return 0;
+    if (!leaf) {
+        snprintf(x->err, sizeof x->err, "a stack of series %llu at %lld has no frames in ClickHouse's stacks table",
+                 (unsigned long long)r->key.series, (long long)r->key.window_start);
+        return -1;
+    }
+    if (x->n_pairs == x->cap_pairs) {
+        size_t cap = x->cap_pairs ? 2 * x->cap_pairs : 1024;
+        uint32_t *nl = realloc(x->leaves, cap * sizeof *nl);
+        if (nl) x->leaves = nl;
+        uint64_t *nc = realloc(x->counts, cap * sizeof *nc);
+        if (nc) x->counts = nc;
+        if (!nl || !nc) {
+            snprintf(x->err, sizeof x->err, "out of memory loading samples");
+            return -1;
+        }
+        x->cap_pairs = cap;
+    }
+    x->leaves[x->n_pairs] = leaf;
+    x->counts[x->n_pairs++] = r->value;
+    return 0;
+}
+
+static void load_reset(reader_ctx *x)
+{
+    for (size_t i = 0; i < x->n_prof; i++) free(x->prof[i].unit);
+    x->n_prof = 0;
+    x->prof_sorted = 0;
+    x->n_pairs = 0;
+    x->have_cur = 0;
+    free(x->lookup);
+    x->lookup = NULL;
+    x->n_lookup = 0;
+}
+
+/* "(tenant = 't' AND series IN (1, 2)) OR ...": the series of a load,
+ * grouped by tenant (reader ids are in (tenant, series) order). */
+static char *series_cond(const reader_ctx *x, const uint32_t *sids, size_t n)
+{
+    size_t cap = 64 + n * 24, len = 0;
+    for (size_t i = 0; i < n; i++) cap += 2 * strlen(x->cat->keys[sids[i]].tenant) + 40;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    out[0] = '\0';
+    for (size_t i = 0; i < n;) {
+        const char *t = x->cat->keys[sids[i]].tenant;
+        len += (size_t)snprintf(out + len, cap - len, "%s(tenant = ", i ? " OR " : "(");
+        if (chselect_quote(t, out, cap) < 0) {
+            free(out);
+            return NULL;
+        }
+        len = strlen(out);
+        len += (size_t)snprintf(out + len, cap - len, " AND series IN (");
+        size_t j = i;
+        for (; j < n && !strcmp(x->cat->keys[sids[j]].tenant, t); j++)
+            len += (size_t)snprintf(out + len, cap - len, "%s%llu", j > i ? ", " : "",
+                                    (unsigned long long)x->cat->keys[sids[j]].series);
+        len += (size_t)snprintf(out + len, cap - len, "))");
+        i = j;
+    }
+    snprintf(out + len, cap - len, ")");
+    return out;
+}
+
+/* The load's series by (ClickHouse series id, tenant): rows name them so. */
+static int lookup_build(reader_ctx *x, const uint32_t *sids, size_t n)
+{
+    free(x->lookup);
+    x->n_lookup = 0;
+    if (!(x->lookup = malloc((n ? n : 1) * sizeof *x->lookup))) return -1;
+    for (size_t i = 0; i < n; i++)
+        x->lookup[i] = (sid_key){ x->cat->keys[sids[i]].series, x->cat->keys[sids[i]].tenant, sids[i] };
+    x->n_lookup = n;
+    qsort(x->lookup, n, sizeof *x->lookup, sid_key_cmp);
+    return 0;
+}
+
+
+static int fail_load(reader_ctx *x, char *err, size_t errlen)
+{
+    if (x->err[0]) snprintf(err, errlen, "%s", x->err);
+    else describe_failure(x->c, err, errlen);
+    x->failed = 1;
+    return -1;
+}
+
+static int do_load(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
+                   char *err, size_t errlen)
+{
+    reader_ctx *x = ctx;
+    x->m = m;
+    x->err[0] = '\0';
+    char *cond = series_cond(x, sids, n);
+    if (!cond || lookup_build(x, sids, n)) {
+        free(cond);
+        load_reset(x);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* profiles come before their samples: sorted once the profiles are in */
+    int rc = chread_load(x->c, cond, from_ms, until_ms, on_frames, on_profile, on_sample, x);
+    if (rc && !x->err[0] && shard_unreachable(chread_code(x->c))) {
+        /* once more: the first statement after a shard came back (or went)
+         * may fail on a connection ClickHouse had pooled */
+        load_reset(x);
+        if (!lookup_build(x, sids, n)) {
+            rc = chread_load(x->c, cond, from_ms, until_ms, on_frames, on_profile, on_sample, x);
+        }
+    }
+    if (rc && !x->err[0] && x->partial && shard_unreachable(chread_code(x->c))) {
+        /* partial=true: once more, from the shards that answer */
+        load_reset(x);
+        if (!lookup_build(x, sids, n)) {
+            chread_set_skip_unavailable(x->c, 1);
+            *x->partial_out = 1;
+            rc = chread_load(x->c, cond, from_ms, until_ms, on_frames, on_profile, on_sample, x);
+        }
+    }
+    if (!rc) rc = flush_profile(x);
+    free(cond);
+    if (rc) fail_load(x, err, errlen);
+    load_reset(x);
+    pthread_mutex_lock(&x->s->lock);
+    x->s->stats.loads++;
+    x->s->stats.profiles_loaded += x->loaded;
+    pthread_mutex_unlock(&x->s->lock);
+    x->loaded = 0;
+    return rc ? -1 : 0;
+}
+
+typedef struct {
+    reader_ctx *x;
+    const uint32_t *sids;
+    size_t n;
+    store_rextent *out;
+} extent_ctx;
+
+static int on_extent(void *ctx, const chread_extent_row *e)
+{
+    extent_ctx *ec = ctx;
+    uint32_t sid = sid_of(ec->x, e->tenant, e->tenant_len, e->series);
+    for (size_t i = 0; sid && i < ec->n; i++)
+        if (ec->sids[i] == sid)
+            ec->out[i] = (store_rextent){ 1, e->first_from, e->first_until, e->last_from, e->last_until };
+    return 0;
+}
+
+static int do_extent(void *ctx, const uint32_t *sids, size_t n, store_rextent *out, char *err, size_t errlen)
+{
+    reader_ctx *x = ctx;
+    x->err[0] = '\0';
+    char *cond = series_cond(x, sids, n);
+    if (!cond || lookup_build(x, sids, n)) {
+        free(cond);
+        load_reset(x);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memset(out, 0, n * sizeof *out);
+    extent_ctx ec = { x, sids, n, out };
+    int rc = chread_extents(x->c, cond, on_extent, &ec);
+    free(cond);
+    if (rc) fail_load(x, err, errlen);
+    load_reset(x);
+    return rc ? -1 : 0;
+}
+
+static void do_end(void *ctx)
+{
+    reader_ctx *x = ctx;
+    load_reset(x);
+    client_put(x->s, x->c, x->failed);
+    chcat_unref(x->cat);
+    free(x->stacks);
+    free(x->prof);
+    free(x->leaves);
+    free(x->counts);
+    free(x);
+}
+
+int chsource_reader_begin(chsource *s, int partial, int *partial_out, store_reader **out, char *err,
+                          size_t errlen)
+{
+    *out = NULL;
+    reader_ctx *x = calloc(1, sizeof *x);
+    if (!x) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    x->s = s;
+    x->partial = partial;
+    x->partial_out = partial_out;
+    /* the endpoints in turn, until one answers */
+    char e[1024] = "";
+    for (int tries = 0; tries < s->n_urls && !x->cat; tries++) {
+        if (!(x->c = client_get(s, e, sizeof e))) break;
+        if (!(x->cat = catalog_now(s, x->c, partial, partial_out, e, sizeof e))) {
+            int shard = shard_unreachable(chread_code(x->c));
+            client_put(s, x->c, 1);
+            x->c = NULL;
+            if (shard) break; /* the endpoint answered: a shard behind it did not */
+        }
+    }
+    if (!x->cat) {
+        snprintf(err, errlen, "%s%s", strstr(e, "ClickHouse") ? "" : "ClickHouse does not answer: ", e[0] ? e : "no endpoint");
+        free(x);
+        return -1;
+    }
+    store_rsource src = { .load = do_load, .extent = do_extent, .end = do_end, .ctx = x };
+    if (store_reader_begin_remote(x->cat->cat, &src, out)) {
+        do_end(x);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
