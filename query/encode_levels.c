@@ -25,7 +25,8 @@
  * flamebearer): the union of their touched nodes (one reader, so ids
  * agree), ordered by left + right total, each node 7 values — left x
  * offset, total, self, right x offset, total, self, name — each side laid
- * out on its own as above. */
+ * out on its own as above.  max_nodes keeps the largest left + right totals,
+ * ties in path order as in tree_view.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -178,6 +179,8 @@ out:
 
 /* ---- two trees as one ---------------------------------------------------- */
 
+static uint64_t both_key(const void *ctx, uint32_t id) { return diff_both(ctx, id); }
+
 static int by_both_then_id(const void *x, const void *y, void *arg)
 {
     const diff_ctx *c = arg;
@@ -227,8 +230,9 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
     uint32_t k = 0;
     for (uint32_t id = 1; id < n_nodes; id++)
         if (diff_hit(left, id) | diff_hit(right, id)) ids[k++] = id;
-    if (max_nodes && n > max_nodes) { /* a parent's sum is at least its child's, its id smaller: still a tree */
+    if (max_nodes && n > max_nodes) { /* a parent's sum is at least its child's, first among equals: a tree */
         qsort_r(ids, n, sizeof *ids, by_both_then_id, &c);
+        query_view_ties(r, ids, n, (uint32_t)max_nodes, both_key, &c);
         for (uint32_t i = (uint32_t)max_nodes; i < n; i++) {
             l->trunc_nodes++;
             l->trunc_total += diff_self_at(left, ids[i]) + diff_self_at(right, ids[i]);

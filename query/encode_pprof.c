@@ -12,7 +12,15 @@
  * self > 0: its location ids leaf first (the node, then its ancestors), its
  * value the node's self.  pprof's flat(f) is then self(f), and its cum(f),
  * which counts a sample once however often f recurs in it, is total(f).
- * time_nanos is from and duration_nanos is until − from. */
+ * time_nanos is from and duration_nanos is until − from.
+ *
+ * Ids and orders are a function of the data alone, not of the reader's
+ * node and string ids (those follow partitions, writer shards and push
+ * order): locations are numbered by their frame text (bytes), functions
+ * and mappings in the order their locations meet them, strings in the
+ * order the messages meet them, and samples come in path order
+ * (query_stacks_sort), so two servers holding the same profiles answer the
+ * same bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +150,18 @@ static uint32_t pair_id(pp_set *set, const char *a, size_t an, const char *b, si
     return set_id(set, buf, an + 1 + bn);
 }
 
+static int frame_cmp(const void *a, const void *b, void *arg)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint32_t lx, ly;
+    const char *sx = store_string(arg, x, &lx), *sy = store_string(arg, y, &ly);
+    int c = memcmp(sx, sy, lx < ly ? lx : ly);
+    return c ? c : lx != ly ? (lx < ly ? -1 : 1) : (x > y) - (x < y);
+}
+
+static int build_locations(store_reader *r, pprof_out *o, const uint32_t *frames, size_t nl, const char *type,
+                           const char *unit);
+
 /* Locations (one per distinct frame, with one Line), functions (one per
  * distinct name and file) and mappings (one per file and build id). */
 static int build_functions(store_reader *r, const query_tree *t, pprof_out *o, size_t n_strings, const char *type,
@@ -154,6 +174,13 @@ static int build_functions(store_reader *r, const query_tree *t, pprof_out *o, s
         if (f < n_strings && !o->fslot[f]) o->fslot[f] = (uint32_t)++nl;
     })
     size_t n = nl ? nl : 1;
+    /* the frames by text: location i + 1 is the i-th */
+    uint32_t *frames = malloc(n * sizeof *frames);
+    if (!frames) return -1;
+    for (uint32_t f = 0, k = 0; f < n_strings; f++)
+        if (o->fslot[f]) frames[k++] = f;
+    qsort_r(frames, nl, sizeof *frames, frame_cmp, r);
+    for (size_t k = 0; k < nl; k++) o->fslot[frames[k]] = (uint32_t)k + 1;
     o->fns = malloc(n * sizeof *o->fns);
     o->fnp = malloc(n * sizeof *o->fnp);
     o->maps = malloc(n * sizeof *o->maps);
@@ -162,15 +189,25 @@ static int build_functions(store_reader *r, const query_tree *t, pprof_out *o, s
     o->locp = malloc(n * sizeof *o->locp);
     o->lines = malloc(n * sizeof *o->lines);
     o->linep = malloc(n * sizeof *o->linep);
-    if (!o->fns || !o->fnp || !o->maps || !o->mapp || !o->locs || !o->locp || !o->lines || !o->linep) return -1;
+    if (!o->fns || !o->fnp || !o->maps || !o->mapp || !o->locs || !o->locp || !o->lines || !o->linep) {
+        free(frames);
+        return -1;
+    }
+    int rc = build_locations(r, o, frames, nl, type, unit);
+    free(frames);
+    return rc;
+}
+
+static int build_locations(store_reader *r, pprof_out *o, const uint32_t *frames, size_t nl, const char *type,
+                           const char *unit)
+{
     Perftools__Profiles__ValueType vt = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
     vt.type = str_index(o, type, strlen(type));
     vt.unit = str_index(o, unit, strlen(unit));
     if (vt.type < 0 || vt.unit < 0) return -1;
     o->vt = o->period_type = vt;
-    for (uint32_t f = 0; f < n_strings; f++) {
-        if (!o->fslot[f]) continue;
-        size_t i = o->fslot[f] - 1;
+    for (size_t i = 0; i < nl; i++) {
+        uint32_t f = frames[i];
         uint32_t len;
         const char *s = store_string(r, f, &len);
         frame_parts fp;
@@ -237,6 +274,10 @@ static int build_samples(store_reader *r, const query_tree *t, pprof_out *o)
 {
     query_stacks q;
     if (query_stacks_build(r, t, &q)) return -1;
+    if (query_stacks_sort(r, &q)) {
+        query_stacks_free(&q);
+        return -1;
+    }
     size_t depth = q.n ? q.start[q.n - 1] + q.depth[q.n - 1] : 0;
     o->samples = malloc((q.n ? q.n : 1) * sizeof *o->samples);
     o->samplep = malloc((q.n ? q.n : 1) * sizeof *o->samplep);

@@ -7,7 +7,9 @@
  * Frames are shared by all profiles of the file: a small open-addressing
  * hash from function id to frame index gives each distinct function one
  * frame, numbered in order of first appearance, and the "shared.frames"
- * list is written once every profile has been seen. */
+ * list is written once every profile has been seen.  Merged trees give
+ * their stacks in path order (query_stacks_sort), so frames are numbered
+ * by the data alone, not by the reader's ids. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,7 +243,7 @@ typedef struct {
 static int collect_stacks(store_reader *r, const query_tree *t, tree_stacks *out)
 {
     memset(out, 0, sizeof *out);
-    if (query_stacks_build(r, t, &out->q)) return -1;
+    if (query_stacks_build(r, t, &out->q) || query_stacks_sort(r, &out->q)) return -1;
     out->stacks = malloc((out->q.n ? out->q.n : 1) * sizeof *out->stacks);
     if (!out->stacks) return -1;
     for (size_t i = 0; i < out->q.n; i++)

@@ -183,6 +183,13 @@ int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t fr
                         const char *unit, query_tree *out, char *err, size_t errlen);
 void query_tree_free(query_tree *t);
 
+/* Sorts series ids by their label sets (series_order.c): labels by name,
+ * compared pair by pair, name then value (bytes), a set before the sets it
+ * is a prefix of.  Ids follow push order; label sets are the data's, so
+ * listings in this order are the same on any store holding the same
+ * series.  -1 out of memory (ids unchanged). */
+int query_series_sort(store_reader *r, uint32_t *ids, size_t n);
+
 /* ---- group-by (groups.c) ---------------------------------------------- */
 
 #define QUERY_MAX_GROUP_KEYS 8

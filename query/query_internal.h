@@ -22,6 +22,19 @@ typedef struct {
 } query_view;
 
 int query_view_build(store_reader *r, const query_tree *t, size_t max_nodes, query_view *v);
+/* Path order, a function of the data alone (reader ids are not: they follow
+ * partitions, writer shards and push order): x and y compared by their
+ * paths of names from the root, name by name (strcmp); an ancestor before
+ * its descendants.  It is the order of a depth-first walk with children by
+ * name.  Answers < 0, 0 (x == y) or > 0. */
+int query_node_path_cmp(store_reader *r, uint32_t x, uint32_t y);
+/* ids[0..n) sorted by key descending: sorts the run of equal keys that
+ * straddles the cut at keep (ids[keep - 1] and ids[keep] equal) into path
+ * order, so that which nodes the first keep are depends on the data only;
+ * since a parent's key is at least its child's, the first keep still form
+ * a tree. */
+void query_view_ties(store_reader *r, uint32_t *ids, uint32_t n, uint32_t keep,
+                     uint64_t (*key)(const void *ctx, uint32_t id), const void *ctx);
 void query_view_free(query_view *v);
 /* Fills child_at for a view whose edges are sorted by parent (node ids < n_ids). */
 int query_view_index(query_view *v, uint32_t n_ids);
@@ -69,6 +82,10 @@ typedef struct {
 } query_stacks;
 
 int query_stacks_build(store_reader *r, const query_tree *t, query_stacks *out);
+/* The stacks in path order (by their frames' names, root first, name by
+ * name, a stack before those it is a prefix of): the order depends on the
+ * data only, not on the reader's node ids.  -1 out of memory (q unchanged). */
+int query_stacks_sort(store_reader *r, query_stacks *q);
 void query_stacks_free(query_stacks *s);
 
 /* Runs the statements after id for every node whose bit is set in a

@@ -62,11 +62,30 @@ double query_dist_get(const query_dist *d, uint32_t fn)
     return lo < d->n && d->fn[lo] == fn ? d->p[lo] : 0;
 }
 
+static int double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Summed smallest term first: floating-point sums depend on their order,
+ * and the distribution's order is by function id, which follows how the
+ * data lies on disk; sorted terms make the answer the data's alone. */
 double query_entropy(const query_dist *d)
 {
-    double h = 0;
+    double h = 0, *t = malloc((d->n ? d->n : 1) * sizeof *t);
+    size_t n = 0;
     for (size_t i = 0; i < d->n; i++)
-        if (d->p[i] > 0) h -= d->p[i] * log2(d->p[i]);
+        if (d->p[i] > 0) {
+            double v = -d->p[i] * log2(d->p[i]);
+            if (t) t[n++] = v;
+            else h += v; /* out of memory: the same value but for the last bits */
+        }
+    if (t) {
+        qsort(t, n, sizeof *t, double_cmp);
+        for (size_t i = 0; i < n; i++) h += t[i];
+        free(t);
+    }
     return h > 0 ? h : 0;
 }
 

@@ -506,6 +506,10 @@ static enum MHD_Result do_series(call *c, const ProtobufCMessage *m)
     uint32_t *ids;
     size_t n;
     if (match_any(c->rq, c->r, req->matchers, req->n_matchers, from, until, &ids, &n)) return MHD_YES;
+    if (query_series_sort(c->r, ids, n)) { /* by labels: ids follow push order */
+        free(ids);
+        return srv_reply_error(c->rq, 500, "out of memory sorting series");
+    }
     size_t cap = n * 4 + 1, k = 0; /* unit_set: at most 4 units a series */
     Types__V1__Labels **sets = pool_alloc(&c->pl, cap * sizeof *sets);
     store_label labels[64];

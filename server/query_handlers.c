@@ -337,7 +337,8 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
     if (query_match(r, &sel, from, until, &ids, &n) == 0) {
         if (kind == LIST_LABELS) answer = query_labels_json(r, ids, n);
         else if (kind == LIST_VALUES) answer = query_label_values_json(r, ids, n, rq->route_arg);
-        else answer = query_series_json(r, ids, n, from, until, &too_big);
+        else if (query_series_sort(r, ids, n) == 0) /* by labels: ids follow push order */
+            answer = query_series_json(r, ids, n, from, until, &too_big);
         query_extent ext;
         if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
         if (answer && rq->scoped) hide_tenant(answer, kind);
