@@ -92,6 +92,8 @@ int chread_series_in(const chread *c, const char *where, char *out, size_t cap)
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+static ch_query_opts load_opts(const chread *c, ch_setting set[2]);
+
 static int fail(chread *c, const char *what)
 {
     snprintf(c->err, sizeof c->err, "%s: %s", what, ch_errmsg(c->c));
@@ -104,31 +106,34 @@ int chread_merge(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
     chread_piece p[5];
     size_t np = chread_plan(from_ms, until_ms, p);
     if (!np) return 0;
-    char *sql = malloc(SQL_MAX);
+    const size_t sql_cap = 4096 + np * (strlen(cond) + 512);
+    char *sql = malloc(sql_cap);
     if (!sql) {
         snprintf(c->err, sizeof c->err, "out of memory");
         return -1;
     }
-    size_t len = (size_t)snprintf(sql, SQL_MAX, "SELECT tenant, series, unit, rate, gauge, stack, sum(v) FROM (");
-    for (size_t i = 0; i < np && len < SQL_MAX; i++) {
+    size_t len = (size_t)snprintf(sql, sql_cap, "SELECT tenant, series, unit, rate, gauge, stack, sum(v) FROM (");
+    for (size_t i = 0; i < np && len < sql_cap; i++) {
         char t[256];
         chschema_table(&c->schema, p[i].table, t, sizeof t);
-        len += (size_t)snprintf(sql + len, SQL_MAX - len,
+        len += (size_t)snprintf(sql + len, sql_cap - len,
                                 "%sSELECT tenant, series, unit, rate, gauge, stack, value AS v FROM %s "
                                 "WHERE %s >= %lld AND %s < %lld AND %s",
                                 i ? " UNION ALL " : "", t, p[i].column, (long long)p[i].from, p[i].column,
                                 (long long)p[i].until, cond);
     }
-    if (len < SQL_MAX)
-        len += (size_t)snprintf(sql + len, SQL_MAX - len,
+    if (len < sql_cap)
+        len += (size_t)snprintf(sql + len, sql_cap - len,
                                 ") GROUP BY tenant, series, unit, rate, gauge, stack FORMAT RowBinary");
-    if (len >= SQL_MAX) {
+    if (len >= sql_cap) {
         free(sql);
-        snprintf(c->err, sizeof c->err, "the statement passed %u bytes", SQL_MAX);
+        snprintf(c->err, sizeof c->err, "the statement passed %zu bytes", sql_cap);
         return -1;
     }
     chrow_reader rows;
-    ch_status s = ch_select(c->c, sql, NULL, &rows);
+    ch_setting set[2];
+    ch_query_opts qo = load_opts(c, set);
+    ch_status s = ch_select(c->c, sql, &qo, &rows);
     free(sql);
     if (s != CH_OK) return fail(c, "merging");
     while (chrow_more(&rows)) {
@@ -154,7 +159,7 @@ int chread_frames(chread *c, const uint8_t (*stacks)[16], size_t n,
                   void (*fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len), void *ctx)
 {
     static const char hex[] = "0123456789abcdef";
-    const size_t batch = 50000;   /* ~1.8 MB of SQL */
+    const size_t batch = 10000;   /* ~360 KB of SQL; ClickHouse counts ~3 AST elements an id, 50,000 at most */
     char *sql = malloc(SQL_MAX);
     if (!sql) {
         snprintf(c->err, sizeof c->err, "out of memory");
@@ -178,7 +183,9 @@ int chread_frames(chread *c, const uint8_t (*stacks)[16], size_t n,
         }
         len += (size_t)snprintf(sql + len, SQL_MAX - len, ") GROUP BY stack FORMAT RowBinary");
         chrow_reader rows;
-        if (ch_select(c->c, sql, NULL, &rows) != CH_OK) {
+        ch_setting set[2];
+        ch_query_opts qo = load_opts(c, set);
+        if (ch_select(c->c, sql, &qo, &rows) != CH_OK) {
             free(sql);
             return fail(c, "reading the stacks' frames");
         }
@@ -207,7 +214,7 @@ void chread_set_skip_unavailable(chread *c, int skip)
     c->skip = skip;
 }
 
-/* Every load's settings: a statement may name thousands of series. */
+/* Every read's settings: a statement may name thousands of series. */
 static ch_query_opts load_opts(const chread *c, ch_setting set[2])
 {
     set[0] = (ch_setting){ "max_query_size", "67108864" };
@@ -465,4 +472,120 @@ int chread_down_shards(chread *c, char *out, size_t cap)
                                     where);
     }
     return down;
+}
+
+int chread_presence(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                    int (*fn)(void *ctx, const char *tenant, size_t tenant_len, uint64_t series), void *ctx)
+{
+    char tp[256];
+    chschema_table(&c->schema, "profiles", tp, sizeof tp);
+    size_t cap = strlen(cond) + 512;
+    char *sql = malloc(cap);
+    if (!sql) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        return -1;
+    }
+    snprintf(sql, cap,
+             "SELECT DISTINCT tenant, series FROM %s WHERE window_start >= %lld AND window_start < %lld AND %s "
+             "FORMAT RowBinary", tp, (long long)from_ms, (long long)until_ms, cond);
+    chrow_reader rows;
+    int rc = select_rows(c, sql, "finding the series with data", &rows);
+    free(sql);
+    while (!rc && chrow_more(&rows)) {
+        const char *t;
+        size_t tl;
+        if (chrow_get_string(&rows, &t, &tl) < 0) break;
+        uint64_t series = chrow_get_u64(&rows);
+        if (chrow_failed(&rows)) break;
+        rc = fn(ctx, t, tl, series);
+    }
+    if (!rc && chrow_failed(&rows)) rc = unreadable(c, "finding the series with data", &rows);
+    return rc;
+}
+
+int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                          int (*fn)(void *ctx, const chread_profile_sum *row), void *ctx)
+{
+    chread_piece p[5];
+    size_t np = chread_plan(from_ms, until_ms, p);
+    if (!np) return 0;
+    size_t cap = 4096 + np * (strlen(cond) + 512);
+    char *sql = malloc(cap);
+    if (!sql) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        return -1;
+    }
+    size_t len = (size_t)snprintf(sql, cap, "SELECT tenant, series, unit, rate, gauge, sum(p), sum(s), sum(u) FROM (");
+    for (size_t i = 0; i < np; i++) {
+        char t[256];
+        int raw = !strcmp(p[i].table, "samples");
+        chschema_table(&c->schema, raw ? "profiles" : !strcmp(p[i].table, "samples_1h") ? "profiles_1h" : "profiles_10m",
+                       t, sizeof t);
+        len += (size_t)snprintf(sql + len, cap - len,
+                                raw ? "%sSELECT tenant, series, unit, rate, gauge, toUInt64(1) AS p, samples AS s, "
+                                      "toUInt64(1 - samples_known) AS u FROM %s WHERE %s >= %lld AND %s < %lld AND %s"
+                                    : "%sSELECT tenant, series, unit, rate, gauge, profiles AS p, samples AS s, "
+                                      "samples_unknown AS u FROM %s WHERE %s >= %lld AND %s < %lld AND %s",
+                                i ? " UNION ALL " : "", t, p[i].column, (long long)p[i].from, p[i].column,
+                                (long long)p[i].until, cond);
+    }
+    snprintf(sql + len, cap - len, ") GROUP BY tenant, series, unit, rate, gauge FORMAT RowBinary");
+    chrow_reader rows;
+    int rc = select_rows(c, sql, "merging the profiles' counts", &rows);
+    free(sql);
+    while (!rc && chrow_more(&rows)) {
+        chread_profile_sum r;
+        if (chrow_get_string(&rows, &r.tenant, &r.tenant_len) < 0) break;
+        r.series = chrow_get_u64(&rows);
+        if (chrow_get_string(&rows, &r.unit, &r.unit_len) < 0) break;
+        r.rate = chrow_get_f64(&rows);
+        r.gauge = chrow_get_u8(&rows);
+        r.profiles = chrow_get_u64(&rows);
+        r.samples = chrow_get_u64(&rows);
+        r.unknown = chrow_get_u64(&rows);
+        if (chrow_failed(&rows)) break;
+        rc = fn(ctx, &r);
+    }
+    if (!rc && chrow_failed(&rows)) rc = unreadable(c, "merging the profiles' counts", &rows);
+    return rc;
+}
+
+int chread_merge_frames(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                        void (*fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len), void *ctx)
+{
+    chread_piece p[5];
+    size_t np = chread_plan(from_ms, until_ms, p);
+    if (!np) return 0;
+    size_t cap = 4096 + np * (strlen(cond) + 512);
+    char *sql = malloc(cap);
+    if (!sql) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        return -1;
+    }
+    char tk[256];
+    chschema_table(&c->schema, "stacks", tk, sizeof tk);
+    /* the stacks used, found where the data is (a GLOBAL IN ships the set
+     * to the stacks table's shards once) */
+    size_t len = (size_t)snprintf(sql, cap, "SELECT stack, any(frames) FROM %s WHERE stack GLOBAL IN (SELECT stack FROM (",
+                                  tk);
+    for (size_t i = 0; i < np; i++) {
+        char t[256];
+        chschema_table(&c->schema, p[i].table, t, sizeof t);
+        len += (size_t)snprintf(sql + len, cap - len, "%sSELECT stack FROM %s WHERE %s >= %lld AND %s < %lld AND %s",
+                                i ? " UNION ALL " : "", t, p[i].column, (long long)p[i].from, p[i].column,
+                                (long long)p[i].until, cond);
+    }
+    snprintf(sql + len, cap - len, ")) GROUP BY stack FORMAT RowBinary");
+    chrow_reader rows;
+    int rc = select_rows(c, sql, "reading the stacks' frames", &rows);
+    free(sql);
+    while (!rc && chrow_more(&rows)) {
+        const uint8_t *id = chrow_get_fixed(&rows, 16);
+        const char *f;
+        size_t fl;
+        if (!id || chrow_get_string(&rows, &f, &fl) < 0) break;
+        fn(ctx, id, f, fl);
+    }
+    if (!rc && chrow_failed(&rows)) rc = unreadable(c, "reading the stacks' frames", &rows);
+    return rc;
 }

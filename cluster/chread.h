@@ -129,6 +129,32 @@ int chread_load(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
                 int (*profile_fn)(void *ctx, const chread_profile_row *row),
                 int (*sample_fn)(void *ctx, const chread_sample_row *row), void *ctx);
 
+/* The frames of every stack the merge of [from, until) sums (chread_plan's
+ * pieces), each once. */
+int chread_merge_frames(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                        void (*fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len), void *ctx);
+
+/* The series matching cond that have a profile starting in [from, until). */
+int chread_presence(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                    int (*fn)(void *ctx, const char *tenant, size_t tenant_len, uint64_t series), void *ctx);
+
+/* chread_merge's companion: per (tenant, series, unit, rate, gauge), the
+ * number of profiles in [from, until), their samples (those that knew
+ * theirs) and how many did not know them; raw rows at the edges, the
+ * profiles_* rollups between, as chread_plan cuts the range. */
+typedef struct {
+    const char *tenant;
+    size_t tenant_len;
+    uint64_t series;
+    const char *unit;
+    size_t unit_len;
+    double rate;
+    int gauge;
+    uint64_t profiles, samples, unknown;
+} chread_profile_sum;
+int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                          int (*fn)(void *ctx, const chread_profile_sum *row), void *ctx);
+
 /* On a cluster, after a statement failed because a shard could not be
  * reached: which shards have no replica that answers, as "shard 2
  * (127.0.0.1:9001)" items joined by ", " into out (a probe of each replica

@@ -14,6 +14,11 @@
 #define MAX_URLS 16
 #define POOL 16
 #define MAX_LABELS 256
+/* Merges of shorter ranges load the profiles (store_rsource.merge_min_ms):
+ * under an hour, the rollups hold at most five 10-minute buckets and the
+ * three statements of a merge cost more than the rows they save
+ * (measured: docs/cluster.md, "Measured: queries"). */
+#define MERGE_MIN_MS (3600 * 1000)
 
 /* ---- the catalog, shared by the readers that began with it ---- */
 
@@ -661,6 +666,284 @@ static int do_extent(void *ctx, const uint32_t *sids, size_t n, store_rextent *o
     return rc ? -1 : 0;
 }
 
+/* ---- presence ---- */
+
+typedef struct {
+    reader_ctx *x;
+    const uint32_t *sids;
+    size_t n;
+    unsigned char *present;
+} presence_ctx;
+
+static int on_present(void *ctx, const char *tenant, size_t tl, uint64_t series)
+{
+    presence_ctx *pc = ctx;
+    uint32_t sid = sid_of(pc->x, tenant, tl, series);
+    for (size_t i = 0; sid && i < pc->n; i++)
+        if (pc->sids[i] == sid) pc->present[i] = 1;
+    return 0;
+}
+
+static int do_presence(void *ctx, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
+                       unsigned char *present, char *err, size_t errlen)
+{
+    reader_ctx *x = ctx;
+    x->err[0] = '\0';
+    char *cond = series_cond(x, sids, n);
+    if (!cond || lookup_build(x, sids, n)) {
+        free(cond);
+        load_reset(x);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memset(present, 0, n);
+    presence_ctx pc = { x, sids, n, present };
+    int rc = chread_presence(x->c, cond, from_ms, until_ms, on_present, &pc);
+    if (rc && shard_unreachable(chread_code(x->c))) rc = chread_presence(x->c, cond, from_ms, until_ms, on_present, &pc);
+    if (rc && x->partial && shard_unreachable(chread_code(x->c))) {
+        chread_set_skip_unavailable(x->c, 1);
+        *x->partial_out = 1;
+        rc = chread_presence(x->c, cond, from_ms, until_ms, on_present, &pc);
+    }
+    free(cond);
+    if (rc) fail_load(x, err, errlen);
+    load_reset(x);
+    return rc ? -1 : 0;
+}
+
+/* ---- merges: summed on the shards ---- */
+
+typedef struct {
+    uint32_t sid;
+    const char *unit;     /* interned in the merge's own table */
+    double rate;
+    int gauge;
+    uint8_t stack[16];
+    uint64_t value;
+} mrow;
+
+typedef struct {
+    uint32_t sid;
+    const char *unit;
+    double rate;
+    int gauge;
+    uint64_t profiles, samples, unknown;
+} mprof;
+
+typedef struct {
+    reader_ctx *x;
+    mrow *rows;
+    size_t n_rows, cap_rows;
+    mprof *prof;
+    size_t n_prof, cap_prof;
+    char **units;         /* distinct units met */
+    size_t n_units;
+    int oom;
+} merge_ctx;
+
+static const char *unit_of(merge_ctx *mc, const char *u, size_t ul)
+{
+    for (size_t i = 0; i < mc->n_units; i++)
+        if (strlen(mc->units[i]) == ul && !memcmp(mc->units[i], u, ul)) return mc->units[i];
+    char **nu = realloc(mc->units, (mc->n_units + 1) * sizeof *nu);
+    if (!nu) return NULL;
+    mc->units = nu;
+    if (!(nu[mc->n_units] = strndup(u, ul))) return NULL;
+    return nu[mc->n_units++];
+}
+
+static void on_merged_row(void *ctx, const chread_sum *r)
+{
+    merge_ctx *mc = ctx;
+    if (mc->oom) return;
+    uint32_t sid = sid_of(mc->x, r->tenant, r->tenant_len, r->series);
+    if (!sid || !r->value) return;
+    if (mc->n_rows == mc->cap_rows) {
+        size_t cap = mc->cap_rows ? 2 * mc->cap_rows : 4096;
+        mrow *nr = realloc(mc->rows, cap * sizeof *nr);
+        if (!nr) {
+            mc->oom = 1;
+            return;
+        }
+        mc->rows = nr;
+        mc->cap_rows = cap;
+    }
+    mrow *m = &mc->rows[mc->n_rows];
+    if (!(m->unit = unit_of(mc, r->unit, r->unit_len))) {
+        mc->oom = 1;
+        return;
+    }
+    m->sid = sid;
+    m->rate = r->rate;
+    m->gauge = r->gauge;
+    memcpy(m->stack, r->stack, 16);
+    m->value = r->value;
+    mc->n_rows++;
+}
+
+static int on_merged_profiles(void *ctx, const chread_profile_sum *r)
+{
+    merge_ctx *mc = ctx;
+    uint32_t sid = sid_of(mc->x, r->tenant, r->tenant_len, r->series);
+    if (!sid) return 0;
+    if (mc->n_prof == mc->cap_prof) {
+        size_t cap = mc->cap_prof ? 2 * mc->cap_prof : 256;
+        mprof *np = realloc(mc->prof, cap * sizeof *np);
+        if (!np) return -1;
+        mc->prof = np;
+        mc->cap_prof = cap;
+    }
+    const char *u = unit_of(mc, r->unit, r->unit_len);
+    if (!u) return -1;
+    mc->prof[mc->n_prof++] = (mprof){ sid, u, r->rate, r->gauge, r->profiles, r->samples, r->unknown };
+    return 0;
+}
+
+/* Blocks are per (series, unit, rate, gauge): units are interned, so
+ * pointers compare. */
+static int group_cmp(uint32_t sa, const char *ua, double ra, int ga, uint32_t sb, const char *ub, double rb, int gb)
+{
+    if (sa != sb) return sa < sb ? -1 : 1;
+    if (ua != ub) return ua < ub ? -1 : 1;
+    if (ra != rb) return ra < rb ? -1 : 1;
+    return (ga > gb) - (ga < gb);
+}
+
+static int mrow_cmp(const void *a, const void *b)
+{
+    const mrow *x = a, *y = b;
+    return group_cmp(x->sid, x->unit, x->rate, x->gauge, y->sid, y->unit, y->rate, y->gauge);
+}
+
+static int mprof_cmp(const void *a, const void *b)
+{
+    const mprof *x = a, *y = b;
+    return group_cmp(x->sid, x->unit, x->rate, x->gauge, y->sid, y->unit, y->rate, y->gauge);
+}
+
+static void on_merged_frames(void *ctx, const uint8_t *stack, const char *frames, size_t len)
+{
+    merge_ctx *mc = ctx;
+    if (mc->oom || stack_get(mc->x, stack)) return;
+    uint32_t leaf = len <= UINT32_MAX ? store_rmem_stack(mc->x->m, frames, (uint32_t)len) : 0;
+    if (!leaf || stack_put(mc->x, stack, leaf)) mc->oom = 1;
+}
+
+/* The merged rows as blocks: for each (series, unit, rate, gauge), one
+ * block with every value and the profiles that knew their samples, and
+ * one empty block counting those that did not (a single node counts them
+ * apart the same way). */
+static int merged_blocks(merge_ctx *mc, int64_t from_ms, int64_t until_ms)
+{
+    reader_ctx *x = mc->x;
+    qsort(mc->rows, mc->n_rows, sizeof *mc->rows, mrow_cmp);
+    qsort(mc->prof, mc->n_prof, sizeof *mc->prof, mprof_cmp);
+    size_t a = 0;
+    for (size_t k = 0; k < mc->n_prof; k++) {
+        const mprof *p = &mc->prof[k];
+        while (a < mc->n_rows &&
+               group_cmp(mc->rows[a].sid, mc->rows[a].unit, mc->rows[a].rate, mc->rows[a].gauge, p->sid, p->unit,
+                         p->rate, p->gauge) < 0)
+            a++;
+        x->n_pairs = 0;
+        for (; a < mc->n_rows && !group_cmp(mc->rows[a].sid, mc->rows[a].unit, mc->rows[a].rate,
+                                             mc->rows[a].gauge, p->sid, p->unit, p->rate, p->gauge); a++) {
+            uint32_t leaf = stack_get(x, mc->rows[a].stack);
+            if (!leaf) {
+                if (*x->partial_out) continue;   /* its frames are on a shard that is down */
+                snprintf(x->err, sizeof x->err, "a stack of series %llu has no frames in ClickHouse's stacks table",
+                         (unsigned long long)x->cat->keys[p->sid].series);
+                return -1;
+            }
+            if (x->n_pairs == x->cap_pairs) {
+                size_t cap = x->cap_pairs ? 2 * x->cap_pairs : 1024;
+                uint32_t *nl = realloc(x->leaves, cap * sizeof *nl);
+                if (nl) x->leaves = nl;
+                uint64_t *nc = realloc(x->counts, cap * sizeof *nc);
+                if (nc) x->counts = nc;
+                if (!nl || !nc) return -1;
+                x->cap_pairs = cap;
+            }
+            x->leaves[x->n_pairs] = leaf;
+            x->counts[x->n_pairs++] = mc->rows[a].value;
+        }
+        uint64_t known = p->profiles - (p->unknown < p->profiles ? p->unknown : p->profiles);
+        store_rprofile rp = { .series = p->sid, .from_ms = from_ms, .until_ms = until_ms, .unit = p->unit,
+                              .rate = p->rate, .samples = p->samples, .samples_known = known > 0,
+                              .gauge = p->gauge, .leaves = x->leaves, .counts = x->counts, .n = x->n_pairs };
+        if (store_rmem_merged(x->m, &rp, known ? known : p->profiles)) return -1;
+        if (known && known < p->profiles) {
+            store_rprofile un = rp;
+            un.samples = 0;
+            un.samples_known = 0;
+            un.n = 0;
+            if (store_rmem_merged(x->m, &un, p->profiles - known)) return -1;
+        }
+        x->loaded += p->profiles;
+    }
+    x->n_pairs = 0;
+    return 0;
+}
+
+/* Three statements: the frames of the stacks summed, the sums, the
+ * profiles' counts. */
+static int merge_once(reader_ctx *x, merge_ctx *mc, const char *cond, int64_t from_ms, int64_t until_ms)
+{
+    if (chread_merge_frames(x->c, cond, from_ms, until_ms, on_merged_frames, mc) || mc->oom) return -1;
+    if (chread_merge(x->c, cond, from_ms, until_ms, on_merged_row, mc) || mc->oom) return -1;
+    return chread_merge_profiles(x->c, cond, from_ms, until_ms, on_merged_profiles, mc);
+}
+
+static void merge_ctx_reset(merge_ctx *mc)
+{
+    free(mc->rows);
+    free(mc->prof);
+    for (size_t i = 0; i < mc->n_units; i++) free(mc->units[i]);
+    free(mc->units);
+    reader_ctx *x = mc->x;
+    memset(mc, 0, sizeof *mc);
+    mc->x = x;
+}
+
+static int do_merge(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
+                    char *err, size_t errlen)
+{
+    reader_ctx *x = ctx;
+    x->m = m;
+    x->err[0] = '\0';
+    char *cond = series_cond(x, sids, n);
+    if (!cond || lookup_build(x, sids, n)) {
+        free(cond);
+        load_reset(x);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    merge_ctx mc = { .x = x };
+    int rc = merge_once(x, &mc, cond, from_ms, until_ms);
+    if (rc && !mc.oom && shard_unreachable(chread_code(x->c))) {
+        merge_ctx_reset(&mc);
+        rc = merge_once(x, &mc, cond, from_ms, until_ms);
+    }
+    if (rc && !mc.oom && x->partial && shard_unreachable(chread_code(x->c))) {
+        merge_ctx_reset(&mc);
+        chread_set_skip_unavailable(x->c, 1);
+        *x->partial_out = 1;
+        rc = merge_once(x, &mc, cond, from_ms, until_ms);
+    }
+    if (!rc) rc = merged_blocks(&mc, from_ms, until_ms);
+    if (rc && mc.oom && !x->err[0]) snprintf(x->err, sizeof x->err, "out of memory merging");
+    merge_ctx_reset(&mc);
+    free(cond);
+    if (rc) fail_load(x, err, errlen);
+    load_reset(x);
+    pthread_mutex_lock(&x->s->lock);
+    x->s->stats.merges++;
+    x->s->stats.profiles_loaded += x->loaded;
+    pthread_mutex_unlock(&x->s->lock);
+    x->loaded = 0;
+    return rc ? -1 : 0;
+}
+
 static void do_end(void *ctx)
 {
     reader_ctx *x = ctx;
@@ -702,7 +985,9 @@ int chsource_reader_begin(chsource *s, int partial, int *partial_out, store_read
         free(x);
         return -1;
     }
-    store_rsource src = { .load = do_load, .extent = do_extent, .end = do_end, .ctx = x };
+    store_rsource src = { .load = do_load, .merge = getenv("FLAMEDB_CH_NO_PUSHDOWN") ? NULL : do_merge,
+                          .merge_min_ms = MERGE_MIN_MS, .presence = do_presence, .extent = do_extent,
+                          .end = do_end, .ctx = x };
     if (store_reader_begin_remote(x->cat->cat, &src, out)) {
         do_end(x);
         snprintf(err, errlen, "out of memory");

@@ -60,7 +60,8 @@ typedef struct {
     uint64_t series;             /* in the catalog */
     uint64_t catalog_bytes;
     uint64_t catalog_loads;      /* times the series table was read */
-    uint64_t loads, load_errors; /* a reader's loads */
+    uint64_t loads, load_errors; /* a reader's loads (errors: of any statement) */
+    uint64_t merges;             /* merges summed in ClickHouse */
     uint64_t profiles_loaded;
 } chsource_stats;
 void chsource_stats_get(chsource *s, chsource_stats *out);

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "../storage/remote.h"
 #include "query.h"
 
 int query_group_by_parse(const char *s, query_group_by *out, char *err, size_t errlen)
@@ -170,6 +171,17 @@ int query_groups_merge(store_reader *r, const query_group *groups, size_t n, int
     if (!m) {
         snprintf(err, errlen, "out of memory");
         return -1;
+    }
+    /* a remote reader (cluster mode) sums every group's series in one go */
+    size_t all = 0;
+    for (size_t i = 0; i < n; i++) all += groups[i].set.n_series;
+    uint32_t *ids = malloc((all ? all : 1) * sizeof *ids);
+    if (ids) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < groups[i].set.n_series; j++) ids[k++] = groups[i].set.series[j];
+        store_reader_prefetch_merged(r, ids, k, from_ms, until_ms);
+        free(ids);
     }
     for (size_t i = 0; i < n; i++) {
         m[i].group = i;

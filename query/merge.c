@@ -39,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../storage/remote.h"
 #include "query.h"
 
 typedef struct {
@@ -476,6 +477,8 @@ int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t fr
                         const char *unit, query_tree *out, char *err, size_t errlen)
 {
     query_sample_install(r, set);
+    /* a remote reader (cluster mode) has the sums made where the data is */
+    store_reader_prefetch_merged(r, set->series, set->n_series, from_ms, until_ms);
     uint32_t n_nodes = store_node_max(r) + 1;
     if (alloc_tree(out, n_nodes)) goto oom;
     merge_ctx c = { .r = r, .t = out };

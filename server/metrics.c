@@ -437,6 +437,29 @@ static void count_agent(void *ctx, const char *tenant)
 
 /* Cluster mode (--store clickhouse=...): the spool and the flusher
  * (cluster/chfront.h) instead of the LMDB store's figures. */
+/* Cluster mode's reads (cluster/chsource.h). */
+static void put_source(text *t, chsource *s)
+{
+    chsource_stats c;
+    chsource_stats_get(s, &c);
+    put_one(t, "flamedb_clickhouse_catalog_series", "gauge",
+            "Series in the front end's catalog, as last read from ClickHouse's series table.",
+            (unsigned long long)c.series);
+    put_one(t, "flamedb_clickhouse_catalog_bytes", "gauge", "Memory of that catalog.",
+            (unsigned long long)c.catalog_bytes);
+    put_one(t, "flamedb_clickhouse_catalog_loads_total", "counter",
+            "Times the catalog was read again (the series table had changed).", (unsigned long long)c.catalog_loads);
+    put_one(t, "flamedb_clickhouse_read_loads_total", "counter",
+            "Profiles loaded by queries, one load per set of series and range.", (unsigned long long)c.loads);
+    put_one(t, "flamedb_clickhouse_read_merges_total", "counter",
+            "Merges summed in ClickHouse (GROUP BY on the shards, with the rollups).", (unsigned long long)c.merges);
+    put_one(t, "flamedb_clickhouse_read_profiles_total", "counter",
+            "Profiles read by queries (loaded one by one, or summed in merges).",
+            (unsigned long long)c.profiles_loaded);
+    put_one(t, "flamedb_clickhouse_read_errors_total", "counter",
+            "Reads ClickHouse could not serve (a shard down, a timeout).", (unsigned long long)c.load_errors);
+}
+
 static void put_front(text *t, chfront *f)
 {
     chfront_stats c;
@@ -528,6 +551,7 @@ static void render(srv_ctx *srv, view *vw, text *t)
                 (unsigned long long)atomic_load(&srv->ingest_held));
     }
     if (vw->server && srv->front) put_front(t, srv->front);
+    if (vw->server && srv->source) put_source(t, srv->source);
     put_counter(t, vw, "flamedb_ingest_rate_limited_total",
                 "Pushes answered 429: their tenant pushed more than serve --ingest-rate allows.",
                 srv_ratelimit_limited(srv->ingest_rate), offsetof(tenant_slot, rate_limited));

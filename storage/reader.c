@@ -69,6 +69,9 @@ struct store_reader {
     store_rsource src;      /* where it loads from, */
     uint32_t *want;         /* the series prefetched (sorted, unique), */
     size_t n_want;
+    rmem_range *ranges;     /* the ranges they were prefetched for, */
+    size_t n_ranges;
+    int64_t merge_from, merge_until; /* the last merge announced (its series are merged), */
     char *rerr;             /* and why a load failed */
     store_part *parts;
     size_t n_parts;
@@ -206,6 +209,7 @@ void store_reader_end(store_reader *r)
     if (r->src.end) r->src.end(r->src.ctx);
     store_rcat_unref(r->rcat);
     free(r->want);
+    free(r->ranges);
     free(r->rerr);
     free(r->parts);
     free(r->sel);
@@ -355,27 +359,116 @@ void store_reader_prefetch(store_reader *r, const uint32_t *sids, size_t n, int6
         return;
     }
     memcpy(w + r->n_want, sids, n * sizeof *w);
-    size_t k = r->n_want + n;
-    qsort(w, k, sizeof *w, sid_cmp);
+    size_t all = r->n_want + n;
+    qsort(w, all, sizeof *w, sid_cmp);
     size_t u = 0;
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < all; i++)
         if (!u || w[u - 1] != w[i]) w[u++] = w[i];
     r->want = w;
     r->n_want = u;
-    remote_load(r, sids, n, from_ms, until_ms);
+    if (from_ms >= until_ms) return;
+    rmem_range *nr = realloc(r->ranges, (r->n_ranges + 1) * sizeof *nr);
+    if (!nr) {
+        remote_fail(r, "out of memory loading profiles");
+        return;
+    }
+    r->ranges = nr;
+    r->ranges[r->n_ranges++] = (rmem_range){ from_ms, until_ms };
+    if (!r->src.presence) {
+        remote_load(r, sids, n, from_ms, until_ms);
+        return;
+    }
+    /* which have profiles there: what store_series_has_blocks answers */
+    store_rmem *m = r->parts[0].m;
+    uint32_t *ask = malloc(n * sizeof *ask);
+    unsigned char *present = malloc(n);
+    size_t k = 0;
+    char err[1024] = "out of memory";
+    int rc = ask && present ? 0 : -1;
+    for (size_t i = 0; i < n && !rc; i++)
+        if (rmem_presence(m, sids[i], from_ms, until_ms) < 0) ask[k++] = sids[i];
+    if (!rc && k) {
+        err[0] = '\0';
+        rc = r->src.presence(r->src.ctx, ask, k, from_ms, until_ms, present, err, sizeof err);
+        for (size_t i = 0; i < k && !rc; i++)
+            if (rmem_set_presence(m, ask[i], from_ms, until_ms, present[i])) rc = -1;
+    }
+    if (rc) remote_fail(r, err[0] ? err : "finding the series with data failed");
+    free(ask);
+    free(present);
 }
 
-/* Before a scan of sid over [from, until): what is missing of it, and of
- * every series prefetched, is loaded (in one go: a merge goes on to the
- * others).  0, or -1 when the reader stopped. */
+/* Before a scan of sid over [from, until): what is missing of it is
+ * loaded, and with it (in one go: the query goes on to them) every wanted
+ * series that has profiles there, over the whole range they were
+ * prefetched for when it holds this one (a timeline scans its steps one by
+ * one).  sid 0: the wanted series alone.  0, or -1 when the reader
+ * stopped. */
 static int remote_ready(store_reader *r, uint32_t sid, int64_t from, int64_t until)
 {
+    store_rmem *m = r->parts[0].m;
     rmem_range g;
-    if (sid && !rmem_missing(r->parts[0].m, sid, from, until, &g, 1)) return 0;
-    if (!sid) return remote_load(r, r->want, r->n_want, from, until);
-    uint32_t one = sid;
-    if (!bsearch(&sid, r->want, r->n_want, sizeof *r->want, sid_cmp)) return remote_load(r, &one, 1, from, until);
-    return remote_load(r, r->want, r->n_want, from, until);
+    if (sid && !rmem_missing(m, sid, from, until, &g, 1)) return 0;
+    int in_want = sid && bsearch(&sid, r->want, r->n_want, sizeof *r->want, sid_cmp);
+    if (sid && !in_want) return remote_load(r, &sid, 1, from, until);
+    const rmem_range *R = NULL;   /* the smallest prefetched range holding [from, until) */
+    for (size_t i = 0; i < r->n_ranges; i++)
+        if (r->ranges[i].from <= from && r->ranges[i].until >= until &&
+            (!R || r->ranges[i].until - r->ranges[i].from < R->until - R->from))
+            R = &r->ranges[i];
+    rmem_range span = R ? *R : (rmem_range){ from, until };
+    uint32_t *ids = malloc((r->n_want ? r->n_want : 1) * sizeof *ids);
+    if (!ids) {
+        remote_fail(r, "out of memory loading profiles");
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < r->n_want; i++)
+        if (r->want[i] == sid || rmem_presence(m, r->want[i], span.from, span.until) != 0) ids[k++] = r->want[i];
+    int rc = remote_load(r, ids, k, span.from, span.until);
+    free(ids);
+    return rc;
+}
+
+void store_reader_prefetch_merged(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms,
+                                  int64_t until_ms)
+{
+    if (!r->rcat || from_ms >= until_ms || atomic_load(&r->stop) == STORE_STOP_REMOTE) return;
+    r->merge_from = from_ms;
+    r->merge_until = until_ms;
+    store_rmem *m = r->parts[0].m;
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) {
+        remote_fail(r, "out of memory loading profiles");
+        return;
+    }
+    size_t k = 0, nb;
+    rmem_range g;
+    for (size_t i = 0; i < n; i++) {
+        if (rmem_merged_blocks(m, sids[i], from_ms, until_ms, &nb)) continue;        /* merged already */
+        if (!rmem_missing(m, sids[i], from_ms, until_ms, &g, 1)) continue;          /* its raw profiles are in */
+        if (rmem_presence(m, sids[i], from_ms, until_ms) == 0) {                     /* nothing there */
+            if (rmem_merged_done(m, sids[i], from_ms, until_ms)) goto oom;
+            continue;
+        }
+        ids[k++] = sids[i];
+    }
+    if (k && (!r->src.merge || until_ms - from_ms < r->src.merge_min_ms)) {
+        remote_load(r, ids, k, from_ms, until_ms);
+    } else if (k) {
+        char err[1024] = "";
+        if (r->src.merge(r->src.ctx, m, ids, k, from_ms, until_ms, err, sizeof err)) {
+            remote_fail(r, err[0] ? err : "merging in the cluster failed");
+        } else {
+            for (size_t i = 0; i < k; i++)
+                if (rmem_merged_done(m, ids[i], from_ms, until_ms)) goto oom;
+        }
+    }
+    free(ids);
+    return;
+oom:
+    free(ids);
+    remote_fail(r, "out of memory loading profiles");
 }
 
 const char *store_reader_error(const store_reader *r) { return r->rerr; }
@@ -407,10 +500,11 @@ void store_reader_prefetch_extent(store_reader *r, const uint32_t *sids, size_t 
 size_t store_reader_parts(store_reader *r, int64_t from_ms, int64_t until_ms, store_part ***parts)
 {
     if (r->rcat) {
-        /* a merge announces its range here, then scans the series it
-         * prefetched: load them now, before it sizes its arrays by the
-         * partition's nodes */
-        remote_ready(r, 0, from_ms, until_ms);
+        /* a merge sizes its arrays by the partition's nodes after this:
+         * whatever it scans must be in now.  A merge announced with
+         * store_reader_prefetch_merged has its sums; any other loads the
+         * wanted series' profiles */
+        if (from_ms != r->merge_from || until_ms != r->merge_until) remote_ready(r, 0, from_ms, until_ms);
         r->sel[0] = &r->parts[0];
         *parts = r->sel;
         return from_ms < until_ms ? 1 : 0;
@@ -1077,10 +1171,35 @@ static int plan(store_reader *r, store_part *v, uint32_t sid, int64_t from, int6
     return rc;
 }
 
+/* Merged blocks of sid over exactly [from, until), when a merge loaded
+ * them: handed out like rollups; -1 when there are none. */
+static int remote_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn,
+                              void *ctx)
+{
+    store_part *v = &r->parts[0];
+    size_t n;
+    const rmem_block *b = rmem_merged_blocks(v->m, sid, from_ms, until_ms, &n);
+    if (!b) return -1;
+    for (size_t i = 0; i < n; i++) {
+        store_block blk;
+        if (parse_value(b[i].val, b[i].len, v, &blk)) continue;
+        blk.series = sid;
+        blk.from_ms = b[i].from_ms;
+        blk.until_ms = b[i].until_ms;
+        count_pairs(r, &blk);
+        int stop = fn(&blk, ctx);
+        if (stop) return stop;
+    }
+    return 0;
+}
+
 int store_part_scan_merged(store_reader *r, store_part *v, uint32_t sid, int64_t from_ms, int64_t until_ms,
                            store_block_fn fn, void *ctx)
 {
-    if (v->m) return remote_scan(r, sid, from_ms, until_ms, fn, ctx);
+    if (v->m) {
+        int rc = remote_scan_merged(r, sid, from_ms, until_ms, fn, ctx);
+        return rc >= 0 ? rc : remote_scan(r, sid, from_ms, until_ms, fn, ctx);
+    }
     if (view_open(r, v)) return 0;
     int64_t a = from_ms > part_start(v->p) ? from_ms : part_start(v->p);
     int64_t b = until_ms < part_end(v->p) ? until_ms : part_end(v->p);
@@ -1101,6 +1220,10 @@ int store_blocks_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, int
 int store_series_has_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms)
 {
     if (r->rcat) {
+        /* what the source said, when it was asked for this range */
+        rmem_range g;
+        int p = rmem_presence(r->parts[0].m, sid, from_ms, until_ms);
+        if (p >= 0 && rmem_missing(r->parts[0].m, sid, from_ms, until_ms, &g, 1)) return p;
         size_t n, a;
         const rmem_block *b = remote_blocks(r, sid, from_ms, until_ms, &n, &a);
         return b && a < n && b[a].from_ms < until_ms;

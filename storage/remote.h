@@ -15,21 +15,26 @@
  *                own (a partition held in memory) and, per series, profiles
  *                (blocks in storage's own codec) over the time ranges loaded.
  *
- * A remote reader starts empty and asks its source to load series over
- * ranges: store_reader_prefetch (query/resolve.c calls it with the series a
- * selector matched and the query's range: one load for the whole query),
- * and any scan of a series or range not loaded yet (one more load, for the
- * series asked and every series prefetched).  Only the part of a range not
- * yet loaded is asked for, so the blocks of a profile are never loaded
- * twice.  A failed load stops the reader (STORE_STOP_REMOTE, with the
+ * A remote reader starts empty and asks its source three things:
+ *   - presence: which of the series a selector matched have profiles in
+ *     the query's range (store_reader_prefetch, from query/resolve.c: one
+ *     statement for them all); they become the reader's wanted series;
+ *   - merged blocks: a merge announces its series and range
+ *     (store_reader_prefetch_merged, from query/merge.c) and the source
+ *     sums them where the data is (one block per series, unit, rate and
+ *     gauge over the whole range: what rollups are to a store);
+ *   - raw profiles, for every other scan (per profile, or a sub-range):
+ *     loaded on the first scan that misses, for the series asked and every
+ *     wanted series that has profiles there, in one go.  Only the part of a
+ *     range not yet loaded is asked for, so a profile is never loaded
+ *     twice.  A failed load stops the reader (STORE_STOP_REMOTE, with the
  * source's message in store_reader_error): the query gives up whole and
  * the server answers 503 with the message, never a partial answer unless
  * the source was asked for one (and says so).
  *
  * The loaded partition's ids are its own: store_part_node folds them into
  * the reader's tree like an LMDB partition's, so answers are built by the
- * same code.  Merges read the raw profiles (no rollups here): the sums are
- * the same. */
+ * same code. */
 #ifndef FLAMEDB_REMOTE_H
 #define FLAMEDB_REMOTE_H
 
@@ -72,6 +77,19 @@ typedef struct {
 typedef struct {
     int (*load)(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
                 char *err, size_t errlen);
+    /* Merged blocks (store_rmem_merged) of the series sids[0..n) over the
+     * profiles starting in [from_ms, until_ms).  NULL: merges read raw
+     * profiles. */
+    int (*merge)(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
+                 char *err, size_t errlen);
+    /* Merges of ranges shorter than this read raw profiles instead: where
+     * few profiles lie in a range, summing them costs more statements than
+     * it saves rows. */
+    int64_t merge_min_ms;
+    /* Which of sids[0..n) have a profile starting in [from_ms, until_ms):
+     * present[i] = 1 or 0. */
+    int (*presence)(void *ctx, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
+                    unsigned char *present, char *err, size_t errlen);
     /* The oldest and newest profile of each of sids[0..n) into out[i] (for
      * store_series_first / _last: answers whose range held nothing say
      * where the data is).  Answers 0, or -1 with err. */
@@ -101,6 +119,11 @@ typedef struct {
     size_t n;
 } store_rprofile;
 store_status store_rmem_profile(store_rmem *m, const store_rprofile *p);
+/* During a merge callback: a merged block of p->series over exactly
+ * [p->from_ms, p->until_ms) (the callback's range), the sum of n_profiles
+ * profiles (p->samples their samples; n may be 0: profiles whose values
+ * are in another block, e.g. those that did not know their samples). */
+store_status store_rmem_merged(store_rmem *m, const store_rprofile *p, uint64_t n_profiles);
 
 /* A reader over cat (a reference is taken) loading from src.  Limits
  * (deadline, pairs, cancel) and every read call work as on a store's
@@ -111,6 +134,13 @@ store_status store_reader_begin_remote(store_rcat *cat, const store_rsource *src
  * until_ms): a remote reader loads them now, in one go (a store's reader
  * does nothing). */
 void store_reader_prefetch(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms);
+
+/* Announces a merge of the series sids[0..n) over [from_ms, until_ms):
+ * a remote reader asks its source to sum them where the data is, and the
+ * merge's scans of exactly that range read the sums (a store's reader does
+ * nothing: its rollups serve). */
+void store_reader_prefetch_merged(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms,
+                                  int64_t until_ms);
 
 /* Announces store_series_first / _last calls for these series: a remote
  * reader asks its source for their extents in one go. */

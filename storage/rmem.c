@@ -8,7 +8,9 @@
  * block value in storage's block codec (block.h), so the reader scans,
  * decodes and accumulates it like a stored one.  Per series: its blocks in
  * time order, and the time ranges loaded so far (sorted, disjoint), so
- * that a load asks only for what is missing. */
+ * that a load asks only for what is missing; merged blocks by the exact
+ * range a merge asked for (a few per reader); and what the source said of
+ * the series' presence in ranges. */
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -29,7 +31,23 @@ typedef struct {
     size_t n_loaded, cap_loaded;
     int has_extent;
     store_rextent extent;
+    struct rmerged *mg;      /* merged blocks, by range */
+    size_t n_mg;
+    struct rpres *pr;        /* presence, by range */
+    size_t n_pr;
 } rser;
+
+typedef struct rmerged {
+    int64_t from, until;
+    rmem_block *b;
+    size_t n, cap;
+    int done;
+} rmerged;
+
+typedef struct rpres {
+    int64_t from, until;
+    int present;
+} rpres;
 
 struct store_rmem {
     const store_rcat *cat;
@@ -82,6 +100,12 @@ void rmem_free(store_rmem *m)
         for (size_t k = 0; k < m->ser[i].n; k++) free((void *)m->ser[i].b[k].val);
         free(m->ser[i].b);
         free(m->ser[i].loaded);
+        for (size_t g = 0; g < m->ser[i].n_mg; g++) {
+            for (size_t k = 0; k < m->ser[i].mg[g].n; k++) free((void *)m->ser[i].mg[g].b[k].val);
+            free(m->ser[i].mg[g].b);
+        }
+        free(m->ser[i].mg);
+        free(m->ser[i].pr);
     }
     free(m->ser);
     arena_free(&m->bytes);
@@ -204,10 +228,10 @@ static int pair_cmp(const void *a, const void *b)
     return (x->node > y->node) - (x->node < y->node);
 }
 
-store_status store_rmem_profile(store_rmem *m, const store_rprofile *p)
+/* p as a block value: its pairs sorted, repeated leaves summed. */
+static store_status encode(store_rmem *m, const store_rprofile *p, uint64_t n_profiles, void **val, size_t *len)
 {
-    if (!p->series || p->series > m->n_ser || !p->n || p->until_ms < p->from_ms) return STORE_EINVAL;
-    pair *v = malloc(p->n * sizeof *v);
+    pair *v = malloc((p->n ? p->n : 1) * sizeof *v);
     if (!v) return STORE_ENOMEM;
     for (size_t i = 0; i < p->n; i++) v[i] = (pair){ p->leaves[i], p->counts[i] };
     qsort(v, p->n, sizeof *v, pair_cmp);
@@ -242,13 +266,19 @@ store_status store_rmem_profile(store_rmem *m, const store_rprofile *p)
     if (!unit) return STORE_ENOMEM;
     if (!m->zc && !(m->zc = ZSTD_createCCtx())) return STORE_ENOMEM;
     block_header h = {
-        .unit = unit, .n_pairs = k, .n_profiles = 1, .duration_ms = p->until_ms - p->from_ms, .rate = p->rate,
-        .samples = p->samples_known ? p->samples : 0, .count_sum = sum, .samples_unknown = !p->samples_known,
-        .gauge = p->gauge, .version = 2,
+        .unit = unit, .n_pairs = k, .n_profiles = (uint32_t)n_profiles, .duration_ms = p->until_ms - p->from_ms,
+        .rate = p->rate, .samples = p->samples_known ? p->samples : 0, .count_sum = sum,
+        .samples_unknown = !p->samples_known, .gauge = p->gauge, .version = 2,
     };
+    return block_encode(&h, m->tn, m->tc, m->zc, val, len);
+}
+
+store_status store_rmem_profile(store_rmem *m, const store_rprofile *p)
+{
+    if (!p->series || p->series > m->n_ser || !p->n || p->until_ms < p->from_ms) return STORE_EINVAL;
     void *val;
     size_t len;
-    store_status ss = block_encode(&h, m->tn, m->tc, m->zc, &val, &len);
+    store_status ss = encode(m, p, 1, &val, &len);
     if (ss) return ss;
     rser *s = &m->ser[p->series];
     if (s->n == s->cap) {
@@ -357,4 +387,80 @@ void rmem_set_extent(store_rmem *m, uint32_t sid, const store_rextent *e)
     if (!sid || sid > m->n_ser) return;
     m->ser[sid].extent = *e;
     m->ser[sid].has_extent = 1;
+}
+
+/* ---- merged blocks and presence ---- */
+
+static rmerged *merged_at(rser *s, int64_t from, int64_t until, int create)
+{
+    for (size_t i = 0; i < s->n_mg; i++)
+        if (s->mg[i].from == from && s->mg[i].until == until) return &s->mg[i];
+    if (!create) return NULL;
+    rmerged *ng = realloc(s->mg, (s->n_mg + 1) * sizeof *ng);
+    if (!ng) return NULL;
+    s->mg = ng;
+    s->mg[s->n_mg] = (rmerged){ .from = from, .until = until };
+    return &s->mg[s->n_mg++];
+}
+
+store_status store_rmem_merged(store_rmem *m, const store_rprofile *p, uint64_t n_profiles)
+{
+    if (!p->series || p->series > m->n_ser || p->until_ms < p->from_ms || n_profiles > UINT32_MAX)
+        return STORE_EINVAL;
+    rmerged *g = merged_at(&m->ser[p->series], p->from_ms, p->until_ms, 1);
+    if (!g) return STORE_ENOMEM;
+    if (g->done) return STORE_EINVAL;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 4;
+        rmem_block *nb = realloc(g->b, cap * sizeof *nb);
+        if (!nb) return STORE_ENOMEM;
+        g->b = nb;
+        g->cap = cap;
+    }
+    void *val;
+    size_t len;
+    store_status ss = encode(m, p, n_profiles, &val, &len);
+    if (ss) return ss;
+    g->b[g->n++] = (rmem_block){ p->from_ms, p->until_ms, val, len };
+    m->memory += len + sizeof(rmem_block);
+    return STORE_OK;
+}
+
+const rmem_block *rmem_merged_blocks(const store_rmem *m, uint32_t sid, int64_t from, int64_t until, size_t *n)
+{
+    *n = 0;
+    if (!sid || sid > m->n_ser) return NULL;
+    rmerged *g = merged_at(&m->ser[sid], from, until, 0);
+    if (!g || !g->done) return NULL;
+    *n = g->n;
+    return g->b ? g->b : (const rmem_block *)m; /* not NULL: loaded, maybe empty */
+}
+
+int rmem_merged_done(store_rmem *m, uint32_t sid, int64_t from, int64_t until)
+{
+    if (!sid || sid > m->n_ser) return 0;
+    rmerged *g = merged_at(&m->ser[sid], from, until, 1);
+    if (!g) return -1;
+    g->done = 1;
+    return 0;
+}
+
+int rmem_presence(const store_rmem *m, uint32_t sid, int64_t from, int64_t until)
+{
+    if (!sid || sid > m->n_ser) return -1;
+    const rser *s = &m->ser[sid];
+    for (size_t i = 0; i < s->n_pr; i++)
+        if (s->pr[i].from == from && s->pr[i].until == until) return s->pr[i].present;
+    return -1;
+}
+
+int rmem_set_presence(store_rmem *m, uint32_t sid, int64_t from, int64_t until, int present)
+{
+    if (!sid || sid > m->n_ser) return 0;
+    rser *s = &m->ser[sid];
+    rpres *np = realloc(s->pr, (s->n_pr + 1) * sizeof *np);
+    if (!np) return -1;
+    s->pr = np;
+    s->pr[s->n_pr++] = (rpres){ from, until, present != 0 };
+    return 0;
 }

@@ -40,6 +40,16 @@ const rmem_block *rmem_blocks(store_rmem *m, uint32_t sid, size_t *n);
 typedef struct { int64_t from, until; } rmem_range;
 size_t rmem_missing(const store_rmem *m, uint32_t sid, int64_t from, int64_t until, rmem_range *out, size_t max);
 int rmem_loaded(store_rmem *m, uint32_t sid, int64_t from, int64_t until);
+/* Merged blocks of sid over exactly [from, until), once loaded (an empty
+ * list when the range held nothing): NULL while not loaded. */
+const rmem_block *rmem_merged_blocks(const store_rmem *m, uint32_t sid, int64_t from, int64_t until, size_t *n);
+/* Marks [from, until) merged for sid (its blocks, if any, were added by
+ * store_rmem_merged); -1 when memory ran out. */
+int rmem_merged_done(store_rmem *m, uint32_t sid, int64_t from, int64_t until);
+/* Whether sid has a profile in [from, until), as its source said: 1, 0,
+ * or -1 while not asked. */
+int rmem_presence(const store_rmem *m, uint32_t sid, int64_t from, int64_t until);
+int rmem_set_presence(store_rmem *m, uint32_t sid, int64_t from, int64_t until, int present);
 /* A series' extent, once asked (rmem_extent answers 0 while unknown). */
 int rmem_extent(const store_rmem *m, uint32_t sid, store_rextent *out);
 void rmem_set_extent(store_rmem *m, uint32_t sid, const store_rextent *e);
