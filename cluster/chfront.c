@@ -714,11 +714,14 @@ chfront_status chfront_delete(chfront *f, const query_selector *sel, const char 
         rc = CHFRONT_EIO;
         goto out;
     }
-    /* 3. count, then delete, a batch of pairs at a time */
+    /* 3. count, then delete, a batch of pairs at a time.  The series
+     * counted are those holding a profile, as a single node counts them:
+     * the series rows stay after a deletion, so a selector matching series
+     * deleted before would count them again. */
     for (size_t a = 0; a < pl.n; a += DELETE_BATCH) {
         size_t b = a + DELETE_BATCH < pl.n ? a + DELETE_BATCH : pl.n;
         chschema_table(&f->schema, "profiles", table, sizeof table);
-        snprintf(sql, 1u << 20, "SELECT count() FROM %s WHERE ", table);
+        snprintf(sql, 1u << 20, "SELECT count(), uniqExact(tenant, series) FROM %s WHERE ", table);
         if (pairs_in(&pl, a, b, sql, 1u << 20) || strlen(sql) + 32 > (1u << 20)) goto toolong;
         strcat(sql, " FORMAT RowBinary");
         if (ch_select(c, sql, NULL, &rows) != CH_OK) {
@@ -726,7 +729,12 @@ chfront_status chfront_delete(chfront *f, const query_selector *sel, const char 
             rc = CHFRONT_EIO;
             goto out;
         }
-        uint64_t n = chrow_get_u64(&rows);
+        uint64_t n = chrow_get_u64(&rows), ns = chrow_get_u64(&rows);
+        if (chrow_failed(&rows)) {
+            snprintf(err, errlen, "counting the profiles: an answer that does not read (%s)", chrow_failed(&rows));
+            rc = CHFRONT_EIO;
+            goto out;
+        }
         for (size_t t = 0; t < chschema_n_data_tables; t++) {
             chschema_local(&f->schema, chschema_data_tables[t], table, sizeof table);
             snprintf(sql, 1u << 20, "ALTER TABLE %s%s%s DELETE WHERE ", table, f->cluster ? " ON CLUSTER " : "",
@@ -739,7 +747,7 @@ chfront_status chfront_delete(chfront *f, const query_selector *sel, const char 
                 goto out;
             }
         }
-        *series += b - a;
+        *series += ns;
         *profiles += n;
     }
     goto out;

@@ -510,6 +510,7 @@ fold_body() {
 # when the test failed.
 ct_cleanup_extra() {
     local i
+    sn_stop
     for i in "${!FE_PID[@]}"; do [ -n "${FE_PID[$i]}" ] && fe_stop "$i"; done
     if [ -s "$CT_FAILS" ] && [ -n "$CT_TMP" ]; then
         for i in "${!FE_DIR[@]}"; do
@@ -519,3 +520,62 @@ ct_cleanup_extra() {
     return 0
 }
 
+
+# ---- a single node beside the cluster, and the equivalence workload ----
+
+EQUIV="$REPO/tests/cluster/equiv.py"
+SN_PID=""
+# A day boundary well inside the data's retention: three days ago (UTC);
+# equiv.py's workload lies in [EQ_BASE - 36 h, EQ_BASE + 36 h).
+EQ_BASE=$(( ($(date +%s) / 86400 - 3) * 86400 ))
+
+# sn_start [flags...]: a single-node flamedb, data in $CT_TMP/sn (the same
+# port and data when started again); waits for /healthz.
+sn_start() {
+    local tries=200
+    [ -n "${SN_PORT:-}" ] || SN_PORT=$(ct_free_ports 1)
+    "$FLAMEDB" serve --listen "127.0.0.1:$SN_PORT" --data "$CT_TMP/sn" --retention 0 "$@" >>"$CT_TMP/sn.log" 2>&1 &
+    SN_PID=$!
+    while [ $tries -gt 0 ]; do
+        curl -sf "http://127.0.0.1:$SN_PORT/healthz" >/dev/null 2>&1 && return 0
+        _ct_alive "$SN_PID" || break
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    die "the single node did not start: $(tail -5 "$CT_TMP/sn.log")"
+}
+
+sn_url() { echo "http://127.0.0.1:$SN_PORT"; }
+
+sn_stop() {
+    [ -n "$SN_PID" ] || return 0
+    _ct_stop_pid "single node" "$SN_PID"
+    SN_PID=""
+}
+
+# equiv_load SEED FRONT-URLS: the workload into the single node and, in
+# another order and round robin, into the front ends (both at once: pushing
+# is mostly waiting for answers); waits until every front end's spool
+# drained.
+equiv_load() {
+    local seed=$1 fronts=$2 i sn fe
+    python3 "$EQUIV" workload --seed "$seed" --base "$EQ_BASE" --urls "$(sn_url)" >"$CT_TMP/load-sn.out" 2>&1 &
+    sn=$!
+    python3 "$EQUIV" workload --seed "$seed" --base "$EQ_BASE" --shuffle 7 --urls "$fronts" >"$CT_TMP/load-fe.out" 2>&1 &
+    fe=$!
+    wait "$sn" || { fail "workload into the single node: $(cat "$CT_TMP/load-sn.out")"; wait "$fe"; return 1; }
+    wait "$fe" || { fail "workload into the front ends: $(cat "$CT_TMP/load-fe.out")"; return 1; }
+    for i in "${!FE_PID[@]}"; do [ -n "${FE_PID[$i]}" ] && { fe_drained "$i" || return 1; }; done
+    return 0
+}
+
+# equiv_check LABEL N SEED FRONT-URL: N random queries, the single node
+# against one front end; every difference is a failure.
+equiv_check() {
+    local label=$1 n=$2 seed=$3 url=$4 out
+    if ! out=$(python3 "$EQUIV" compare --seed "$seed" --base "$EQ_BASE" --n "$n" "$(sn_url)" "$url" 2>&1); then
+        fail "$label: $(tail -c 3000 <<<"$out")"
+        return 1
+    fi
+    assert_contains "$label" "$(tail -1 <<<"$out")" "equiv: $n queries, 0 differ"
+}
