@@ -320,9 +320,10 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
         body = field;
         len = flen;
     }
-    /* sample labels as pseudo-frames where the reader knows them: not in
-     * cluster mode, whose stacks are rows (docs/cluster.md) */
-    job->p.sample_labels = rq->srv->st != NULL;
+    /* sample labels as pseudo-frames at the root of the stacks (store.h),
+     * in both modes: a front end's stacks carry them into ClickHouse and
+     * its readers skip or filter them as a store's do */
+    job->p.sample_labels = 1;
     ingest_status s = ingest_pprof_parse(body, len, rq->srv->max_body, &job->p, job->window_given, &job->pp,
                                          &job->n_pp, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
@@ -378,7 +379,7 @@ static void job_parse_otlp(ingest_job *job, const char *body, size_t len)
 {
     char err[1024];
     ingest_otlp o;
-    job->p.sample_labels = job->rq->srv->st != NULL; /* as for pprof (job_parse_pprof) */
+    job->p.sample_labels = 1; /* as for pprof (job_parse_pprof) */
     ingest_status s = ingest_otlp_parse(body, len, job->otlp == 2, job->rq->srv->max_body, &job->p,
                                         job->window_given, &o, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);

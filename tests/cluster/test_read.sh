@@ -87,3 +87,37 @@ test_read_replica_down_changes_nothing() {
     equiv_check "one shard, one of its two replicas killed" 80 105 "$(fe_url 1)"
     sn_stop
 }
+
+test_read_sample_labels_as_on_a_single_node() {
+    ch_cluster_start single
+    sn_start
+    fe_start 1 "${CH_URL[1]}" --flush-every 100ms
+    ct_tmp
+    cat >"$CT_TMP/spec.json" <<JSON
+{"types": [["samples", "count"], ["cpu", "nanoseconds"]],
+ "samples": [
+  {"stack": "main;work", "values": [10, 100000000], "labels": {"span_id": "a1", "endpoint": "/api"}},
+  {"stack": "main;work", "values": [5, 50000000], "labels": {"span_id": "b2", "endpoint": "/api"}},
+  {"stack": "main;idle", "values": [7, 70000000], "labels": {"span_id": "a1"}},
+  {"stack": "main;io;read", "values": [3, 30000000]}
+ ]}
+JSON
+    python3 "$REPO/tests/integration/pprof_labels.py" "$CT_TMP/spec.json" "$CT_TMP/lab.pb" || die "pprof_labels.py failed"
+    local t=$EQ_BASE u code a b q
+    for u in "$(sn_url)" "$(fe_url 1)"; do
+        code=$(curl -s -o "$CT_TMP/push.json" -w '%{http_code}' "$u/api/v1/ingest?format=pprof&service=lab&from=$t&until=$((t + 10))" --data-binary @"$CT_TMP/lab.pb")
+        assert_eq "pprof with sample labels into $u" 200 "$code"
+        assert_eq "labels kept by $u" 5 "$(jq .sample_labels.kept "$CT_TMP/push.json")"
+    done
+    fe_drained 1 || return
+    for q in 'query=%7Bservice%3D%22lab%22%7D&format=folded' \
+        'query=%7Bservice%3D%22lab%22%2Cspan_id%3D%22a1%22%7D&format=folded' \
+        'query=%7Bservice%3D%22lab%22%2Cendpoint%21%3D%22%2Fapi%22%7D&format=json' \
+        'query=%7Bservice%3D%22lab%22%7D&group_by_sample=span_id&format=json'; do
+        a=$(curl -s "$(sn_url)/api/v1/query?$q&from=$((t - 60))&until=$((t + 60))")
+        b=$(curl -s "$(fe_url 1)/api/v1/query?$q&from=$((t - 60))&until=$((t + 60))")
+        assert_eq "sample labels: $q" "$a" "$b"
+    done
+    assert_eq "the span filter keeps span a1's stacks (type cpu)" $'main;idle 70000000\nmain;work 100000000' \
+        "$(curl -s "$(fe_url 1)/api/v1/query?query=%7Bservice%3D%22lab%22%2Cspan_id%3D%22a1%22%7D&format=folded&from=$((t - 60))&until=$((t + 60))")"
+}
