@@ -71,13 +71,19 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
     c.values = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.values);
     c.averages = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.averages);
     json_t *points = json_array();
-    if (!c.values || !c.averages || !points) goto fail;
+    /* series in label-set order: the gauge averages are floating-point sums
+     * over series, whose ids follow push order and layout; in a content
+     * order the answer is the data's alone (docs/ARCHITECTURE.md) */
+    uint32_t *order = malloc((set->n_series ? set->n_series : 1) * sizeof *order);
+    if (!c.values || !c.averages || !points || !order) goto fail;
+    memcpy(order, set->series, set->n_series * sizeof *order);
+    if (query_series_sort(r, order, set->n_series)) goto fail;
     for (size_t i = 0; i < set->n_series; i++) {
         for (c.step_index = 0; c.step_index < c.n; c.step_index++) {
             int64_t ws = from_ms + (int64_t)c.step_index * step_ms;
             int64_t we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
             if (store_reader_expired(r)) goto fail; /* nothing partial: the caller says why */
-            store_blocks_scan_merged(r, set->series[i], ws, we, tl_block, &c);
+            store_blocks_scan_merged(r, order[i], ws, we, tl_block, &c);
             if (c.too_big) {
                 *too_big = 1;
                 goto fail;
@@ -103,10 +109,12 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
         if (json_array_append_new(points, json_pack("[o,o]", query_time_json(from_ms + (int64_t)k * step_ms), value)))
             goto fail;
     }
+    free(order);
     free(c.values);
     free(c.averages);
     return points;
 fail:
+    free(order);
     free(c.values);
     free(c.averages);
     json_decref(points);
