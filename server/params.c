@@ -136,6 +136,12 @@ int srv_reader_begin(srv_request *rq, store_reader **r)
             return -1;
         }
         char err[1200];
+        /* what of this front end's acknowledged profiles the answer may
+         * lack: the age of the oldest one still in its spool */
+        chfront_stats fs;
+        chfront_stats_get(rq->srv->front, &fs);
+        rq->staleness_ms = fs.spool_oldest_ms ? srv_now_ms() - fs.spool_oldest_ms : 0;
+        if (rq->staleness_ms < 0) rq->staleness_ms = 0;
         if (!rq->srv->source || chsource_reader_begin(rq->srv->source, partial, &rq->partial, r, err, sizeof err)) {
             rq->stopped = STORE_STOP_REMOTE; /* counted as a read ClickHouse could not serve */
             srv_metrics_stopped(rq);

@@ -76,6 +76,11 @@ enum MHD_Result srv_reply_bytes(srv_request *rq, int status, const char *content
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
     if (rq->partial && status < 300) MHD_add_response_header(resp, "X-Flamedb-Partial", "true");
+    if (rq->staleness_ms > 0 && status < 300) {
+        char st[24];
+        snprintf(st, sizeof st, "%lld", (long long)rq->staleness_ms);
+        MHD_add_response_header(resp, "X-Flamedb-Staleness-Ms", st);
+    }
     srv_cors_decorate(rq, resp, status);
     rq->status = status;
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)status, resp);

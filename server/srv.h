@@ -165,6 +165,7 @@ typedef struct {
     store_stop stopped;    /* why its work was stopped (srv_reader_end keeps it) */
     char *stop_msg;        /* STORE_STOP_REMOTE: the loader's message (srv_reader_end keeps it) */
     int partial;           /* cluster mode, partial=true: some shard's data is missing from the answer */
+    int64_t staleness_ms;  /* cluster mode reads: X-Flamedb-Staleness-Ms (srv_reader_begin); 0: nothing waits, no header */
     const char *route_arg; /* e.g. NAME in /api/v1/label/NAME/values */
     const char *allowed;   /* the route's methods, for the Allow header */
     int scoped;            /* acts for tenant (--auth): reads and writes are scoped to it */

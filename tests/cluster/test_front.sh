@@ -90,6 +90,11 @@ test_front_kill9_before_flush_loses_nothing() {
     done
     assert_eq "pushes acknowledged" 40 "$ok"
     assert_eq "nothing flushed yet (--flush-every 1h)" 0 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
+    # a read says how old the oldest acknowledged profile it cannot see is
+    local q="/api/v1/query?query=%7Bservice%3D%22k9%22%7D&from=$t0&until=$((t0 + 100))" h
+    h=$(curl -s -D - -o "$CT_TMP/q.json" "$(fe_url 1)$q" | tr -d '\r')
+    assert_eq "a read before the flush" 0 "$(jq .total "$CT_TMP/q.json")"
+    assert_contains "says the spool's age" "$h" "X-Flamedb-Staleness-Ms: "
     fe_kill 1
     local files
     files=$(find "${FE_DIR[1]}/spool" -name '*.spool' | wc -l)
@@ -98,6 +103,9 @@ test_front_kill9_before_flush_loses_nothing() {
     fe_drained 1 || return
     assert_eq "profiles after the restart" 40 "$(chq 1 "SELECT count() FROM flamedb.profiles FORMAT TSV")"
     assert_eq "total after the restart" "$want" "$(chq 1 "SELECT sum(value) FROM flamedb.samples FORMAT TSV")"
+    h=$(curl -s -D - -o "$CT_TMP/q.json" "$(fe_url 1)$q" | tr -d '\r')
+    assert_eq "the read's total after the restart" "$want" "$(jq .total "$CT_TMP/q.json")"
+    assert_eq "no staleness once the spool drained" 0 "$(grep -c '^X-Flamedb-Staleness-Ms' <<<"$h")"
     assert_eq "spool files after the flush" 0 "$(find "${FE_DIR[1]}/spool" -name '*.spool' | wc -l)"
 }
 
