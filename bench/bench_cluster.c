@@ -6,7 +6,8 @@
  * Usage (one row):
  *   bench_cluster load --urls URL[,URL...] --clients N --kind repeated|new|pool
  *                      (--seconds S | --requests R) --base EPOCH_S
- *                      [--instances I] [--salt K] [--drain URL[,URL...]]
+ *                      [--instances I] [--services S] [--step SECONDS]
+ *                      [--salt K] [--drain URL[,URL...]]
  *                      [--drain-max S] [--watch NAME=PID[,PID...]]...
  * Run with no arguments (as bench/run.sh does with every bench_* binary) it
  * says how to run the benchmark and exits 0: it needs ClickHouse and
@@ -27,6 +28,10 @@
  * "i<j % I>" (default I = 50) and the 10 s window starting at base + (j / I)
  * x 10 s.  So --requests R sends the same R profiles whatever the thread
  * timing: the script stores the same data on both sides for bytes per pair.
+ * For the query benchmark (bench/bench_cluster_query.sh): --step T spaces
+ * the windows T seconds apart (base + (j / I) x T; each still 10 s long),
+ * and --services S names the series' services "s00".."s<S-1>" (instance
+ * i<k> is service s<k % S>) instead of the one service "bench".
  *
  * A request counts when answered 200 (single node: committed; front end:
  * fsync'd in its spool).  A 503 (a full spool) is counted as refused and the
@@ -95,6 +100,8 @@ typedef struct {
     long long requests;         /* 0: --seconds */
     long long base;
     int instances;
+    int services;               /* 0: every request is service "bench" */
+    long long step;             /* seconds between a series' windows */
     unsigned salt;
     const char *drain;
     double drain_max;
@@ -245,10 +252,11 @@ static int send_one(client *c, long long j)
         b = &d->bodies[j % N_BODIES];
     }
     int u = (int)(j % d->n_urls);
-    long long from = d->base + (j / d->instances) * WINDOW_S;
-    char url[512];
-    snprintf(url, sizeof url, "%s/api/v1/ingest?service=bench&instance=i%lld&from=%lld&until=%lld", d->urls[u],
-             j % d->instances, from, from + WINDOW_S);
+    long long from = d->base + (j / d->instances) * d->step;
+    char url[512], service[16] = "bench";
+    if (d->services) snprintf(service, sizeof service, "s%02lld", (j % d->instances) % d->services);
+    snprintf(url, sizeof url, "%s/api/v1/ingest?service=%s&instance=i%lld&from=%lld&until=%lld", d->urls[u],
+             service, j % d->instances, from, from + WINDOW_S);
     reply rep = { .len = 0 };
     CURL *h = c->curl[u];
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -389,8 +397,9 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s load --urls URL[,URL...] --clients N --kind repeated|new|pool\n"
-            "          (--seconds S | --requests R) --base EPOCH_S [--instances I] [--salt K]\n"
-            "          [--drain URL[,URL...]] [--drain-max S] [--watch NAME=PID[,PID...]]...\n",
+            "          (--seconds S | --requests R) --base EPOCH_S [--instances I] [--services S]\n"
+            "          [--step SECONDS] [--salt K] [--drain URL[,URL...]] [--drain-max S]\n"
+            "          [--watch NAME=PID[,PID...]]...\n",
             argv0);
 }
 
@@ -411,6 +420,7 @@ int main(int argc, char **argv)
     driver *d = gen_xcalloc(1, sizeof *d);
     char *urls = NULL, *drain = NULL;
     d->instances = 50;
+    d->step = WINDOW_S;
     d->drain_max = 600;
     d->kind = KIND_REPEATED;
     for (int i = 2; i < argc; i++) {
@@ -426,6 +436,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--requests")) d->requests = atoll(v);
         else if (!strcmp(a, "--base")) d->base = atoll(v);
         else if (!strcmp(a, "--instances")) d->instances = atoi(v);
+        else if (!strcmp(a, "--services")) d->services = atoi(v);
+        else if (!strcmp(a, "--step")) d->step = atoll(v);
         else if (!strcmp(a, "--salt")) d->salt = (unsigned)atoi(v);
         else if (!strcmp(a, "--drain")) drain = strdup(v);
         else if (!strcmp(a, "--drain-max")) d->drain_max = atof(v);
@@ -459,6 +471,7 @@ int main(int argc, char **argv)
     }
     if (urls) d->n_urls = split_urls(urls, d->urls, MAX_URLS);
     if (!d->n_urls || d->clients < 1 || d->clients > MAX_CLIENTS || d->instances < 1 || d->base <= 0 ||
+        d->services < 0 || d->services > 100 || d->step < WINDOW_S ||
         (d->seconds <= 0) == (d->requests <= 0)) {
         usage(argv[0]);
     bad:
