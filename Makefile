@@ -200,11 +200,16 @@ test: deps
 	@$(MAKE) --no-print-directory test-san
 	@$(MAKE) --no-print-directory fuzz-replay
 
-# The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer.
+# The whole suite again with AddressSanitizer and UndefinedBehaviorSanitizer,
+# and the cluster read path's tests (test_read.sh: the front end's remote
+# reader under every endpoint) with an instrumented front end.
 test-san:
 	@$(MAKE) --no-print-directory BUILD=build-san BIN=build-san/bin \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  unit agent-unit integration
+	@CT_FILTER='^test_read:' $(MAKE) --no-print-directory BUILD=build-san BIN=build-san/bin \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  cluster-test
 
 # Fuzzing (issue 12): one libFuzzer harness per parser and decoder in
 # tests/fuzz/fuzz_<name>.c, its seed corpus in tests/fuzz/corpus/<name>/,

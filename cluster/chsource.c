@@ -476,7 +476,7 @@ static int on_sample(void *ctx, const chread_sample_row *r)
 {
     reader_ctx *x = ctx;
     if (!x->prof_sorted) { /* every profile row is in: the samples follow */
-        qsort(x->prof, x->n_prof, sizeof *x->prof, prow_cmp);
+        if (x->n_prof) qsort(x->prof, x->n_prof, sizeof *x->prof, prow_cmp);
         x->prof_sorted = 1;
     }
     if (!x->have_cur || !same_key(&r->key, &x->cur)) {
@@ -836,8 +836,8 @@ static void on_merged_frames(void *ctx, const uint8_t *stack, const char *frames
 static int merged_blocks(merge_ctx *mc, int64_t from_ms, int64_t until_ms)
 {
     reader_ctx *x = mc->x;
-    qsort(mc->rows, mc->n_rows, sizeof *mc->rows, mrow_cmp);
-    qsort(mc->prof, mc->n_prof, sizeof *mc->prof, mprof_cmp);
+    if (mc->n_rows) qsort(mc->rows, mc->n_rows, sizeof *mc->rows, mrow_cmp);
+    if (mc->n_prof) qsort(mc->prof, mc->n_prof, sizeof *mc->prof, mprof_cmp);
     size_t a = 0;
     for (size_t k = 0; k < mc->n_prof; k++) {
         const mprof *p = &mc->prof[k];

@@ -97,7 +97,7 @@ static int post_cmp(const void *a, const void *b)
 store_status store_rcat_seal(store_rcat *c)
 {
     if (c->sealed) return STORE_OK;
-    qsort(c->post, c->n_post, sizeof *c->post, post_cmp);
+    if (c->n_post) qsort(c->post, c->n_post, sizeof *c->post, post_cmp);
     c->names = malloc((c->n_post ? c->n_post : 1) * sizeof *c->names);
     if (!c->names) return STORE_ENOMEM;
     for (size_t i = 0; i < c->n_post; i++)
