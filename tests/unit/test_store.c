@@ -14,6 +14,7 @@
 #include "../../storage/block.h"
 #include "../../storage/env.h"
 #include "../../storage/hash.h"
+#include "../../storage/pdict.h"
 #include "../../storage/rollup.h"
 #include "../../storage/store_internal.h"
 
@@ -358,6 +359,21 @@ static void test_series_last_and_first(void **state)
     store_close(st);
 }
 
+/* Appends n random printable characters (never ';') to s at len: frame
+ * names that zstd cannot shrink much, for tests that fill a map (string
+ * chunks are compressed, storage/pdict.h). */
+static size_t random_chars(char *s, size_t len, int n, uint64_t *x)
+{
+    for (int j = 0; j < n; j++) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        char ch = (char)('!' + *x % 90);
+        s[len++] = ch == ';' ? 'z' : ch;
+    }
+    return len;
+}
+
 /* A full map fails the one write, rolls back its new dictionary entries,
  * and leaves the store consistent and usable. */
 static void test_map_full_rolls_back(void **state)
@@ -371,10 +387,14 @@ static void test_map_full_rolls_back(void **state)
     store_get_stats(st, &before);
     /* Profiles of ever new, long frames until the 1 MiB map is full. */
     char *big = malloc(60000);
+    uint64_t x = 88172645463325252u;
     int failed = 0;
     for (int round = 0; round < 200 && !failed; round++) {
         size_t len = 0;
-        for (int i = 0; i < 30; i++) len += (size_t)snprintf(big + len, 60000 - len, "%sframe_%d_%d_%0900d", i ? ";" : "", round, i, 0);
+        for (int i = 0; i < 30; i++) {
+            len += (size_t)snprintf(big + len, 60000 - len, "%sframe_%d_%d_", i ? ";" : "", round, i);
+            len = random_chars(big, len, 900, &x);
+        }
         const char *fr[] = { big };
         store_status ss = write_stacks(st, api_labels, 3, 1000 + round, fr, &one, 1, 0);
         if (ss) {
@@ -552,7 +572,11 @@ static void test_write_all_or_none(void **state)
     store_stack small = { "main;alloc", 10, 7 };
     char *big = malloc(2u << 20);
     size_t len = 0;
-    for (int i = 0; i < 1500; i++) len += (size_t)snprintf(big + len, (2u << 20) - len, "%sframe_%d_%0900d", i ? ";" : "", i, 0);
+    uint64_t x = 88172645463325252u;
+    for (int i = 0; i < 1500; i++) {
+        len += (size_t)snprintf(big + len, (2u << 20) - len, "%sframe_%d_", i ? ";" : "", i);
+        len = random_chars(big, len, 900, &x);
+    }
     store_stack huge = { big, (uint32_t)len, 1 };
     store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
@@ -949,17 +973,28 @@ static void test_check_finds_damage(void **state)
     v = (MDB_val){ blen, bval };
     assert_int_equal(mdb_put(txn, blocks, &k, &v, 0), 0);
     free(bval);
-    /* string chunk 0: string 1 ends where it starts */
+    /* string chunk 0 (format 2, storage/pdict.h: a checksum, then format
+     * 1's layout, maybe compressed): string 1 ends where it starts, sealed
+     * again with a right checksum, so the layout's check finds it */
     v = get_first(txn, strings, &k);
-    memcpy(buf, v.mv_data, v.mv_size);
+    unsigned char *owned, *sealed;
+    size_t slen;
+    char why[200];
+    const unsigned char *layout = pdict_str_chunk_open(2, 0, &v, NULL, &slen, &owned, why, sizeof why);
+    assert_non_null(layout);
+    assert_true(slen < sizeof buf);
+    memcpy(buf, layout, slen);
+    free(owned);
     memcpy(buf + 12, buf + 8, 4);
-    v.mv_data = buf;
+    assert_int_equal(pdict_chunk_seal('S', 0, buf, slen, 0, &sealed, &slen), 0);
+    v = (MDB_val){ slen, sealed };
     assert_int_equal(mdb_put(txn, strings, &k, &v, 0), 0);
-    /* node chunk 0: node 1's parent two back, below the root */
+    free(sealed);
+    /* node chunk 0: a flipped bit in its last node, which its checksum
+     * catches */
     v = get_first(txn, nodes, &k);
     memcpy(buf, v.mv_data, v.mv_size);
-    assert_int_equal(buf[2], 1);
-    buf[2] = 2;
+    buf[v.mv_size - 1] ^= 0x02;
     v.mv_data = buf;
     assert_int_equal(mdb_put(txn, nodes, &k, &v, 0), 0);
     /* series 1's sound 10-minute rollup at t0 under a bucket not aligned */
@@ -1000,7 +1035,7 @@ static void test_check_finds_damage(void **state)
     assert_found(&fd, file, "block series 1 at 2026-11-01T22:00:00Z seq 0: checksum mismatch");
     assert_found(&fd, "block series 99 at 2026-11-01T22:00:05Z seq 0", "series 99 is not in the catalog");
     assert_found(&fd, "string chunk 0 (ids 0..6)", "offsets not ascending at string 1");
-    assert_found(&fd, "node chunk 0 (ids 0..", "node 1: its parent");
+    assert_found(&fd, "node chunk 0 (ids 0..", "checksum mismatch");
     assert_found(&fd, "rollup 10min series 1 bucket 2026-11-01T22:00:01Z", "not aligned");
     assert_found(&fd, "pending: a key of 12 bytes", file);
     assert_found(&fd, "segment series 2 bucket 2026-11-01T22:00:00Z", "checksum mismatch");
