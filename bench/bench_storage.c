@@ -42,7 +42,10 @@
  * samples/count and cpu/nanoseconds, so two stored profiles a file), loaded
  * as N/40 instances x 40 windows of 10 s, measured the same way, next to
  * the gzip'd pprof and folded files the script wrote.  Skipped with a note
- * when python3 or the script is missing. */
+ * when python3 or the script is missing.
+ *
+ * BENCH_STORAGE_KEEP=DIR keeps each case's data directory, moved to
+ * DIR/main and DIR/pprof, to look at (flamedb check, another binary). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -181,6 +184,22 @@ typedef struct {
 } store_measure;
 
 /* Sizes of a closed store's directory, then LMDB's split of each file. */
+/* Removes a case's data directory, or moves it under BENCH_STORAGE_KEEP. */
+static void keep_or_remove(const char *dir, const char *name)
+{
+    const char *keep = getenv("BENCH_STORAGE_KEEP");
+    char to[4200];
+    if (keep && *keep) {
+        snprintf(to, sizeof to, "%s/%s", keep, name);
+        if (!rename(dir, to)) {
+            printf("  data directory kept in %s\n", to);
+            return;
+        }
+        fprintf(stderr, "bench_storage: cannot move %s to %s (%s); removed\n", dir, to, strerror(errno));
+    }
+    gen_rm_rf(dir);
+}
+
 static void measure_store(const char *dir, store_measure *m)
 {
     memset(m, 0, sizeof *m);
@@ -438,7 +457,7 @@ static int pprof_case(void)
     }
     store_measure m;
     measure_store(sdir, &m);
-    gen_rm_rf(sdir);
+    keep_or_remove(sdir, "pprof");
     free(sdir);
     if (gen_dir) gen_rm_rf(gen_dir);
     free(gen_dir);
@@ -547,7 +566,7 @@ int main(void)
 
     store_measure m;
     measure_store(dir, &m);
-    gen_rm_rf(dir);
+    keep_or_remove(dir, "main");
 
     uint64_t on_disk = disk_bytes(&m);
     double per_pair = (double)on_disk / (double)pairs;
