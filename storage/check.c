@@ -17,12 +17,14 @@
  *                file is reported and not read further: reading a page
  *                past its end would fault), its seven databases (a file
  *                written before segments may lack that one), meta
- *                (counts, span: its start and the catalog's length), every
- *                string chunk the counts call for and no other (count,
- *                offsets from 0 ascending, in bounds, each string
- *                NUL-terminated, UTF-8, string 0 empty), every node chunk
- *                (decodes to exactly its nodes, each parent below it, the
- *                root first, functions among the strings), every block
+ *                (counts, span: its start and the catalog's length; the
+ *                dictionary format, 1 or 2, pdict.h), every string chunk
+ *                the counts call for and no other (format 2: its checksum
+ *                and payload first; then count, offsets from 0 ascending,
+ *                in bounds, each string NUL-terminated, UTF-8, string 0
+ *                empty), every node chunk (format 2: its checksum; then
+ *                pdict's decoder: exactly its nodes, each parent below
+ *                it, the root first, functions among the strings), every block
  *                (key: a series the catalog knows, a start inside the
  *                partition; value: block_verify's checksum, or counted as
  *                unchecked for version 1, which has none; the header
@@ -39,9 +41,11 @@
  *                partition, no value) and every segment (a known series,
  *                a 10-minute bucket inside the partition, its checksum,
  *                its union of node ids below the node count and each
- *                once, then each profile in it like a block: header,
- *                start inside the bucket, pairs decoded, counts > 0
- *                summing to the header's; counted with the blocks).
+ *                once, its profiles' payloads where its version puts them
+ *                (version 2: tiling its area), then each profile in it
+ *                like a block: header, start inside the bucket, pairs
+ *                decoded, counts > 0 summing to the header's; counted
+ *                with the blocks).
  * A partition that cannot be opened is one problem; the walk goes on with
  * the others.  Every finding names its file and the key or id at fault.
  *
@@ -1038,6 +1042,8 @@ static void check_segment(checker *c, const char *at, const MDB_val *v, int64_t 
         PROBLEM(c, "%s: its header does not parse", at);
         return;
     }
+    char why[200];
+    if (seg_payloads_check(v->mv_data, v->mv_size, why, sizeof why)) PROBLEM(c, "%s: %s", at, why);
     int rc;
     while ((rc = seg_walk_next(&w, &it)) == 1) {
         c->n->blocks++;
