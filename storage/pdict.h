@@ -19,10 +19,11 @@
  *   Format 2 (partitions made since): 1,024 strings and 8,192 nodes a
  *   chunk, each value u8 flags (1: zstd), u32 checksum (low 32 bits of
  *   XXH3-64 of every byte after it, seeded with the kind and the chunk
- *   number), varint payload length, the payload, zstd-compressed when
- *   that makes it smaller (level 1 while the chunk is open and rewritten
- *   at every flush; once complete, level 3 for strings).  Strings: the
- *   payload is format 1's chunk.  Nodes: per node
+ *   number), varint payload length, the payload, zstd-compressed once
+ *   the chunk is complete (level 3 for strings, 1 for nodes); the open
+ *   chunk, rewritten at every flush that adds to it, stays plain until
+ *   its partition's time is over (pdict_finish, from compaction).
+ *   Strings: the payload is format 1's chunk.  Nodes: per node
  *   varint (function << 1 | 1) when its parent is the node before it (96 %
  *   of nodes), else varint (function << 1) and varint (id - parent).
  *   Measured on gen_pprof.py's call tree (448 k nodes, 5,000 functions of
@@ -57,6 +58,11 @@
 /* Writes the partition's meta (start, length, empty counts, the format)
  * when new. */
 int pdict_init_meta(MDB_txn *txn, MDB_dbi meta, int64_t start_ms, int64_t len_ms);
+
+/* Format 2: compresses the last (open) chunks when plain, once the
+ * partition takes no more profiles in the ordinary course (a late one
+ * makes them plain again, until the next call).  *changed when it wrote. */
+store_status pdict_finish(MDB_txn *txn, MDB_dbi meta, MDB_dbi strings, MDB_dbi nodes, int *changed);
 
 /* ---- the chunk codec (check.c verifies with it) ---- */
 

@@ -376,10 +376,40 @@ static uint32_t chunk_count(MDB_dbi dbi)
     return (uint32_t)st.ms_entries;
 }
 
+/* Asserts the flags byte (1: zstd) of the last node and string chunks;
+ * answers the node chunk's size. */
+static size_t last_chunks_flags(uint32_t nn, uint32_t ns, int want)
+{
+    MDB_txn *txn;
+    uint32_t cn = (nn - 1) / 8192, cs = (ns - 1) / 1024;
+    MDB_val kn = { 4, &cn }, ks = { 4, &cs }, v;
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_get(txn, strings, &ks, &v), 0);
+    assert_int_equal(((const unsigned char *)v.mv_data)[0], want);
+    assert_int_equal(mdb_get(txn, nodes, &kn, &v), 0);
+    assert_int_equal(((const unsigned char *)v.mv_data)[0], want);
+    size_t len = v.mv_size;
+    mdb_txn_abort(txn);
+    return len;
+}
+
+/* pdict_finish in its own transaction: whether it changed anything. */
+static int finish(void)
+{
+    MDB_txn *txn;
+    int changed = -1;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(pdict_finish(txn, meta, strings, nodes, &changed), STORE_OK);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    return changed;
+}
+
 /* Format 2: chunks of 8,192 nodes and 1,024 strings, complete ones
- * compressed, the open one rewritten at each flush; what the writer
+ * compressed, the open one rewritten plain at each flush; what the writer
  * interned reads back through the reader and a reloaded writer, which
- * goes on in the same format; stacks spell back to their text. */
+ * goes on in the same format; stacks spell back to their text;
+ * pdict_finish compresses the open chunks, once, and again after late
+ * additions made them plain. */
 static void test_format2_round_trip(void **state)
 {
     (void)state;
@@ -430,9 +460,25 @@ static void test_format2_round_trip(void **state)
     commit(w, wtxn);
     nn = pdict_w_nodes(w);
     ns = pdict_w_strings(w);
-    pdict_w_free(w);
     assert_int_equal(chunk_count(nodes), (nn + 8191) / 8192);
     assert_reads_back(nn, ns);
+    /* the open chunks are plain until pdict_finish compresses them, once */
+    size_t plain = last_chunks_flags(nn, ns, 0);
+    assert_int_equal(finish(), 1);
+    assert_true(last_chunks_flags(nn, ns, 1) < plain);
+    assert_reads_back(nn, ns);
+    assert_int_equal(finish(), 0); /* nothing left to do */
+    /* a late stack makes them plain again; pdict_finish again */
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &wtxn), 0);
+    write_tree(w, wtxn, 1, 40, 1000000, 0, 5000); /* new names too */
+    commit(w, wtxn);
+    nn = pdict_w_nodes(w);
+    ns = pdict_w_strings(w);
+    last_chunks_flags(nn, ns, 0);
+    assert_int_equal(finish(), 1);
+    last_chunks_flags(nn, ns, 1);
+    assert_reads_back(nn, ns);
+    pdict_w_free(w);
 }
 
 /* Format 1, as flamedb-6's first partitions hold it (no "dict" in meta;

@@ -1373,6 +1373,27 @@ static size_t read_segment(const char *dir, int64_t t, uint32_t sid, int64_t buc
     return v.mv_size;
 }
 
+/* The flags byte of chunk 0 of a dictionary (pdict.h, format 2). */
+static int first_chunk_flags(const char *dir, int64_t t, const char *db)
+{
+    char name[64], path[600], err[256];
+    part_file_name(name, sizeof name, t - t % 86400000, 0);
+    snprintf(path, sizeof path, "%s/parts/%s", dir, name);
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(env_open(&env, path, UINT64_C(1) << 30, 1, 0, NULL, err, sizeof err), STORE_OK);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, db, MDB_INTEGERKEY, &dbi), 0);
+    uint32_t c = 0;
+    MDB_val k = { 4, &c }, v;
+    assert_int_equal(mdb_get(txn, dbi, &k, &v), 0);
+    int flags = ((const unsigned char *)v.mv_data)[0];
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return flags;
+}
+
 static void write_segment(const char *dir, int64_t t, uint32_t sid, int64_t bucket, const unsigned char *val,
                           size_t len)
 {
@@ -1439,6 +1460,10 @@ static void test_segment_versions(void **state)
         unsigned char *val;
         size_t len = read_segment(dir[v], t0, 1, t0, &val);
         assert_int_equal(val[0], v + 1); /* the version written */
+        /* the partition's time is over: compaction compressed its open
+         * dictionary chunks (pdict_finish) */
+        assert_int_equal(first_chunk_flags(dir[v], t0, "nodes"), 1);
+        assert_int_equal(first_chunk_flags(dir[v], t0, "strings"), 1);
         uint32_t n = 0;
         assert_int_equal(seg_count(val, len, &n), 0);
         assert_int_equal(n, 12);
