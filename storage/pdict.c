@@ -67,9 +67,11 @@ static inline uint32_t rd32(const unsigned char *p)
     return v;
 }
 
-static uint32_t chunk_sum(char kind, uint32_t ck, const unsigned char *p, size_t len)
+/* Over the bytes after the checksum, seeded with the kind, the chunk
+ * number and the flags byte (which precedes it). */
+static uint32_t chunk_sum(char kind, uint32_t ck, unsigned char flags, const unsigned char *p, size_t len)
 {
-    return (uint32_t)hash_bytes(p, len, ((uint64_t)(unsigned char)kind << 32) | ck);
+    return (uint32_t)hash_bytes(p, len, ((uint64_t)flags << 40) | ((uint64_t)(unsigned char)kind << 32) | ck);
 }
 
 int pdict_chunk_seal(char kind, uint32_t ck, const void *raw, size_t len, int level, unsigned char **out,
@@ -88,7 +90,7 @@ int pdict_chunk_seal(char kind, uint32_t ck, const void *raw, size_t len, int le
         memcpy(q, raw, len);
         q += len;
     }
-    uint32_t sum = chunk_sum(kind, ck, b + CHUNK_PREFIX, (size_t)(q - b - CHUNK_PREFIX));
+    uint32_t sum = chunk_sum(kind, ck, b[0], b + CHUNK_PREFIX, (size_t)(q - b - CHUNK_PREFIX));
     memcpy(b + 1, &sum, 4);
     *out = b;
     *out_len = (size_t)(q - b);
@@ -107,7 +109,7 @@ static const unsigned char *chunk_open(char kind, uint32_t ck, const MDB_val *v,
         snprintf(why, whylen, "%zu bytes, too short for a chunk's header", v->mv_size);
         return NULL;
     }
-    if (chunk_sum(kind, ck, p + CHUNK_PREFIX, v->mv_size - CHUNK_PREFIX) != rd32(p + 1)) {
+    if (chunk_sum(kind, ck, p[0], p + CHUNK_PREFIX, v->mv_size - CHUNK_PREFIX) != rd32(p + 1)) {
         snprintf(why, whylen, "checksum mismatch");
         return NULL;
     }

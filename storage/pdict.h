@@ -18,8 +18,8 @@
  *
  *   Format 2 (partitions made since): 1,024 strings and 8,192 nodes a
  *   chunk, each value u8 flags (1: zstd), u32 checksum (low 32 bits of
- *   XXH3-64 of every byte after it, seeded with the kind and the chunk
- *   number), varint payload length, the payload, zstd-compressed once
+ *   XXH3-64 of every byte after it, seeded with the kind, the chunk
+ *   number and the flags), varint payload length, the payload, zstd-compressed once
  *   the chunk is complete (level 3 for strings, 1 for nodes); the open
  *   chunk, rewritten at every flush that adds to it, stays plain until
  *   its partition's time is over (pdict_finish, from compaction).
