@@ -42,7 +42,10 @@
  * samples/count and cpu/nanoseconds, so two stored profiles a file), loaded
  * as N/40 instances x 40 windows of 10 s, measured the same way, next to
  * the gzip'd pprof and folded files the script wrote.  Skipped with a note
- * when python3 or the script is missing. */
+ * when python3 or the script is missing.
+ *
+ * BENCH_STORAGE_KEEP=DIR keeps each case's data directory, moved to
+ * DIR/main and DIR/pprof, to look at (flamedb check, another binary). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -161,14 +164,16 @@ static void *gzip_profiles(void *arg)
 }
 
 /* Sizes of the stored blocks through the public reader API. */
-typedef struct { uint64_t blocks, pairs, value_bytes, raw_bytes; } block_sizes;
+/* data_len is not counted: a profile in a version-2 segment holds only
+ * its header there, its payload sharing the segment's area (segment.c);
+ * the stored sizes are measured through LMDB ("profile values"). */
+typedef struct { uint64_t blocks, pairs, raw_bytes; } block_sizes;
 
 static int count_block(const store_block *b, void *arg)
 {
     block_sizes *bs = arg;
     bs->blocks++;
     bs->pairs += b->n_pairs;
-    bs->value_bytes += b->data_len;
     bs->raw_bytes += b->raw_len;
     return 0;
 }
@@ -181,6 +186,22 @@ typedef struct {
 } store_measure;
 
 /* Sizes of a closed store's directory, then LMDB's split of each file. */
+/* Removes a case's data directory, or moves it under BENCH_STORAGE_KEEP. */
+static void keep_or_remove(const char *dir, const char *name)
+{
+    const char *keep = getenv("BENCH_STORAGE_KEEP");
+    char to[4200];
+    if (keep && *keep) {
+        snprintf(to, sizeof to, "%s/%s", keep, name);
+        if (!rename(dir, to)) {
+            printf("  data directory kept in %s\n", to);
+            return;
+        }
+        fprintf(stderr, "bench_storage: cannot move %s to %s (%s); removed\n", dir, to, strerror(errno));
+    }
+    gen_rm_rf(dir);
+}
+
 static void measure_store(const char *dir, store_measure *m)
 {
     memset(m, 0, sizeof *m);
@@ -438,7 +459,7 @@ static int pprof_case(void)
     }
     store_measure m;
     measure_store(sdir, &m);
-    gen_rm_rf(sdir);
+    keep_or_remove(sdir, "pprof");
     free(sdir);
     if (gen_dir) gen_rm_rf(gen_dir);
     free(gen_dir);
@@ -451,8 +472,8 @@ static int pprof_case(void)
     printf("  rollups: %llu buckets built, %llu of them by store_compact_run, the rest in the background\n",
            (unsigned long long)rollups_built, (unsigned long long)built);
     print_measure(&m, pairs);
-    printf("  blocks (reader API): %llu blocks; payload before zstd %.3f B/pair, stored value %.3f B/pair\n",
-           (unsigned long long)bs.blocks, (double)bs.raw_bytes / (double)pairs, (double)bs.value_bytes / (double)pairs);
+    printf("  blocks (reader API): %llu blocks; payload before zstd %.3f B/pair (stored: 'profile values' above)\n",
+           (unsigned long long)bs.blocks, (double)bs.raw_bytes / (double)pairs);
     double disk = (double)disk_bytes(&m);
     printf("  inputs: gzip'd pprof %.2f MB (%.3f B/sample, both values), gzip'd folded %.2f MB (%.3f B/sample)\n",
            pprof_gz / 1e6, (double)pprof_gz / (double)samples, folded_gz / 1e6, (double)folded_gz / (double)samples);
@@ -547,7 +568,7 @@ int main(void)
 
     store_measure m;
     measure_store(dir, &m);
-    gen_rm_rf(dir);
+    keep_or_remove(dir, "main");
 
     uint64_t on_disk = disk_bytes(&m);
     double per_pair = (double)on_disk / (double)pairs;
@@ -563,10 +584,9 @@ int main(void)
            (unsigned long long)stats.nodes, (double)stats.nodes / POOL, (unsigned long long)stats.strings,
            stats.dict_memory / 1e6);
     print_measure(&m, pairs);
-    printf("  blocks (reader API): %llu blocks, %llu pairs; payload before zstd %.3f B/pair, stored value %.3f B/pair "
-           "(zstd saves %.0f%%)\n",
-           (unsigned long long)bs.blocks, (unsigned long long)bs.pairs, (double)bs.raw_bytes / (double)pairs,
-           (double)bs.value_bytes / (double)pairs, 100.0 * (1 - (double)bs.value_bytes / (double)bs.raw_bytes));
+    printf("  blocks (reader API): %llu blocks, %llu pairs; payload before zstd %.3f B/pair (stored: 'profile values' "
+           "above)\n",
+           (unsigned long long)bs.blocks, (unsigned long long)bs.pairs, (double)bs.raw_bytes / (double)pairs);
     printf("  folded text: %.1f B/pair raw, gzip -6 %.3f B/pair (measured on %u of %u profiles, %.1f MB of text in %.1f s)\n",
            (double)gj.text_bytes / (double)gj.pairs, gz_per_pair, gj.n_profiles, N_PROFILES, gj.text_bytes / 1e6,
            gj.seconds);

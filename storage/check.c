@@ -17,12 +17,14 @@
  *                file is reported and not read further: reading a page
  *                past its end would fault), its seven databases (a file
  *                written before segments may lack that one), meta
- *                (counts, span: its start and the catalog's length), every
- *                string chunk the counts call for and no other (count,
- *                offsets from 0 ascending, in bounds, each string
- *                NUL-terminated, UTF-8, string 0 empty), every node chunk
- *                (decodes to exactly its nodes, each parent below it, the
- *                root first, functions among the strings), every block
+ *                (counts, span: its start and the catalog's length; the
+ *                dictionary format, 1 or 2, pdict.h), every string chunk
+ *                the counts call for and no other (format 2: its checksum
+ *                and payload first; then count, offsets from 0 ascending,
+ *                in bounds, each string NUL-terminated, UTF-8, string 0
+ *                empty), every node chunk (format 2: its checksum; then
+ *                pdict's decoder: exactly its nodes, each parent below
+ *                it, the root first, functions among the strings), every block
  *                (key: a series the catalog knows, a start inside the
  *                partition; value: block_verify's checksum, or counted as
  *                unchecked for version 1, which has none; the header
@@ -39,9 +41,11 @@
  *                partition, no value) and every segment (a known series,
  *                a 10-minute bucket inside the partition, its checksum,
  *                its union of node ids below the node count and each
- *                once, then each profile in it like a block: header,
- *                start inside the bucket, pairs decoded, counts > 0
- *                summing to the header's; counted with the blocks).
+ *                once, its profiles' payloads where its version puts them
+ *                (version 2: tiling its area), then each profile in it
+ *                like a block: header, start inside the bucket, pairs
+ *                decoded, counts > 0 summing to the header's; counted
+ *                with the blocks).
  * A partition that cannot be opened is one problem; the walk goes on with
  * the others.  Every finding names its file and the key or id at fault.
  *
@@ -124,6 +128,7 @@ typedef struct {
     int64_t start, len;
     int dict_known;             /* its meta's counts were read: */
     uint32_t ns, nn;            /* its strings and nodes, as its meta counts them */
+    int dict_fmt;               /* its chunks' format (pdict.h) */
     ZSTD_DCtx *dctx;
     unsigned char *raw;
     size_t raw_cap;
@@ -641,13 +646,31 @@ static int series_known(checker *c, uint32_t sid)
 
 /* ---- a partition's dictionaries ---- */
 
+static void check_string_layout(checker *c, const char *at, uint32_t first, uint32_t want, const MDB_val *v);
+
+/* A string chunk: format 2's checksum and payload (pdict_str_chunk_open),
+ * then format 1's layout. */
 static void check_string_chunk(checker *c, uint32_t ck, const MDB_val *v)
 {
-    uint32_t first = ck * PDICT_STR_CHUNK, want = c->ns - first;
-    if (want > PDICT_STR_CHUNK) want = PDICT_STR_CHUNK;
-    const unsigned char *ch = v->mv_data;
-    char at[64];
+    uint32_t per = pdict_str_chunk(c->dict_fmt), first = ck * per, want = c->ns - first;
+    if (want > per) want = per;
+    char at[64], why[200];
     snprintf(at, sizeof at, "string chunk %u (ids %u..%u)", ck, first, first + want - 1);
+    unsigned char *owned;
+    size_t len;
+    const unsigned char *ch = pdict_str_chunk_open(c->dict_fmt, ck, v, c->dctx, &len, &owned, why, sizeof why);
+    if (!ch) {
+        PROBLEM(c, "%s: %s", at, why);
+        return;
+    }
+    MDB_val layout = { len, (void *)ch };
+    check_string_layout(c, at, first, want, &layout);
+    free(owned);
+}
+
+static void check_string_layout(checker *c, const char *at, uint32_t first, uint32_t want, const MDB_val *v)
+{
+    const unsigned char *ch = v->mv_data;
     if (v->mv_size < 4) {
         PROBLEM(c, "%s: %zu bytes, too short for its count", at, v->mv_size);
         return;
@@ -691,34 +714,15 @@ static void check_string_chunk(checker *c, uint32_t ck, const MDB_val *v)
 
 static void check_node_chunk(checker *c, uint32_t ck, const MDB_val *v)
 {
-    uint32_t first = ck * PDICT_NODE_CHUNK, n = c->nn - first;
-    if (n > PDICT_NODE_CHUNK) n = PDICT_NODE_CHUNK;
-    char at[64];
+    uint32_t per = pdict_node_chunk(c->dict_fmt), first = ck * per, n = c->nn - first;
+    if (n > per) n = per;
+    char at[64], why[200];
     snprintf(at, sizeof at, "node chunk %u (ids %u..%u)", ck, first, first + n - 1);
-    const unsigned char *p = v->mv_data, *end = p + v->mv_size;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t id = first + i;
-        uint64_t d, f;
-        if (varint_get(&p, end, &d) || varint_get(&p, end, &f)) {
-            PROBLEM(c, "%s: the chunk ends inside node %u", at, id);
-            return;
-        }
-        if (id == 0 && (d || f)) {
-            PROBLEM(c, "%s: node 0, the root, has parent delta %llu and function %llu (expected 0 and 0)", at,
-                    (unsigned long long)d, (unsigned long long)f);
-            return;
-        }
-        if (id && (d == 0 || d > id)) {
-            PROBLEM(c, "%s: node %u: its parent (%llu back) is not a node below it", at, id, (unsigned long long)d);
-            return;
-        }
-        if (f >= c->ns) {
-            PROBLEM(c, "%s: node %u: its function is string %llu, beyond the partition's %u strings", at, id,
-                    (unsigned long long)f, c->ns);
-            return;
-        }
-    }
-    if (p != end) PROBLEM(c, "%s: %zu bytes after its %u nodes", at, (size_t)(end - p), n);
+    uint32_t *pf = malloc((size_t)n * 2 * sizeof *pf);
+    if (!pf) PROBLEM(c, "%s: out of memory checking it", at);
+    else if (pdict_node_chunk_decode(c->dict_fmt, ck, v, n, c->ns, c->dctx, pf, why, sizeof why))
+        PROBLEM(c, "%s: %s", at, why);
+    free(pf);
 }
 
 typedef void (*chunk_fn)(checker *c, uint32_t ck, const MDB_val *v);
@@ -1038,6 +1042,8 @@ static void check_segment(checker *c, const char *at, const MDB_val *v, int64_t 
         PROBLEM(c, "%s: its header does not parse", at);
         return;
     }
+    char why[200];
+    if (seg_payloads_check(v->mv_data, v->mv_size, why, sizeof why)) PROBLEM(c, "%s: %s", at, why);
     int rc;
     while ((rc = seg_walk_next(&w, &it)) == 1) {
         c->n->blocks++;
@@ -1217,12 +1223,18 @@ static void check_partition(checker *c, const char *name, int64_t start)
         }
     }
     if (!c->len) c->len = INT64_MAX;
+    if (counts_ok && (rc = pdict_format(txn, dbi[PART_META], &c->dict_fmt))) {
+        PROBLEM(c, "meta: its dictionary format is %s; its strings and nodes not read",
+                rc == MDB_INCOMPATIBLE ? "not one this flamedb knows" : mdb_strerror(rc));
+        counts_ok = 0;
+    }
     if (counts_ok) {
         c->n->strings += c->ns;
         c->n->nodes += c->nn;
         if (have[PART_STRINGS])
-            check_chunks(c, txn, dbi[PART_STRINGS], "string", c->ns, PDICT_STR_CHUNK, check_string_chunk);
-        if (have[PART_NODES]) check_chunks(c, txn, dbi[PART_NODES], "node", c->nn, PDICT_NODE_CHUNK, check_node_chunk);
+            check_chunks(c, txn, dbi[PART_STRINGS], "string", c->ns, pdict_str_chunk(c->dict_fmt), check_string_chunk);
+        if (have[PART_NODES])
+            check_chunks(c, txn, dbi[PART_NODES], "node", c->nn, pdict_node_chunk(c->dict_fmt), check_node_chunk);
     }
     if (have[PART_BLOCKS]) check_blocks(c, txn, dbi[PART_BLOCKS]);
     if (have[PART_ROLLUPS]) check_rollups(c, txn, dbi[PART_ROLLUPS]);

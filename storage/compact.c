@@ -202,6 +202,23 @@ static int free_pages_worth_sealing(part *p)
     return ok && !pending && unused >= 64 && unused * 4 >= pages;
 }
 
+/* A closed partition's open dictionary chunks, compressed once
+ * (pdict_finish: they stay plain while flushes rewrite them). */
+static store_status finish_part(part *p, int64_t now_ms)
+{
+    if (part_end(p) + 2 * ROLLUP_GRACE_MS > now_ms) return STORE_OK;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(part_env(p), NULL, 0, &txn), changed = 0;
+    if (rc) return env_status(rc);
+    store_status ss = pdict_finish(txn, part_dbi(p, PART_META), part_dbi(p, PART_STRINGS), part_dbi(p, PART_NODES),
+                                   &changed);
+    if (ss || !changed) {
+        mdb_txn_abort(txn);
+        return ss;
+    }
+    return (rc = mdb_txn_commit(txn)) ? env_status(rc) : STORE_OK;
+}
+
 static store_status seal_part(writer *w, part *old, int64_t now_ms)
 {
     store *st = w->st;
@@ -277,6 +294,7 @@ store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int
     for (ssize_t i = 0; i < n; i++) {
         if (!part_is_open(v[i]) || !writer_owns(w, v[i])) continue;
         if (!ss) ss = compact_part(w, v[i], now_ms, &budget, more);
+        if (!ss && !*more) ss = finish_part(v[i], now_ms);
         if (!ss && !*more) ss = seal_part(w, v[i], now_ms);
         if (envs) envs[n_envs++] = part_env(v[i]);
     }

@@ -19,21 +19,35 @@
  * an experiment (union 0.15, bitmaps ~0.53, counts 0.33) and 1.085 as
  * stored (with each profile's header; 1.11 in pages, where blocks took
  * 2.40); zstd over whole concatenated blocks gave only 1.52, the union
- * sorted by id 1.10, index gaps instead of bitmaps 1.06.  Each profile is compressed apart (zstd level 1, when it
- * makes it smaller), so a merge decodes only the profiles it reads, on any
- * thread: the union is decoded once per thread and segment (seg_dec).
+ * sorted by id 1.10, index gaps instead of bitmaps 1.06.
  *
- *   u8 version (1), u8 flags (0), u32 checksum (low 32 bits of XXH3-64 of
- *   every byte after it, seeded with version and flags), varint profiles,
- *   varint union size, varint union raw length, varint union stored length
- *   (0: not compressed), the union: varint groups, each group's size, the
- *   ids (deltas within a group, most-held group first); then each profile:
+ * Version 2 compresses every profile's payload together, in one zstd
+ * frame (the area): a merge decompresses it once per segment and thread
+ * (seg_dec keeps the last two), where version 1's frame per profile (~2.6
+ * KB) rebuilt zstd's entropy tables each time: zstd was 49 % of a
+ * single-thread merge's CPU.  Measured on bench_storage's segments:
+ * decompression 3x faster, 5-8 % fewer bytes (consecutive profiles' bitmaps
+ * repeat).  The cost: a query reading one profile of a segment
+ * decompresses its whole area (~160 KB raw for 40 profiles of 2,000
+ * pairs, ~0.1 ms).  Version 1 (each profile compressed apart) is still
+ * read; a bucket packed again is written as version 2.
+ *
+ *   u8 version (2; 1), u8 flags (0), u32 checksum (low 32 bits of XXH3-64
+ *   of every byte after it, seeded with version and flags), varint
+ *   profiles, varint union size, varint union raw length, varint union
+ *   stored length (0: not compressed), the union: varint groups, each
+ *   group's size, the ids (deltas within a group, most-held group first);
+ *   version 2: varint area raw length, varint area stored length (0: not
+ *   compressed), the area: each profile's payload, one after another;
+ *   then each profile:
  *     u8 tag (0xF5, never a block version), varint offset of the tag from
  *     the segment's first byte, u8 flags (block.c's: rate, zstd, samples
- *     unknown, gauge), varints unit, pairs, profiles, raw payload length,
- *     duration ms, [f64 rate], samples, sum of counts, start − bucket,
- *     payload length; payload: bitmap (union size bits, low bit first),
- *     then the counts.
+ *     unknown, gauge; 32: the payload is in the area), varints unit,
+ *     pairs, profiles, raw payload length, duration ms, [f64 rate],
+ *     samples, sum of counts, start − bucket, then the payload's offset in
+ *     the area (version 2), or the payload length and the payload (version
+ *     1, compressed apart when that made it smaller); a payload: bitmap
+ *     (union size bits, low bit first), then the counts.
  *
  * A profile inside a segment is handed to readers like a block: its value
  * pointer (at its tag) stays valid in the map for the snapshot, and the
@@ -42,6 +56,7 @@
  *
  * Late data for a bucket already packed stays a raw block (readers walk
  * both, seg_iter), and marks the bucket for packing again (rollup.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -51,13 +66,18 @@
 #include "segment.h"
 #include "../common/varint.h"
 
-#define SEG_VERSION 1
+#define SEG_VERSION 2     /* written; 1 is read too */
 #define SEG_PREFIX 6
 #define SEG_TAG 0xF5
 #define F_RATE 2
 #define F_ZSTD 4
 #define F_NO_SAMPLES 8
 #define F_GAUGE 16
+#define F_AREA 32
+
+static int write_version = SEG_VERSION;
+
+void seg_set_write_version(int version) { write_version = version == 1 ? 1 : SEG_VERSION; }
 
 static uint64_t seed_of(const unsigned char *v) { return ((uint64_t)v[0] << 8) | v[1] | UINT64_C(0x5e60000); }
 
@@ -69,10 +89,15 @@ void seg_dec_free(seg_dec *d)
     free(d->uids);
     free(d->sorted);
     free(d->slot);
+    for (int i = 0; i < 2; i++) free(d->area[i].b);
     memset(d, 0, sizeof *d);
 }
 
-void seg_dec_reset(seg_dec *d) { d->useg = d->sseg = NULL; }
+void seg_dec_reset(seg_dec *d)
+{
+    d->useg = d->sseg = NULL;
+    d->area[0].seg = d->area[1].seg = NULL;
+}
 
 static int dec_scratch(seg_dec *d, size_t n)
 {
@@ -97,22 +122,64 @@ static const unsigned char *inflate_into(seg_dec *d, const void *src, size_t len
 /* ---- the segment's header and union ---- */
 
 typedef struct {
+    int version;
     uint64_t n, nu, uraw, ulen;
-    const unsigned char *ubytes, *entries;
+    uint64_t araw, alen;      /* version 2: the area's raw and stored lengths */
+    const unsigned char *ubytes, *abytes, *entries;
 } seg_head;
 
 static int head_parse(const unsigned char *v, size_t len, seg_head *h)
 {
     const unsigned char *p = v + SEG_PREFIX, *end = v + len;
-    if (len < SEG_PREFIX || v[0] != SEG_VERSION) return -1;
+    if (len < SEG_PREFIX || v[0] < 1 || v[0] > SEG_VERSION) return -1;
+    h->version = v[0];
     if (varint_get(&p, end, &h->n) || varint_get(&p, end, &h->nu) || varint_get(&p, end, &h->uraw) ||
         varint_get(&p, end, &h->ulen))
         return -1;
     size_t stored = h->ulen ? h->ulen : h->uraw;
     if (h->nu > UINT32_MAX || h->uraw > UINT32_MAX || stored > (size_t)(end - p)) return -1;
     h->ubytes = p;
-    h->entries = p + stored;
+    p += stored;
+    h->araw = h->alen = 0;
+    h->abytes = p;
+    if (h->version >= 2) {
+        if (varint_get(&p, end, &h->araw) || varint_get(&p, end, &h->alen)) return -1;
+        stored = h->alen ? h->alen : h->araw;
+        if (h->araw > UINT32_MAX || stored > (size_t)(end - p)) return -1;
+        h->abytes = p;
+        p += stored;
+    }
+    h->entries = p;
     return 0;
+}
+
+/* Segment val's area (version 2), decompressed into one of d's two
+ * slots unless there already; NULL when damaged. */
+static const struct seg_area *seg_area(seg_dec *d, const void *val, size_t len)
+{
+    for (int i = 0; i < 2; i++)
+        if (d->area[i].seg == val) return &d->area[i];
+    seg_head h;
+    if (head_parse(val, len, &h) || h.version < 2) return NULL;
+    struct seg_area *a = &d->area[d->area_next];
+    a->seg = NULL;
+    if (h.araw > a->cap) {
+        unsigned char *b = realloc(a->b, h.araw);
+        if (!b) return NULL;
+        a->b = b;
+        a->cap = h.araw;
+    }
+    if (h.alen) {
+        if (!d->zctx && !(d->zctx = ZSTD_createDCtx())) return NULL;
+        size_t n = ZSTD_decompressDCtx(d->zctx, a->b, h.araw, h.abytes, h.alen);
+        if (ZSTD_isError(n) || n != h.araw) return NULL;
+    } else if (h.araw) {
+        memcpy(a->b, h.abytes, h.araw);
+    }
+    a->len = h.araw;
+    a->seg = val;
+    d->area_next ^= 1;
+    return a;
 }
 
 int seg_union(seg_dec *d, const void *val, size_t len)
@@ -157,7 +224,7 @@ int seg_union(seg_dec *d, const void *val, size_t len)
 int seg_verify(const void *val, size_t len)
 {
     const unsigned char *v = val;
-    if (len < SEG_PREFIX || v[0] != SEG_VERSION) return -1;
+    if (len < SEG_PREFIX || v[0] < 1 || v[0] > SEG_VERSION) return -1;
     uint32_t want = 0;
     for (int i = 0; i < 4; i++) want |= (uint32_t)v[2 + i] << (8 * i);
     return (uint32_t)hash_bytes(v + SEG_PREFIX, len - SEG_PREFIX, seed_of(v)) == want ? 0 : -1;
@@ -176,7 +243,8 @@ int seg_count(const void *val, size_t len, uint32_t *n)
 typedef struct {
     block_header h;
     uint64_t back, from_delta;
-    int compressed;
+    int compressed, in_area;
+    uint64_t area_off;        /* in_area: the payload's offset in the area */
     const unsigned char *payload;
     size_t plen, total;       /* payload bytes; the entry's, from its tag */
 } entry;
@@ -201,6 +269,9 @@ static int entry_parse(const unsigned char *p0, const unsigned char *end, entry 
     if (varint_get(&p, end, &samples) || varint_get(&p, end, &sum) || varint_get(&p, end, &fd) ||
         varint_get(&p, end, &plen))
         return -1;
+    e->in_area = (flags & F_AREA) != 0;
+    e->area_off = e->in_area ? plen : 0;
+    if (e->in_area) plen = 0; /* the field was the offset: no payload here */
     if (plen > (uint64_t)(end - p) || unit > UINT32_MAX || n_pairs > UINT32_MAX || raw_len > UINT32_MAX ||
         n_prof > UINT32_MAX)
         return -1;
@@ -218,10 +289,43 @@ static int entry_parse(const unsigned char *p0, const unsigned char *end, entry 
     e->h.version = 2;
     e->back = back;
     e->from_delta = fd;
-    e->compressed = (flags & F_ZSTD) != 0;
+    e->compressed = !e->in_area && (flags & F_ZSTD) != 0;
     e->payload = p;
     e->plen = (size_t)plen;
     e->total = (size_t)(p + plen - p0);
+    return 0;
+}
+
+int seg_payloads_check(const void *val, size_t len, char *why, size_t whylen)
+{
+    seg_head h;
+    if (head_parse(val, len, &h)) {
+        snprintf(why, whylen, "its header does not parse");
+        return -1;
+    }
+    const unsigned char *p = h.entries, *end = (const unsigned char *)val + len;
+    uint64_t next = 0;
+    for (uint64_t i = 0; i < h.n; i++) {
+        entry e;
+        if (entry_parse(p, end, &e)) return 0; /* seg_walk reports it */
+        p += e.total;
+        if (e.in_area != (h.version >= 2)) {
+            snprintf(why, whylen, "profile %llu: its payload is %s, in a segment of version %d",
+                     (unsigned long long)i, e.in_area ? "in the area" : "apart", h.version);
+            return -1;
+        }
+        if (e.in_area && e.area_off != next) {
+            snprintf(why, whylen, "profile %llu: its payload starts at byte %llu of the area, not %llu",
+                     (unsigned long long)i, (unsigned long long)e.area_off, (unsigned long long)next);
+            return -1;
+        }
+        next += e.h.raw_len;
+    }
+    if (h.version >= 2 && next != h.araw) {
+        snprintf(why, whylen, "its profiles' payloads cover %llu bytes of its %llu-byte area", (unsigned long long)next,
+                 (unsigned long long)h.araw);
+        return -1;
+    }
     return 0;
 }
 
@@ -264,7 +368,10 @@ static const unsigned char *entry_open(seg_dec *d, const void *val, size_t len, 
     if (seg_union(d, v - e->back, (size_t)e->back)) return NULL;
     size_t nbm = ((size_t)d->nu + 7) / 8;
     if (e->h.raw_len < nbm) return NULL;
-    return inflate_into(d, e->payload, e->plen, e->h.raw_len, e->compressed);
+    if (!e->in_area) return inflate_into(d, e->payload, e->plen, e->h.raw_len, e->compressed);
+    const struct seg_area *a = seg_area(d, v - e->back, (size_t)e->back);
+    if (!a || e->area_off > a->len || e->h.raw_len > a->len - e->area_off) return NULL;
+    return a->b + e->area_off;
 }
 
 int seg_value_accumulate(seg_dec *d, const void *val, size_t len, uint32_t n_nodes, uint64_t weight, uint64_t *acc,
@@ -647,6 +754,7 @@ static store_status pack_encode(pack *k, int64_t bucket, void *zcctx, obuf *o)
     uint32_t *ids = malloc((np ? np : 1) * sizeof *ids), *tmp = malloc((np ? np : 1) * sizeof *tmp);
     uint32_t *freq = NULL, *order = NULL, *pos = NULL, *gsize = NULL;
     uint64_t *slot = NULL;
+    size_t *aoff = NULL;
     obuf raw = { 0 }, u = { 0 };
     if (!ids || !tmp) goto out;
     memcpy(ids, k->nodes, np * sizeof *ids);
@@ -714,14 +822,20 @@ static store_status pack_encode(pack *k, int64_t bucket, void *zcctx, obuf *o)
         memcpy(o->b + o->n, u.b, (size_t)len);
         o->n += (size_t)len;
     }
-    /* each profile: bitmap over the order, then its counts in that order */
+    /* each profile's payload into the area: bitmap over the order, then
+     * its counts in that order */
     size_t nbm = (nu + 7) / 8;
+    aoff = malloc((k->n + 1) * sizeof *aoff);
+    if (!aoff) goto out;
+    raw.n = 0;
     for (size_t j = 0; j < k->n; j++) {
         prof *pf = &k->p[j];
         uint32_t n = pf->h.n_pairs;
-        raw.n = 0;
+        size_t b0 = raw.n;
+        aoff[j] = b0;
         if (ob_room(&raw, nbm + (size_t)n * VARINT_MAX + 8)) goto out;
-        memset(raw.b, 0, nbm);
+        unsigned char *bm = raw.b + b0;
+        memset(bm, 0, nbm);
         for (uint32_t i = 0; i < n; i++) {
             uint32_t node = k->nodes[pf->at + i];
             size_t lo = 0, hi = nu; /* binary search in the ascending union */
@@ -731,33 +845,53 @@ static store_status pack_encode(pack *k, int64_t bucket, void *zcctx, obuf *o)
                 else hi = mid;
             }
             uint32_t q = pos[lo];
-            raw.b[q >> 3] |= (unsigned char)(1u << (q & 7));
+            bm[q >> 3] |= (unsigned char)(1u << (q & 7));
             slot[q] = k->counts[pf->at + i];
         }
-        raw.n = nbm;
+        raw.n = b0 + nbm;
         for (size_t w = 0; w < nbm; w += 8) {
-            uint64_t bits = le64(raw.b + w, nbm - w);
+            uint64_t bits = le64(bm + w, nbm - w);
             while (bits) {
                 size_t q = w * 8 + (size_t)__builtin_ctzll(bits);
                 bits &= bits - 1;
                 ob_var(&raw, slot[q]);
             }
         }
-        u.n = 0;
+    }
+    aoff[k->n] = raw.n;
+    if (write_version >= 2) {
         int z;
+        u.n = 0;
         ssize_t len = ob_squeeze(&u, raw.b, raw.n, zcctx, &z);
-        if (len < 0 || ob_room(o, 1 + 12 * VARINT_MAX + 8 + (size_t)len)) goto out;
+        if (len < 0 || ob_room(o, 2 * VARINT_MAX + (size_t)len)) goto out;
+        ob_var(o, raw.n);
+        ob_var(o, z ? (uint64_t)len : 0);
+        memcpy(o->b + o->n, u.b, (size_t)len);
+        o->n += (size_t)len;
+    }
+    /* then each profile's entry (version 1: with its payload, compressed
+     * apart) */
+    for (size_t j = 0; j < k->n; j++) {
+        prof *pf = &k->p[j];
+        int z = 0;
+        ssize_t plen = 0;
+        if (write_version < 2) {
+            u.n = 0;
+            if ((plen = ob_squeeze(&u, raw.b + aoff[j], aoff[j + 1] - aoff[j], zcctx, &z)) < 0) goto out;
+        }
+        if (ob_room(o, 1 + 12 * VARINT_MAX + 8 + (size_t)plen)) goto out;
         size_t tag_at = o->n;
         const block_header *h = &pf->h;
-        unsigned char flags = (unsigned char)((h->rate > 0 ? F_RATE : 0) | (z ? F_ZSTD : 0) |
-                                              (h->samples_unknown ? F_NO_SAMPLES : 0) | (h->gauge ? F_GAUGE : 0));
+        unsigned char flags = (unsigned char)((h->rate > 0 ? F_RATE : 0) | (write_version >= 2 ? F_AREA : 0) |
+                                              (z ? F_ZSTD : 0) | (h->samples_unknown ? F_NO_SAMPLES : 0) |
+                                              (h->gauge ? F_GAUGE : 0));
         o->b[o->n++] = SEG_TAG;
         ob_var(o, tag_at);
         o->b[o->n++] = flags;
         ob_var(o, h->unit);
-        ob_var(o, n);
+        ob_var(o, h->n_pairs);
         ob_var(o, h->n_profiles);
-        ob_var(o, raw.n);
+        ob_var(o, aoff[j + 1] - aoff[j]);
         ob_var(o, (uint64_t)h->duration_ms);
         if (h->rate > 0) {
             memcpy(o->b + o->n, &h->rate, 8);
@@ -766,11 +900,15 @@ static store_status pack_encode(pack *k, int64_t bucket, void *zcctx, obuf *o)
         ob_var(o, h->samples_unknown ? 0 : h->samples);
         ob_var(o, h->count_sum);
         ob_var(o, (uint64_t)(pf->from - bucket));
-        ob_var(o, (uint64_t)len);
-        memcpy(o->b + o->n, u.b, (size_t)len);
-        o->n += (size_t)len;
+        if (write_version >= 2) {
+            ob_var(o, aoff[j]);
+        } else {
+            ob_var(o, (uint64_t)plen);
+            memcpy(o->b + o->n, u.b, (size_t)plen);
+            o->n += (size_t)plen;
+        }
     }
-    o->b[0] = SEG_VERSION;
+    o->b[0] = (unsigned char)write_version;
     o->b[1] = 0;
     uint32_t sum = (uint32_t)hash_bytes(o->b + SEG_PREFIX, o->n - SEG_PREFIX, seed_of(o->b));
     for (int i = 0; i < 4; i++) o->b[2 + i] = (unsigned char)(sum >> (8 * i));
@@ -783,6 +921,7 @@ out:
     free(pos);
     free(slot);
     free(gsize);
+    free(aoff);
     free(raw.b);
     free(u.b);
     return ss;

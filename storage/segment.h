@@ -32,9 +32,19 @@ typedef struct seg_dec {
     const void *sseg;
     uint64_t *sorted, *slot;
     size_t scap;
+    /* version 2: the payload areas of the last two segments met,
+     * decompressed once for all their profiles (two: a scan that merges
+     * two shards' segments by time alternates between them) */
+    struct seg_area {
+        const void *seg;
+        unsigned char *b;
+        size_t len, cap;
+    } area[2];
+    unsigned area_next;       /* the slot to fill next */
 } seg_dec;
 void seg_dec_free(seg_dec *d);
-/* Forgets the cached union (when the bytes it came from may change). */
+/* Forgets the cached union and areas (when the bytes they came from may
+ * change). */
 void seg_dec_reset(seg_dec *d);
 
 /* A stored profile's value: a block value (block.c) or a profile inside a
@@ -52,6 +62,10 @@ int seg_value_in_segment(const void *val, size_t len);
 /* A segment value: checksum (0 good, -1 bad), and its profile count. */
 int seg_verify(const void *val, size_t len);
 int seg_count(const void *val, size_t len, uint32_t *n);
+/* For checks: each profile's payload where the version puts it (version
+ * 2: in the area, one after another from its start, covering it all); 0,
+ * or -1 with why. */
+int seg_payloads_check(const void *val, size_t len, char *why, size_t whylen);
 /* The union of a segment's node ids (all its profiles'), for checks:
  * decoded into d->uids / d->nu; 0 or -1 when damaged. */
 int seg_union(seg_dec *d, const void *val, size_t len);
@@ -107,6 +121,11 @@ int seg_iter_next(seg_iter *it, seg_item *out);
 /* The newest (last) or oldest profile of series sid in the segments at
  * cursor sc, among those starting in [lo, hi): 1 with its window. */
 int seg_edge(MDB_cursor *sc, uint32_t sid, int last, int64_t lo, int64_t hi, int64_t *from, int64_t *until);
+
+/* The version seg_pack writes, for the whole process: SEG_VERSION (2) by
+ * default; 1, the previous format, for tests and benchmarks that show it
+ * is still read and compare the two. */
+void seg_set_write_version(int version);
 
 /* Packs series sid's profiles of the bucket starting at bucket (raw blocks
  * and any segment there) into one segment, replacing that segment and

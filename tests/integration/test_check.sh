@@ -10,7 +10,7 @@
 #     sanitizer build runs this file too): a flipped byte in a segment (a
 #     closed bucket's profiles packed) and in raw blocks (checksums), a
 #     truncated partition file (the walk goes on with the others), a
-#     damaged string chunk and node chunk, a segment naming a series the
+#     damaged string chunk and node chunk (their checksums), a segment naming a series the
 #     catalog lacks.  At most 100 problems are printed, then how
 #     many more.
 #   * a flamedb-4 directory is not damaged: a note that it needs migration,
@@ -262,7 +262,10 @@ test_check_damaged_string_and_node_chunks() {
     ck_fill
     stop_server || return
     ck_tool
-    # the last character of the last string of chunk 0 (a NUL ends it): not UTF-8
+    # Chunks carry a checksum (format 2, storage/pdict.h): a byte changed
+    # anywhere is found there.  (The layout's own checks, behind a checksum
+    # made right again, are unit-tested: tests/unit/test_pdict.c.)
+    # the last character of the last string of chunk 0 (a NUL ends it)
     ck_damage "$DATA/parts/$CK_P1" strings 0 value -2 0xff >/dev/null
     # the last byte of node chunk 0 made to continue past the chunk's end
     ck_damage "$DATA/parts/$CK_P1" nodes 0 value -1 0x80 >/dev/null
@@ -270,12 +273,10 @@ test_check_damaged_string_and_node_chunks() {
     assert_eq "exit status with damaged chunks (output: $CK_OUT)" 1 "$CK_RC"
     local p
     p=$(ck_problems)
-    [[ "$p" =~ parts/$CK_P1:\ string\ chunk\ 0\ \(ids\ 0\.\.([0-9]+)\):\ string\ ([0-9]+)\ is\ not\ valid\ UTF-8 ]] ||
-        fail "no problem naming the string chunk and the string: [$p]"
-    [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] || fail "the damaged string is the chunk's last: [$p]"
-    [[ "$p" =~ parts/$CK_P1:\ node\ chunk\ 0\ \(ids\ 0\.\.([0-9]+)\):\ the\ chunk\ ends\ inside\ node\ ([0-9]+) ]] ||
-        fail "no problem naming the node chunk and the node: [$p]"
-    [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] || fail "the damaged node is the chunk's last: [$p]"
+    [[ "$p" =~ parts/$CK_P1:\ string\ chunk\ 0\ \(ids\ 0\.\.[0-9]+\):\ checksum\ mismatch ]] ||
+        fail "no problem naming the string chunk: [$p]"
+    [[ "$p" =~ parts/$CK_P1:\ node\ chunk\ 0\ \(ids\ 0\.\.[0-9]+\):\ checksum\ mismatch ]] ||
+        fail "no problem naming the node chunk: [$p]"
     assert_eq "two problem lines" 2 "$(wc -l <<<"$p")"
 }
 

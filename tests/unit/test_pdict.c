@@ -12,6 +12,7 @@
 #include "../../storage/env.h"
 #include "../../storage/idset.h"
 #include "../../storage/pdict.h"
+#include "../../common/varint.h"
 
 /* ---- idset ---- */
 
@@ -283,6 +284,405 @@ static void test_node_set_growth_reload_and_memory(void **state)
     free(text);
 }
 
+
+/* ---- the chunk formats (pdict.h) ---- */
+
+/* Writes n stacks, each a fresh path of depth frames under one of a few
+ * shared prefixes (so most parents are the node before, some are not),
+ * with names from a pool of `names` strings; flushes every `every`
+ * stacks; commits at the end. */
+static void write_tree(pdict_w *w, MDB_txn *txn, uint32_t n, uint32_t depth, uint32_t names, uint32_t every,
+                       uint32_t seed)
+{
+    char text[4096];
+    for (uint32_t s = 0; s < n; s++) {
+        int len = snprintf(text, sizeof text, "root%u", (s + seed) % 7);
+        for (uint32_t d = 1; d < depth; d++)
+            len += snprintf(text + len, sizeof text - (size_t)len, ";fn_%u_%s", (s * 31 + d * 17 + seed) % names,
+                            d % 3 ? "github.com/acme/platform/store.(*Table).Get" : "x");
+        uint32_t leaf;
+        assert_int_equal(pdict_w_stack(w, text, (uint32_t)len, hash_bytes128(text, (uint32_t)len), &leaf), STORE_OK);
+        if (every && s % every == every - 1) assert_int_equal(pdict_w_flush(w, txn, meta, strings, nodes), STORE_OK);
+    }
+}
+
+/* Every node and string the writer's maps hold, as a reader of the file
+ * sees them: the same. */
+static void assert_reads_back(uint32_t want_nodes, uint32_t want_strings)
+{
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    pdict_r *r;
+    assert_int_equal(pdict_r_open(&r, txn, meta, strings, nodes), STORE_OK);
+    assert_int_equal(pdict_r_nodes(r), want_nodes);
+    assert_int_equal(pdict_r_strings(r), want_strings);
+    /* the writer's maps, loaded from the file, find every node again */
+    MDB_txn *wtxn;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &wtxn), 0);
+    pdict_w *w;
+    assert_int_equal(pdict_w_load(&w, wtxn, meta, strings, nodes), STORE_OK);
+    assert_int_equal(pdict_w_nodes(w), want_nodes);
+    assert_int_equal(pdict_w_strings(w), want_strings);
+    for (uint32_t id = 1; id < want_nodes; id++) {
+        uint32_t parent, func, len;
+        assert_int_equal(pdict_r_node(r, id, &parent, &func), 0);
+        assert_true(parent < id);
+        assert_true(func < want_strings);
+        assert_non_null(pdict_r_string(r, func, &len));
+    }
+    for (uint32_t id = 0; id < want_strings; id++) {
+        uint32_t len, again;
+        const char *sv = pdict_r_string(r, id, &len);
+        assert_non_null(sv);
+        assert_int_equal(strlen(sv), len);
+        if (!id) continue; /* "", id 0, is not in the maps */
+        assert_int_equal(pdict_w_string(w, sv, len, &again), STORE_OK);
+        assert_int_equal(again, id); /* found, not added */
+    }
+    assert_int_equal(pdict_w_strings(w), want_strings);
+    pdict_w_free(w);
+    mdb_txn_abort(wtxn);
+    pdict_r_free(r);
+    mdb_txn_abort(txn);
+}
+
+/* A node path spelled from the reader's dictionaries, root first. */
+static void spell(pdict_r *r, uint32_t leaf, char *out, size_t cap)
+{
+    uint32_t chain[512], n = 0;
+    for (uint32_t x = leaf; x; ) {
+        uint32_t parent, func;
+        assert_int_equal(pdict_r_node(r, x, &parent, &func), 0);
+        chain[n++] = func;
+        x = parent;
+    }
+    size_t len = 0;
+    out[0] = '\0';
+    while (n--) {
+        uint32_t sl;
+        const char *sv = pdict_r_string(r, chain[n], &sl);
+        assert_non_null(sv);
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ";" : "", sv);
+    }
+}
+
+static uint32_t chunk_count(MDB_dbi dbi)
+{
+    MDB_txn *txn;
+    MDB_stat st;
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_stat(txn, dbi, &st), 0);
+    mdb_txn_abort(txn);
+    return (uint32_t)st.ms_entries;
+}
+
+/* Asserts the flags byte (1: zstd) of the last node and string chunks;
+ * answers the node chunk's size. */
+static size_t last_chunks_flags(uint32_t nn, uint32_t ns, int want)
+{
+    MDB_txn *txn;
+    uint32_t cn = (nn - 1) / 8192, cs = (ns - 1) / 1024;
+    MDB_val kn = { 4, &cn }, ks = { 4, &cs }, v;
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_get(txn, strings, &ks, &v), 0);
+    assert_int_equal(((const unsigned char *)v.mv_data)[0], want);
+    assert_int_equal(mdb_get(txn, nodes, &kn, &v), 0);
+    assert_int_equal(((const unsigned char *)v.mv_data)[0], want);
+    size_t len = v.mv_size;
+    mdb_txn_abort(txn);
+    return len;
+}
+
+/* pdict_finish in its own transaction: whether it changed anything. */
+static int finish(void)
+{
+    MDB_txn *txn;
+    int changed = -1;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(pdict_finish(txn, meta, strings, nodes, &changed), STORE_OK);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    return changed;
+}
+
+/* Format 2: chunks of 8,192 nodes and 1,024 strings, complete ones
+ * compressed, the open one rewritten plain at each flush; what the writer
+ * interned reads back through the reader and a reloaded writer, which
+ * goes on in the same format; stacks spell back to their text;
+ * pdict_finish compresses the open chunks, once, and again after late
+ * additions made them plain. */
+static void test_format2_round_trip(void **state)
+{
+    (void)state;
+    MDB_txn *txn;
+    pdict_w *w = load(&txn);
+    write_tree(w, txn, 700, 40, 3000, 97, 0);
+    commit(w, txn);
+    uint32_t nn = pdict_w_nodes(w), ns = pdict_w_strings(w);
+    pdict_w_free(w);
+    assert_true(nn > 3 * 8192);
+    assert_true(ns > 2 * 1024);
+    assert_int_equal(chunk_count(nodes), (nn + 8191) / 8192);
+    assert_int_equal(chunk_count(strings), (ns + 1023) / 1024);
+    assert_reads_back(nn, ns);
+    /* complete chunks are compressed: node chunk 0 is well under the
+     * 2 bytes a node of its plain varints */
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    uint32_t c0 = 0;
+    MDB_val k = { 4, &c0 }, v;
+    assert_int_equal(mdb_get(txn, nodes, &k, &v), 0);
+    assert_int_equal(((const unsigned char *)v.mv_data)[0], 1); /* zstd */
+    assert_true(v.mv_size < 8192 * 2);
+    assert_int_equal(mdb_get(txn, strings, &k, &v), 0);
+    assert_int_equal(((const unsigned char *)v.mv_data)[0], 1);
+    /* a stack spells back */
+    pdict_r *r;
+    assert_int_equal(pdict_r_open(&r, txn, meta, strings, nodes), STORE_OK);
+    char text[4096], want[4096];
+    int len = snprintf(want, sizeof want, "root%u", 5u % 7);
+    for (uint32_t d = 1; d < 40; d++)
+        len += snprintf(want + len, sizeof want - (size_t)len, ";fn_%u_%s", (5 * 31 + d * 17) % 3000,
+                        d % 3 ? "github.com/acme/platform/store.(*Table).Get" : "x");
+    w = NULL;
+    MDB_txn *wtxn;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &wtxn), 0);
+    assert_int_equal(pdict_w_load(&w, wtxn, meta, strings, nodes), STORE_OK);
+    uint32_t leaf;
+    hash128 h = hash_bytes128(want, (uint32_t)len);
+    h.hi ^= 1; /* not in the (empty) stack table: found by its frames */
+    assert_int_equal(pdict_w_stack(w, want, (uint32_t)len, h, &leaf), STORE_OK);
+    assert_int_equal(pdict_w_nodes(w), nn); /* nothing new */
+    spell(r, leaf, text, sizeof text);
+    assert_string_equal(text, want);
+    pdict_r_free(r);
+    mdb_txn_abort(txn);
+    /* more, through the reloaded writer: the same format */
+    write_tree(w, wtxn, 300, 40, 3000, 0, 1);
+    commit(w, wtxn);
+    nn = pdict_w_nodes(w);
+    ns = pdict_w_strings(w);
+    assert_int_equal(chunk_count(nodes), (nn + 8191) / 8192);
+    assert_reads_back(nn, ns);
+    /* the open chunks are plain until pdict_finish compresses them, once */
+    size_t plain = last_chunks_flags(nn, ns, 0);
+    assert_int_equal(finish(), 1);
+    assert_true(last_chunks_flags(nn, ns, 1) < plain);
+    assert_reads_back(nn, ns);
+    assert_int_equal(finish(), 0); /* nothing left to do */
+    /* a late stack makes them plain again; pdict_finish again */
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &wtxn), 0);
+    write_tree(w, wtxn, 1, 40, 1000000, 0, 5000); /* new names too */
+    commit(w, wtxn);
+    nn = pdict_w_nodes(w);
+    ns = pdict_w_strings(w);
+    last_chunks_flags(nn, ns, 0);
+    assert_int_equal(finish(), 1);
+    last_chunks_flags(nn, ns, 1);
+    assert_reads_back(nn, ns);
+    pdict_w_free(w);
+}
+
+/* Format 1, as flamedb-6's first partitions hold it (no "dict" in meta;
+ * chunks of 256 strings and 1,024 nodes, plain), written here by hand:
+ * the reader reads it, check's decoder accepts it, and a writer that
+ * loads it goes on writing format 1 (the partition never mixes). */
+static void test_format1_still_read_and_written(void **state)
+{
+    (void)state;
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    MDB_val fk = { 4, "dict" };
+    assert_int_equal(mdb_del(txn, meta, &fk, NULL), 0);
+    /* strings "", "main", "f0".."f299"; nodes: root, main, then main;f0;f1;...;f299
+     * (each the child of the one before) and main;fk for k < 300 (children of main) */
+    enum { NS = 302, NN = 2 + 300 + 299 };
+    static char sb[NS * 8];
+    uint32_t off[NS + 1], sl = 0;
+    for (uint32_t i = 0; i < NS; i++) {
+        off[i] = sl;
+        int n = i == 0 ? 0 : i == 1 ? snprintf(sb + sl, 8, "main") : snprintf(sb + sl, 8, "f%u", i - 2);
+        sl += (uint32_t)n + 1;
+        sb[sl - 1] = '\0';
+    }
+    off[NS] = sl;
+    for (uint32_t c = 0; c * 256 < NS; c++) {
+        uint32_t first = c * 256, n = NS - first < 256 ? NS - first : 256;
+        unsigned char buf[8192], *q = buf;
+        memcpy(q, &n, 4);
+        q += 4;
+        for (uint32_t i = 0; i <= n; i++) {
+            uint32_t o = off[first + i] - off[first];
+            memcpy(q, &o, 4);
+            q += 4;
+        }
+        memcpy(q, sb + off[first], off[first + n] - off[first]);
+        q += off[first + n] - off[first];
+        MDB_val k = { 4, &c }, v = { (size_t)(q - buf), buf };
+        assert_int_equal(mdb_put(txn, strings, &k, &v, 0), 0);
+    }
+    static uint32_t par[NN], fn[NN];
+    par[1] = 0, fn[1] = 1;
+    for (uint32_t i = 0; i < 300; i++) par[2 + i] = 1 + i, fn[2 + i] = 2 + i; /* the chain */
+    for (uint32_t i = 1; i < 300; i++) par[301 + i] = 1, fn[301 + i] = 2 + i; /* main's other children */
+    unsigned char nb[NN * 6], *q = nb;
+    for (uint32_t id = 0; id < NN; id++) {
+        q = varint_put(q, id - par[id]);
+        q = varint_put(q, fn[id]);
+    }
+    uint32_t c0 = 0;
+    MDB_val k = { 4, &c0 }, v = { (size_t)(q - nb), nb };
+    assert_int_equal(mdb_put(txn, nodes, &k, &v, 0), 0);
+    uint32_t counts[2] = { NS, NN };
+    MDB_val ck = { 6, "counts" }, cv = { sizeof counts, counts };
+    assert_int_equal(mdb_put(txn, meta, &ck, &cv, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+
+    /* read as it was written */
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    int fmt;
+    assert_int_equal(pdict_format(txn, meta, &fmt), 0);
+    assert_int_equal(fmt, 1);
+    pdict_r *r;
+    assert_int_equal(pdict_r_open(&r, txn, meta, strings, nodes), STORE_OK);
+    for (uint32_t id = 1; id < NN; id++) {
+        uint32_t p, f;
+        assert_int_equal(pdict_r_node(r, id, &p, &f), 0);
+        assert_int_equal(p, par[id]);
+        assert_int_equal(f, fn[id]);
+    }
+    char text[4096];
+    spell(r, 301, text, sizeof text); /* the chain's end: main;f0;...;f299 */
+    assert_int_equal(strncmp(text, "main;f0;f1;f2;", 14), 0);
+    assert_non_null(strstr(text, ";f298;f299"));
+    spell(r, 305, text, sizeof text);
+    assert_string_equal(text, "main;f4");
+    char why[200];
+    uint32_t *pf = malloc(NN * 2 * sizeof *pf);
+    assert_int_equal(mdb_get(txn, nodes, &k, &v), 0);
+    assert_int_equal(pdict_node_chunk_decode(1, 0, &v, NN, NS, NULL, pf, why, sizeof why), 0);
+    free(pf);
+    pdict_r_free(r);
+    mdb_txn_abort(txn);
+
+    /* a writer of this partition appends in format 1 */
+    pdict_w *w = load(&txn);
+    write_tree(w, txn, 200, 20, 500, 0, 2);
+    commit(w, txn);
+    uint32_t nn = pdict_w_nodes(w), ns = pdict_w_strings(w);
+    pdict_w_free(w);
+    assert_int_equal(chunk_count(nodes), (nn + 1023) / 1024);
+    assert_int_equal(chunk_count(strings), (ns + 255) / 256);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(pdict_format(txn, meta, &fmt), 0);
+    assert_int_equal(fmt, 1);
+    uint32_t c1 = 1;
+    MDB_val k1 = { 4, &c1 };
+    assert_int_equal(mdb_get(txn, nodes, &k1, &v), 0);
+    uint64_t d = 0;
+    const unsigned char *p = v.mv_data;
+    assert_int_equal(varint_get(&p, p + v.mv_size, &d), 0); /* format 1: node 1024's parent delta first */
+    assert_true(d >= 1 && d <= 1024);
+    assert_int_equal(mdb_get(txn, strings, &k1, &v), 0);
+    uint32_t n1;
+    memcpy(&n1, v.mv_data, 4);
+    assert_int_equal(n1, 256); /* format 1: a plain count of 256 strings */
+    mdb_txn_abort(txn);
+    assert_reads_back(nn, ns);
+}
+
+/* Damage to a format-2 chunk: any flipped bit, or a chunk under another
+ * key, fails its checksum; a layout made wrong behind a right checksum is
+ * found by the decoder, each with what is wrong; the reader answers -1 or
+ * NULL for the ids of a damaged chunk. */
+static void test_format2_damage_found(void **state)
+{
+    (void)state;
+    MDB_txn *txn;
+    pdict_w *w = load(&txn);
+    write_tree(w, txn, 40, 30, 200, 0, 0);
+    commit(w, txn);
+    uint32_t nn = pdict_w_nodes(w), ns = pdict_w_strings(w);
+    pdict_w_free(w);
+    assert_true(nn < 8192);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    uint32_t c0 = 0;
+    MDB_val k = { 4, &c0 }, v;
+    assert_int_equal(mdb_get(txn, nodes, &k, &v), 0);
+    unsigned char *val = malloc(v.mv_size);
+    size_t vlen = v.mv_size;
+    memcpy(val, v.mv_data, vlen);
+    uint32_t *pf = malloc((size_t)nn * 2 * sizeof *pf);
+    char why[200];
+    MDB_val dv = { vlen, val };
+    assert_int_equal(pdict_node_chunk_decode(2, 0, &dv, nn, ns, NULL, pf, why, sizeof why), 0);
+    /* every single flipped bit: found */
+    for (size_t i = 0; i < vlen; i++)
+        for (int b = 0; b < 8; b++) {
+            val[i] ^= (unsigned char)(1 << b);
+            assert_int_equal(pdict_node_chunk_decode(2, 0, &dv, nn, ns, NULL, pf, why, sizeof why), -1);
+            val[i] ^= (unsigned char)(1 << b);
+        }
+    /* the same bytes as chunk 1 */
+    assert_int_equal(pdict_node_chunk_decode(2, 1, &dv, nn, ns, NULL, pf, why, sizeof why), -1);
+    assert_string_equal(why, "checksum mismatch");
+    /* layouts made wrong, sealed again (plain) */
+    unsigned char raw[64], *q, *sealed;
+    size_t slen;
+    MDB_val sv;
+    q = raw;
+    q = varint_put(q, 0), q = varint_put(q, 0);          /* the root */
+    q = varint_put(q, (1u << 1) | 1);                    /* node 1: child of the root, function 1 */
+    q = varint_put(q, 1u << 1), q = varint_put(q, 3);    /* node 2: parent 3 back, below the root */
+    assert_int_equal(pdict_chunk_seal('N', 0, raw, (size_t)(q - raw), 0, &sealed, &slen), 0);
+    sv = (MDB_val){ slen, sealed };
+    assert_int_equal(pdict_node_chunk_decode(2, 0, &sv, 3, ns, NULL, pf, why, sizeof why), -1);
+    assert_string_equal(why, "node 2: its parent (3 back) is not a node below it");
+    free(sealed);
+    q = raw;
+    q = varint_put(q, 0), q = varint_put(q, 0);
+    q = varint_put(q, ((uint64_t)ns << 1) | 1);          /* a function beyond the strings */
+    assert_int_equal(pdict_chunk_seal('N', 0, raw, (size_t)(q - raw), 0, &sealed, &slen), 0);
+    sv = (MDB_val){ slen, sealed };
+    assert_int_equal(pdict_node_chunk_decode(2, 0, &sv, 2, ns, NULL, pf, why, sizeof why), -1);
+    assert_non_null(strstr(why, "node 1: its function is string"));
+    /* the same, with one node fewer counted: bytes left over */
+    assert_int_equal(pdict_node_chunk_decode(2, 0, &sv, 1, ns, NULL, pf, why, sizeof why), -1);
+    assert_string_equal(why, ns < 64 ? "1 bytes after its 1 nodes" : "2 bytes after its 1 nodes");
+    /* and one more counted: it ends inside node 2 */
+    free(sealed);
+    q = raw;
+    q = varint_put(q, 0), q = varint_put(q, 0), q = varint_put(q, (1u << 1) | 1);
+    assert_int_equal(pdict_chunk_seal('N', 0, raw, (size_t)(q - raw), 9, &sealed, &slen), 0);
+    sv = (MDB_val){ slen, sealed };
+    assert_int_equal(pdict_node_chunk_decode(2, 0, &sv, 3, ns, NULL, pf, why, sizeof why), -1);
+    assert_string_equal(why, "the chunk ends inside node 2");
+    free(sealed);
+    /* the reader, over a damaged node chunk and string chunk */
+    val[vlen - 1] ^= 0x10;
+    assert_int_equal(mdb_put(txn, nodes, &k, &dv, 0), 0);
+    assert_int_equal(mdb_get(txn, strings, &k, &v), 0);
+    memcpy(raw, v.mv_data, 8);
+    unsigned char *sval = malloc(v.mv_size);
+    memcpy(sval, v.mv_data, v.mv_size);
+    sval[v.mv_size / 2] ^= 0x01;
+    sv = (MDB_val){ v.mv_size, sval };
+    assert_int_equal(mdb_put(txn, strings, &k, &sv, 0), 0);
+    unsigned char *owned;
+    assert_null(pdict_str_chunk_open(2, 0, &sv, NULL, &slen, &owned, why, sizeof why));
+    assert_string_equal(why, "checksum mismatch");
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    pdict_r *r;
+    assert_int_equal(pdict_r_open(&r, txn, meta, strings, nodes), STORE_OK);
+    uint32_t p, f, len;
+    assert_int_equal(pdict_r_node(r, 1, &p, &f), -1);
+    assert_null(pdict_r_string(r, 1, &len));
+    pdict_r_free(r);
+    mdb_txn_abort(txn);
+    free(sval);
+    free(val);
+    free(pf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +690,9 @@ int main(void)
         cmocka_unit_test(test_idset_collisions_wrap_around),
         cmocka_unit_test_setup_teardown(test_stack_table_growth_and_resolve, open_env, close_env),
         cmocka_unit_test_setup_teardown(test_node_set_growth_reload_and_memory, open_env, close_env),
+        cmocka_unit_test_setup_teardown(test_format2_round_trip, open_env, close_env),
+        cmocka_unit_test_setup_teardown(test_format1_still_read_and_written, open_env, close_env),
+        cmocka_unit_test_setup_teardown(test_format2_damage_found, open_env, close_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

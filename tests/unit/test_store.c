@@ -14,7 +14,9 @@
 #include "../../storage/block.h"
 #include "../../storage/env.h"
 #include "../../storage/hash.h"
+#include "../../storage/pdict.h"
 #include "../../storage/rollup.h"
+#include "../../storage/segment.h"
 #include "../../storage/store_internal.h"
 
 static char tmpdir[256];
@@ -358,6 +360,21 @@ static void test_series_last_and_first(void **state)
     store_close(st);
 }
 
+/* Appends n random printable characters (never ';') to s at len: frame
+ * names that zstd cannot shrink much, for tests that fill a map (string
+ * chunks are compressed, storage/pdict.h). */
+static size_t random_chars(char *s, size_t len, int n, uint64_t *x)
+{
+    for (int j = 0; j < n; j++) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        char ch = (char)('!' + *x % 90);
+        s[len++] = ch == ';' ? 'z' : ch;
+    }
+    return len;
+}
+
 /* A full map fails the one write, rolls back its new dictionary entries,
  * and leaves the store consistent and usable. */
 static void test_map_full_rolls_back(void **state)
@@ -371,10 +388,14 @@ static void test_map_full_rolls_back(void **state)
     store_get_stats(st, &before);
     /* Profiles of ever new, long frames until the 1 MiB map is full. */
     char *big = malloc(60000);
+    uint64_t x = 88172645463325252u;
     int failed = 0;
     for (int round = 0; round < 200 && !failed; round++) {
         size_t len = 0;
-        for (int i = 0; i < 30; i++) len += (size_t)snprintf(big + len, 60000 - len, "%sframe_%d_%d_%0900d", i ? ";" : "", round, i, 0);
+        for (int i = 0; i < 30; i++) {
+            len += (size_t)snprintf(big + len, 60000 - len, "%sframe_%d_%d_", i ? ";" : "", round, i);
+            len = random_chars(big, len, 900, &x);
+        }
         const char *fr[] = { big };
         store_status ss = write_stacks(st, api_labels, 3, 1000 + round, fr, &one, 1, 0);
         if (ss) {
@@ -552,7 +573,11 @@ static void test_write_all_or_none(void **state)
     store_stack small = { "main;alloc", 10, 7 };
     char *big = malloc(2u << 20);
     size_t len = 0;
-    for (int i = 0; i < 1500; i++) len += (size_t)snprintf(big + len, (2u << 20) - len, "%sframe_%d_%0900d", i ? ";" : "", i, 0);
+    uint64_t x = 88172645463325252u;
+    for (int i = 0; i < 1500; i++) {
+        len += (size_t)snprintf(big + len, (2u << 20) - len, "%sframe_%d_", i ? ";" : "", i);
+        len = random_chars(big, len, 900, &x);
+    }
     store_stack huge = { big, (uint32_t)len, 1 };
     store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
     store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
@@ -949,17 +974,28 @@ static void test_check_finds_damage(void **state)
     v = (MDB_val){ blen, bval };
     assert_int_equal(mdb_put(txn, blocks, &k, &v, 0), 0);
     free(bval);
-    /* string chunk 0: string 1 ends where it starts */
+    /* string chunk 0 (format 2, storage/pdict.h: a checksum, then format
+     * 1's layout, maybe compressed): string 1 ends where it starts, sealed
+     * again with a right checksum, so the layout's check finds it */
     v = get_first(txn, strings, &k);
-    memcpy(buf, v.mv_data, v.mv_size);
+    unsigned char *owned, *sealed;
+    size_t slen;
+    char why[200];
+    const unsigned char *layout = pdict_str_chunk_open(2, 0, &v, NULL, &slen, &owned, why, sizeof why);
+    assert_non_null(layout);
+    assert_true(slen < sizeof buf);
+    memcpy(buf, layout, slen);
+    free(owned);
     memcpy(buf + 12, buf + 8, 4);
-    v.mv_data = buf;
+    assert_int_equal(pdict_chunk_seal('S', 0, buf, slen, 0, &sealed, &slen), 0);
+    v = (MDB_val){ slen, sealed };
     assert_int_equal(mdb_put(txn, strings, &k, &v, 0), 0);
-    /* node chunk 0: node 1's parent two back, below the root */
+    free(sealed);
+    /* node chunk 0: a flipped bit in its last node, which its checksum
+     * catches */
     v = get_first(txn, nodes, &k);
     memcpy(buf, v.mv_data, v.mv_size);
-    assert_int_equal(buf[2], 1);
-    buf[2] = 2;
+    buf[v.mv_size - 1] ^= 0x02;
     v.mv_data = buf;
     assert_int_equal(mdb_put(txn, nodes, &k, &v, 0), 0);
     /* series 1's sound 10-minute rollup at t0 under a bucket not aligned */
@@ -1000,7 +1036,7 @@ static void test_check_finds_damage(void **state)
     assert_found(&fd, file, "block series 1 at 2026-11-01T22:00:00Z seq 0: checksum mismatch");
     assert_found(&fd, "block series 99 at 2026-11-01T22:00:05Z seq 0", "series 99 is not in the catalog");
     assert_found(&fd, "string chunk 0 (ids 0..6)", "offsets not ascending at string 1");
-    assert_found(&fd, "node chunk 0 (ids 0..", "node 1: its parent");
+    assert_found(&fd, "node chunk 0 (ids 0..", "checksum mismatch");
     assert_found(&fd, "rollup 10min series 1 bucket 2026-11-01T22:00:01Z", "not aligned");
     assert_found(&fd, "pending: a key of 12 bytes", file);
     assert_found(&fd, "segment series 2 bucket 2026-11-01T22:00:00Z", "checksum mismatch");
@@ -1276,6 +1312,226 @@ static void test_reader_limits(void **state)
     store_close(st);
 }
 
+/* ---- segment versions (storage/segment.c) ---- */
+
+typedef struct { store_reader *r; uint64_t *acc, *touched, sum; uint32_t n; } merge_ctx;
+
+static int merge_block(const store_block *b, void *arg)
+{
+    merge_ctx *m = arg;
+    if (!m->acc) {
+        m->n = store_part_nodes(m->r, b->part);
+        m->acc = calloc(m->n, sizeof *m->acc);
+        m->touched = calloc(m->n / 64 + 1, sizeof *m->touched);
+    }
+    uint64_t sum;
+    assert_int_equal(store_block_accumulate(m->r, b, 1, m->acc, m->touched, &sum), STORE_OK);
+    m->sum += sum;
+    return 0;
+}
+
+/* A series' merge: counts by node id (one partition) and their total. */
+static void merge_series(store *st, uint32_t sid, merge_ctx *m)
+{
+    memset(m, 0, sizeof *m);
+    assert_int_equal(store_reader_begin(st, &m->r), STORE_OK);
+    store_blocks_scan(m->r, sid, INT64_MIN, INT64_MAX, merge_block, m);
+    store_reader_end(m->r);
+    assert_non_null(m->acc);
+}
+
+static store *open_dir(const char *dir)
+{
+    store *st;
+    char err[256];
+    store_options opt = { .dir = dir, .writers = 1 };
+    if (store_open(&st, &opt, err, sizeof err)) fail_msg("store_open: %s", err);
+    return st;
+}
+
+/* The segment of series sid at bucket in dir's partition of t: copied
+ * into *val (malloc'd); answers its length. */
+static size_t read_segment(const char *dir, int64_t t, uint32_t sid, int64_t bucket, unsigned char **val)
+{
+    char name[64], path[600], err[256];
+    part_file_name(name, sizeof name, t - t % 86400000, 0);
+    snprintf(path, sizeof path, "%s/parts/%s", dir, name);
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi segs;
+    assert_int_equal(env_open(&env, path, UINT64_C(1) << 30, 1, 0, NULL, err, sizeof err), STORE_OK);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "segments", 0, &segs), 0);
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, bucket, 0);
+    MDB_val k = { BLOCK_KEY_LEN, key }, v;
+    assert_int_equal(mdb_get(txn, segs, &k, &v), 0);
+    *val = malloc(v.mv_size);
+    memcpy(*val, v.mv_data, v.mv_size);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return v.mv_size;
+}
+
+/* The flags byte of chunk 0 of a dictionary (pdict.h, format 2). */
+static int first_chunk_flags(const char *dir, int64_t t, const char *db)
+{
+    char name[64], path[600], err[256];
+    part_file_name(name, sizeof name, t - t % 86400000, 0);
+    snprintf(path, sizeof path, "%s/parts/%s", dir, name);
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(env_open(&env, path, UINT64_C(1) << 30, 1, 0, NULL, err, sizeof err), STORE_OK);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, db, MDB_INTEGERKEY, &dbi), 0);
+    uint32_t c = 0;
+    MDB_val k = { 4, &c }, v;
+    assert_int_equal(mdb_get(txn, dbi, &k, &v), 0);
+    int flags = ((const unsigned char *)v.mv_data)[0];
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return flags;
+}
+
+static void write_segment(const char *dir, int64_t t, uint32_t sid, int64_t bucket, const unsigned char *val,
+                          size_t len)
+{
+    char name[64], path[600], err[256];
+    part_file_name(name, sizeof name, t - t % 86400000, 0);
+    snprintf(path, sizeof path, "%s/parts/%s", dir, name);
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi segs;
+    assert_int_equal(env_open(&env, path, UINT64_C(1) << 30, 1, 0, NULL, err, sizeof err), STORE_OK);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "segments", 0, &segs), 0);
+    unsigned char key[BLOCK_KEY_LEN];
+    block_key(key, sid, bucket, 0);
+    MDB_val k = { BLOCK_KEY_LEN, key }, v = { len, (void *)val };
+    assert_int_equal(mdb_put(txn, segs, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+static void write_versions_profiles(store *st, int64_t t0, int first, int last)
+{
+    enum { STACKS = 300 };
+    static char text[STACKS][64];
+    const char *f[STACKS];
+    uint64_t counts[STACKS];
+    for (int i = 0; i < STACKS; i++) {
+        snprintf(text[i], sizeof text[i], "main;mod%d;fn%d;leaf%d", i % 7, i % 31, i);
+        f[i] = text[i];
+    }
+    for (int p = first; p < last; p++) {
+        for (int i = 0; i < STACKS; i++) counts[i] = 1 + (uint64_t)((i * 7 + p) % 5);
+        /* each profile its own subset: a shifting window of the stacks */
+        assert_int_equal(write_stacks(st, api_labels, 3, t0 + p * 10000, f + p * 10, counts, STACKS - 20 * 10, 100),
+                         STORE_OK);
+    }
+}
+
+/* Segments of version 1 (each profile's payload compressed apart, the
+ * previous format) are still read: the same profiles packed as version 1
+ * and as version 2 answer the same through the reader (decode and
+ * accumulate) and check finds both sound; late data packs a version-1
+ * bucket again, as version 2, and the answers stay equal; in version 2 a
+ * payload that does not start where the one before it ended, behind a
+ * right checksum, is found by check. */
+static void test_segment_versions(void **state)
+{
+    (void)state;
+    const int64_t t0 = INT64_C(1793570400000); /* 2026-11-01T22:00:00Z, a bucket's start */
+    char dir[2][300];
+    dump_ctx d[2];
+    merge_ctx m[2];
+    for (int v = 0; v < 2; v++) {
+        seg_set_write_version(v + 1);
+        snprintf(dir[v], sizeof dir[v], "%s/v%d", tmpdir, v + 1);
+        assert_int_equal(mkdir(dir[v], 0700), 0);
+        store *st = open_dir(dir[v]);
+        write_versions_profiles(st, t0, 0, 12);
+        uint64_t built = 0;
+        assert_int_equal(store_compact_run(st, t0 + 2 * 86400000, &built), STORE_OK);
+        dump_series(st, 1, &d[v]);
+        merge_series(st, 1, &m[v]);
+        store_close(st);
+        unsigned char *val;
+        size_t len = read_segment(dir[v], t0, 1, t0, &val);
+        assert_int_equal(val[0], v + 1); /* the version written */
+        /* the partition's time is over: compaction compressed its open
+         * dictionary chunks (pdict_finish) */
+        assert_int_equal(first_chunk_flags(dir[v], t0, "nodes"), 1);
+        assert_int_equal(first_chunk_flags(dir[v], t0, "strings"), 1);
+        uint32_t n = 0;
+        assert_int_equal(seg_count(val, len, &n), 0);
+        assert_int_equal(n, 12);
+        free(val);
+        findings fd = { .n = 0 };
+        store_check_counts cn;
+        char err[256];
+        assert_int_equal(store_check(dir[v], collect, &fd, &cn, err, sizeof err), STORE_OK);
+        for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
+        assert_int_equal(cn.problems, 0);
+        assert_int_equal(cn.blocks, 12);
+    }
+    seg_set_write_version(2);
+    assert_int_equal(d[0].profiles, 12);
+    assert_int_equal(d[0].profiles, d[1].profiles);
+    assert_int_equal(d[0].samples, d[1].samples);
+    assert_string_equal(d[0].out, d[1].out);
+    assert_int_equal(m[0].n, m[1].n);
+    assert_true(m[0].sum > 0);
+    assert_int_equal(m[0].sum, m[1].sum);
+    assert_memory_equal(m[0].acc, m[1].acc, m[0].n * sizeof *m[0].acc);
+    for (int v = 0; v < 2; v++) free(m[v].acc), free(m[v].touched);
+
+    /* late data in the bucket, into both: the version-1 one is packed again, as version 2 */
+    for (int v = 0; v < 2; v++) {
+        store *st = open_dir(dir[v]);
+        write_versions_profiles(st, t0, 12, 14);
+        uint64_t built = 0;
+        assert_int_equal(store_compact_run(st, t0 + 2 * 86400000, &built), STORE_OK);
+        dump_series(st, 1, &d[v]);
+        merge_series(st, 1, &m[v]);
+        store_close(st);
+        unsigned char *val;
+        read_segment(dir[v], t0, 1, t0, &val);
+        assert_int_equal(val[0], 2);
+        free(val);
+    }
+    assert_int_equal(d[0].profiles, 14);
+    assert_string_equal(d[0].out, d[1].out);
+    assert_int_equal(m[0].sum, m[1].sum);
+    assert_memory_equal(m[0].acc, m[1].acc, m[0].n * sizeof *m[0].acc);
+    for (int v = 0; v < 2; v++) free(m[v].acc), free(m[v].touched);
+
+    /* the first profile's payload offset (its entry's last byte, 0) made
+     * 1, the checksum made right again */
+    unsigned char *val;
+    size_t len = read_segment(dir[1], t0, 1, t0, &val);
+    seg_walk w;
+    seg_item it;
+    assert_int_equal(seg_walk_begin(&w, val, len, t0), 0);
+    assert_int_equal(seg_walk_next(&w, &it), 1);
+    unsigned char *last = (unsigned char *)it.data + it.data_len - 1;
+    assert_int_equal(*last, 0);
+    *last = 1;
+    uint32_t sum = (uint32_t)hash_bytes(val + 6, len - 6, ((uint64_t)val[0] << 8) | val[1] | UINT64_C(0x5e60000));
+    for (int i = 0; i < 4; i++) val[2 + i] = (unsigned char)(sum >> (8 * i));
+    assert_int_equal(seg_verify(val, len), 0);
+    write_segment(dir[1], t0, 1, t0, val, len);
+    free(val);
+    findings fd = { .n = 0 };
+    store_check_counts cn;
+    char err[256];
+    assert_int_equal(store_check(dir[1], collect, &fd, &cn, err, sizeof err), STORE_OK);
+    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
+    assert_found(&fd, "segment series 1 bucket 2026-11-01T22:00:00Z",
+                 "profile 0: its payload starts at byte 1 of the area, not 0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1301,6 +1557,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sealing_keeps_answers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_reader_limits, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_segment_versions, make_tmp, remove_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
