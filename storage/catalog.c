@@ -858,7 +858,15 @@ static int check_meta(catalog *c, MDB_txn *txn, int64_t *part_ms, int *was_v5, c
         if (!rc) rc = mdb_put(txn, c->db_meta, &pk, &pv, 0);
     } else if (rc == 0) {
         *was_v5 = v.mv_size == strlen(CATALOG_FORMAT_V5) && !memcmp(v.mv_data, CATALOG_FORMAT_V5, v.mv_size);
-        if (!*was_v5 && (v.mv_size != strlen(CATALOG_FORMAT) || memcmp(v.mv_data, CATALOG_FORMAT, v.mv_size))) {
+        if (v.mv_size == strlen(CATALOG_FORMAT_V6) && !memcmp(v.mv_data, CATALOG_FORMAT_V6, v.mv_size)) {
+            /* flamedb-6: its files read as they are; marked flamedb-7 in
+             * this transaction (catalog.h) */
+            MDB_val fv = { strlen(CATALOG_FORMAT), CATALOG_FORMAT };
+            if ((rc = mdb_put(txn, c->db_meta, &k, &fv, 0))) {
+                env_set_err(err, errlen, "%s: cannot mark it %s: %s", c->path, CATALOG_FORMAT, mdb_strerror(rc));
+                return -1;
+            }
+        } else if (!*was_v5 && (v.mv_size != strlen(CATALOG_FORMAT) || memcmp(v.mv_data, CATALOG_FORMAT, v.mv_size))) {
             env_set_err(err, errlen, "%s holds data of format '%.*s', this flamedb reads '%s'", c->path,
                         (int)v.mv_size, (const char *)v.mv_data, CATALOG_FORMAT);
             return -1;

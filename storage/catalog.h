@@ -21,7 +21,13 @@
 
 #include "store.h"
 
-#define CATALOG_FORMAT "flamedb-6"
+#define CATALOG_FORMAT "flamedb-7"
+/* flamedb-6 differs only in what its partitions may hold: dictionaries of
+ * format 1 and segments of version 1, both still read and appended to
+ * (pdict.h, segment.h).  Its catalog is marked flamedb-7 at open, so that a
+ * flamedb-6 binary refuses a directory that may hold format-2 dictionaries
+ * or version-2 segments instead of misreading them. */
+#define CATALOG_FORMAT_V6 "flamedb-6"
 /* flamedb-5 differs only in its blocks (version 1: no samples, no gauges)
  * and is upgraded in place: its rollups are rebuilt (store.c). */
 #define CATALOG_FORMAT_V5 "flamedb-5"

@@ -2,8 +2,8 @@
  * (store_check in store.h).
  *
  * What it checks, in the order it walks:
- *   catalog.mdb  the format (flamedb-6; flamedb-5 is noted as needing the
- *                upgrade serve does; a flamedb-4 data.mdb as needing
+ *   catalog.mdb  the format (flamedb-7; flamedb-6 and flamedb-5 are noted
+ *                as needing the upgrade serve does; a flamedb-4 data.mdb as needing
  *                migration, not checked), the partition length (whole
  *                hours), the label strings (chunks keyed by their first
  *                id, dense, each a varint length and bytes inside the
@@ -518,15 +518,20 @@ static int check_meta(checker *c, MDB_txn *txn, MDB_dbi dbi, char *err, size_t e
         PROBLEM(c, "meta: no format (%s)", mdb_strerror(rc));
     } else if (v.mv_size == strlen(CATALOG_FORMAT) && !memcmp(v.mv_data, CATALOG_FORMAT, v.mv_size)) {
         snprintf(c->n->format, sizeof c->n->format, "%s", CATALOG_FORMAT);
+    } else if (v.mv_size == strlen(CATALOG_FORMAT_V6) && !memcmp(v.mv_data, CATALOG_FORMAT_V6, v.mv_size)) {
+        snprintf(c->n->format, sizeof c->n->format, "%s", CATALOG_FORMAT_V6);
+        c->n->needs_upgrade = 1;
+        NOTE(c, "format %s: flamedb serve marks it %s at open (its files stay as they are)", CATALOG_FORMAT_V6,
+             CATALOG_FORMAT);
     } else if (v.mv_size == strlen(CATALOG_FORMAT_V5) && !memcmp(v.mv_data, CATALOG_FORMAT_V5, v.mv_size)) {
         snprintf(c->n->format, sizeof c->n->format, "%s", CATALOG_FORMAT_V5);
         c->n->needs_upgrade = 1;
         NOTE(c, "format %s: flamedb serve upgrades it in place to %s (its blocks stay, its rollups are rebuilt)",
              CATALOG_FORMAT_V5, CATALOG_FORMAT);
     } else {
-        env_set_err(err, errlen, "%s/catalog.mdb holds format '%.*s'; this flamedb checks %s and %s", c->dir,
+        env_set_err(err, errlen, "%s/catalog.mdb holds format '%.*s'; this flamedb checks %s, %s and %s", c->dir,
                     (int)(v.mv_size < 32 ? v.mv_size : 32), (const char *)v.mv_data, CATALOG_FORMAT,
-                    CATALOG_FORMAT_V5);
+                    CATALOG_FORMAT_V6, CATALOG_FORMAT_V5);
         return -1;
     }
     MDB_val pk = { 12, "partition_ms" }, pv;

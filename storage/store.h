@@ -101,7 +101,7 @@ int store_default_writers(void);
  * naming the holder's pid); migrates a flamedb-4 directory first. */
 store_status store_open(store **out, const store_options *opt, char *err, size_t errlen);
 
-/* The format this flamedb writes ("flamedb-6"). */
+/* The format this flamedb writes ("flamedb-7"). */
 const char *store_format(void);
 
 /* The partition length of the open store, in ms. */
@@ -422,8 +422,8 @@ typedef enum {
 typedef void (*store_check_fn)(void *ctx, store_check_kind kind, const char *file, const char *what);
 
 typedef struct {
-    char format[16];           /* "flamedb-6", "flamedb-5", "flamedb-4"; "" when unreadable */
-    int needs_upgrade;         /* flamedb-4 or -5: flamedb serve (or migrate) moves it to store_format() */
+    char format[16];           /* "flamedb-7", "flamedb-6", "flamedb-5", "flamedb-4"; "" when unreadable */
+    int needs_upgrade;         /* flamedb-4, -5 or -6: flamedb serve (or migrate) moves it to store_format() */
     int64_t partition_ms;      /* 0 when unreadable */
     uint64_t series, label_strings;          /* in the catalog */
     uint64_t partitions;

@@ -152,7 +152,7 @@ test_check_sound_store() {
     ck_run "$DATA"
     assert_eq "exit status on a sound store (output: $CK_OUT)" 0 "$CK_RC"
     assert_eq "no problem lines" "" "$(ck_problems)"
-    assert_contains "summary" "$CK_OUT" "$DATA: format flamedb-6, partitions of 24 h: 5 series, "
+    assert_contains "summary" "$CK_OUT" "$DATA: format flamedb-7, partitions of 24 h: 5 series, "
     assert_contains "summary: partitions" "$CK_OUT" " 2 partitions, "
     # the 5 profiles packed into segments (counted as blocks); each series'
     # hour lies in one 10-minute bucket, so it has no hour rollup of its own
@@ -326,7 +326,7 @@ test_check_flamedb4_needs_migration() {
     cp "$REPO/tests/fixtures/flamedb4/data.mdb" "$DATA/"
     ck_run "$DATA"
     assert_eq "exit status on a flamedb-4 directory: not damage (output: $CK_OUT)" 0 "$CK_RC"
-    assert_contains "a note" "$CK_OUT" "data.mdb: note: a flamedb-4 directory: not checked; it needs migration to flamedb-6"
+    assert_contains "a note" "$CK_OUT" "data.mdb: note: a flamedb-4 directory: not checked; it needs migration to flamedb-7"
     assert_contains "what to run" "$CK_OUT" "flamedb migrate $DATA"
     cmp -s "$REPO/tests/fixtures/flamedb4/data.mdb" "$DATA/data.mdb" || fail "check changed data.mdb"
     [ ! -e "$DATA/catalog.mdb" ] || fail "check made a catalog.mdb"

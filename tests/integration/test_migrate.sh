@@ -289,6 +289,9 @@ test_flamedb6_first_formats_read() {
     cp "$MG_FIXTURE6/catalog.mdb" "$DATA/"
     mkdir "$DATA/parts"
     cp "$MG_FIXTURE6"/parts/*.mdb "$DATA/parts/"
+    local out
+    out=$("$FLAMEDB" check "$DATA" 2>&1)
+    assert_contains "check notes the older format" "$out" "format flamedb-6: flamedb serve marks it flamedb-7 at open"
     launch_server --retention 0
     mg_check_answers "flamedb-6's first formats served" || return
     mg_check_samples
@@ -301,9 +304,9 @@ main;late_new_frame;late_other;leaf_b 7"
     assert_status "late query" 200
     assert_eq "the late profile, served" "$(fold_canon <<<"$late")" "$(fold_canon <<<"$BODY")"
     stop_server
-    local out
     out=$("$FLAMEDB" check "$DATA" 2>&1)
     assert_eq "check after adding to the old partitions (output: $out)" 0 "$?"
+    assert_contains "served, it is flamedb-7: a flamedb-6 binary refuses it" "$out" "format flamedb-7,"
     launch_server --retention 0
     # all but the listings, which now name the new series too
     mg_check_answers "reopened after adding" compare.json query_api.folded query_api.json \

@@ -925,7 +925,7 @@ static void test_check_finds_damage(void **state)
     for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
     assert_int_equal(n.problems, 0);
     assert_int_equal(fd.n, 0);
-    assert_string_equal(n.format, "flamedb-6");
+    assert_string_equal(n.format, "flamedb-7");
     assert_int_equal(n.needs_upgrade, 0);
     assert_int_equal(n.partition_ms, 86400000);
     assert_int_equal(n.series, 2);
