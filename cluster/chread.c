@@ -100,34 +100,46 @@ static int fail(chread *c, const char *what)
     return -1;
 }
 
-int chread_merge(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
-                 void (*fn)(void *ctx, const chread_sum *row), void *ctx)
+/* "SELECT head FROM (<pieces>) tail": the pieces of [from, until) as
+ * chread_plan cuts it, each "SELECT <cols> FROM <table> WHERE <time> in its
+ * sub-range AND cond", UNION ALL'd; raw_cols for the raw table (`kind`),
+ * rollup_cols for its 1 h and 10 min rollups (`kind`_1h, `kind`_10m).  A
+ * malloc'd statement, or NULL (out of memory, or an empty range: *empty). */
+static char *pieces_sql(const chread *c, const char *head, const char *kind, const char *raw_cols,
+                        const char *rollup_cols, const char *cond, int64_t from_ms, int64_t until_ms,
+                        const char *tail, int *empty)
 {
     chread_piece p[5];
     size_t np = chread_plan(from_ms, until_ms, p);
-    if (!np) return 0;
-    const size_t sql_cap = 4096 + np * (strlen(cond) + 512);
-    char *sql = malloc(sql_cap);
+    *empty = np == 0;
+    if (!np) return NULL;
+    size_t cap = strlen(head) + strlen(tail) + np * (strlen(cond) + strlen(raw_cols) + strlen(rollup_cols) + 512);
+    char *sql = malloc(cap);
+    if (!sql) return NULL;
+    size_t len = (size_t)snprintf(sql, cap, "SELECT %s FROM (", head);
+    for (size_t i = 0; i < np; i++) {
+        char name[64], t[256];
+        const char *suffix = strchr(p[i].table, '_');   /* samples_1h -> _1h; samples -> none */
+        snprintf(name, sizeof name, "%s%s", kind, suffix ? suffix : "");
+        chschema_table(&c->schema, name, t, sizeof t);
+        len += (size_t)snprintf(sql + len, cap - len, "%sSELECT %s FROM %s WHERE %s >= %lld AND %s < %lld AND %s",
+                                i ? " UNION ALL " : "", suffix ? rollup_cols : raw_cols, t, p[i].column,
+                                (long long)p[i].from, p[i].column, (long long)p[i].until, cond);
+    }
+    snprintf(sql + len, cap - len, ")%s", tail);
+    return sql;
+}
+
+int chread_merge(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+                 void (*fn)(void *ctx, const chread_sum *row), void *ctx)
+{
+    int empty;
+    const char *cols = "tenant, series, unit, rate, gauge, stack, value AS v";
+    char *sql = pieces_sql(c, "tenant, series, unit, rate, gauge, stack, sum(v)", "samples", cols, cols, cond, from_ms,
+                           until_ms, " GROUP BY tenant, series, unit, rate, gauge, stack FORMAT RowBinary", &empty);
     if (!sql) {
+        if (empty) return 0;
         snprintf(c->err, sizeof c->err, "out of memory");
-        return -1;
-    }
-    size_t len = (size_t)snprintf(sql, sql_cap, "SELECT tenant, series, unit, rate, gauge, stack, sum(v) FROM (");
-    for (size_t i = 0; i < np && len < sql_cap; i++) {
-        char t[256];
-        chschema_table(&c->schema, p[i].table, t, sizeof t);
-        len += (size_t)snprintf(sql + len, sql_cap - len,
-                                "%sSELECT tenant, series, unit, rate, gauge, stack, value AS v FROM %s "
-                                "WHERE %s >= %lld AND %s < %lld AND %s",
-                                i ? " UNION ALL " : "", t, p[i].column, (long long)p[i].from, p[i].column,
-                                (long long)p[i].until, cond);
-    }
-    if (len < sql_cap)
-        len += (size_t)snprintf(sql + len, sql_cap - len,
-                                ") GROUP BY tenant, series, unit, rate, gauge, stack FORMAT RowBinary");
-    if (len >= sql_cap) {
-        free(sql);
-        snprintf(c->err, sizeof c->err, "the statement passed %zu bytes", sql_cap);
         return -1;
     }
     chrow_reader rows;
@@ -506,30 +518,17 @@ int chread_presence(chread *c, const char *cond, int64_t from_ms, int64_t until_
 int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
                           int (*fn)(void *ctx, const chread_profile_sum *row), void *ctx)
 {
-    chread_piece p[5];
-    size_t np = chread_plan(from_ms, until_ms, p);
-    if (!np) return 0;
-    size_t cap = 4096 + np * (strlen(cond) + 512);
-    char *sql = malloc(cap);
+    int empty;
+    char *sql = pieces_sql(c, "tenant, series, unit, rate, gauge, sum(p), sum(s), sum(u)", "profiles",
+                           "tenant, series, unit, rate, gauge, toUInt64(1) AS p, samples AS s, "
+                           "toUInt64(1 - samples_known) AS u",
+                           "tenant, series, unit, rate, gauge, profiles AS p, samples AS s, samples_unknown AS u", cond,
+                           from_ms, until_ms, " GROUP BY tenant, series, unit, rate, gauge FORMAT RowBinary", &empty);
     if (!sql) {
+        if (empty) return 0;
         snprintf(c->err, sizeof c->err, "out of memory");
         return -1;
     }
-    size_t len = (size_t)snprintf(sql, cap, "SELECT tenant, series, unit, rate, gauge, sum(p), sum(s), sum(u) FROM (");
-    for (size_t i = 0; i < np; i++) {
-        char t[256];
-        int raw = !strcmp(p[i].table, "samples");
-        chschema_table(&c->schema, raw ? "profiles" : !strcmp(p[i].table, "samples_1h") ? "profiles_1h" : "profiles_10m",
-                       t, sizeof t);
-        len += (size_t)snprintf(sql + len, cap - len,
-                                raw ? "%sSELECT tenant, series, unit, rate, gauge, toUInt64(1) AS p, samples AS s, "
-                                      "toUInt64(1 - samples_known) AS u FROM %s WHERE %s >= %lld AND %s < %lld AND %s"
-                                    : "%sSELECT tenant, series, unit, rate, gauge, profiles AS p, samples AS s, "
-                                      "samples_unknown AS u FROM %s WHERE %s >= %lld AND %s < %lld AND %s",
-                                i ? " UNION ALL " : "", t, p[i].column, (long long)p[i].from, p[i].column,
-                                (long long)p[i].until, cond);
-    }
-    snprintf(sql + len, cap - len, ") GROUP BY tenant, series, unit, rate, gauge FORMAT RowBinary");
     chrow_reader rows;
     int rc = select_rows(c, sql, "merging the profiles' counts", &rows);
     free(sql);
@@ -553,29 +552,19 @@ int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t 
 int chread_merge_frames(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
                         void (*fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len), void *ctx)
 {
-    chread_piece p[5];
-    size_t np = chread_plan(from_ms, until_ms, p);
-    if (!np) return 0;
-    size_t cap = 4096 + np * (strlen(cond) + 512);
-    char *sql = malloc(cap);
+    /* the stacks used, found where the data is (a GLOBAL IN ships the set
+     * to the stacks table's shards once) */
+    char tk[256], head[512];
+    chschema_table(&c->schema, "stacks", tk, sizeof tk);
+    snprintf(head, sizeof head, "stack, any(frames) FROM %s WHERE stack GLOBAL IN (SELECT stack", tk);
+    int empty;
+    char *sql = pieces_sql(c, head, "samples", "stack", "stack", cond, from_ms, until_ms,
+                           ") GROUP BY stack FORMAT RowBinary", &empty);
     if (!sql) {
+        if (empty) return 0;
         snprintf(c->err, sizeof c->err, "out of memory");
         return -1;
     }
-    char tk[256];
-    chschema_table(&c->schema, "stacks", tk, sizeof tk);
-    /* the stacks used, found where the data is (a GLOBAL IN ships the set
-     * to the stacks table's shards once) */
-    size_t len = (size_t)snprintf(sql, cap, "SELECT stack, any(frames) FROM %s WHERE stack GLOBAL IN (SELECT stack FROM (",
-                                  tk);
-    for (size_t i = 0; i < np; i++) {
-        char t[256];
-        chschema_table(&c->schema, p[i].table, t, sizeof t);
-        len += (size_t)snprintf(sql + len, cap - len, "%sSELECT stack FROM %s WHERE %s >= %lld AND %s < %lld AND %s",
-                                i ? " UNION ALL " : "", t, p[i].column, (long long)p[i].from, p[i].column,
-                                (long long)p[i].until, cond);
-    }
-    snprintf(sql + len, cap - len, ")) GROUP BY stack FORMAT RowBinary");
     chrow_reader rows;
     int rc = select_rows(c, sql, "reading the stacks' frames", &rows);
     free(sql);

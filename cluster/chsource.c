@@ -472,6 +472,26 @@ static int same_key(const chread_key *a, const chread_key *b)
            !memcmp(a->tenant, b->tenant, a->tenant_len) && !memcmp(a->unit, b->unit, a->unit_len);
 }
 
+/* Appends (leaf, count) to the profile or merged block being built. */
+static int pairs_push(reader_ctx *x, uint32_t leaf, uint64_t count)
+{
+    if (x->n_pairs == x->cap_pairs) {
+        size_t cap = x->cap_pairs ? 2 * x->cap_pairs : 1024;
+        uint32_t *nl = realloc(x->leaves, cap * sizeof *nl);
+        if (nl) x->leaves = nl;
+        uint64_t *nc = realloc(x->counts, cap * sizeof *nc);
+        if (nc) x->counts = nc;
+        if (!nl || !nc) {
+            snprintf(x->err, sizeof x->err, "out of memory loading samples");
+            return -1;
+        }
+        x->cap_pairs = cap;
+    }
+    x->leaves[x->n_pairs] = leaf;
+    x->counts[x->n_pairs++] = count;
+    return 0;
+}
+
 static int on_sample(void *ctx, const chread_sample_row *r)
 {
     reader_ctx *x = ctx;
@@ -505,30 +525,22 @@ static int on_sample(void *ctx, const chread_sample_row *r)
                  (unsigned long long)r->key.series, (long long)r->key.window_start);
         return -1;
     }
-    if (x->n_pairs == x->cap_pairs) {
-        size_t cap = x->cap_pairs ? 2 * x->cap_pairs : 1024;
-        uint32_t *nl = realloc(x->leaves, cap * sizeof *nl);
-        if (nl) x->leaves = nl;
-        uint64_t *nc = realloc(x->counts, cap * sizeof *nc);
-        if (nc) x->counts = nc;
-        if (!nl || !nc) {
-            snprintf(x->err, sizeof x->err, "out of memory loading samples");
-            return -1;
-        }
-        x->cap_pairs = cap;
-    }
-    x->leaves[x->n_pairs] = leaf;
-    x->counts[x->n_pairs++] = r->value;
-    return 0;
+    return pairs_push(x, leaf, r->value);
 }
 
-static void load_reset(reader_ctx *x)
+/* Forgets what a load gathered (before it runs again), keeping its series. */
+static void load_clear(reader_ctx *x)
 {
     for (size_t i = 0; i < x->n_prof; i++) free(x->prof[i].unit);
     x->n_prof = 0;
     x->prof_sorted = 0;
     x->n_pairs = 0;
     x->have_cur = 0;
+}
+
+static void load_reset(reader_ctx *x)
+{
+    load_clear(x);
     free(x->lookup);
     x->lookup = NULL;
     x->n_lookup = 0;
@@ -585,48 +597,94 @@ static int fail_load(reader_ctx *x, char *err, size_t errlen)
     return -1;
 }
 
-static int do_load(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
-                   char *err, size_t errlen)
+/* Every callback begins so: the condition naming its series, and their
+ * lookup; NULL (err set) when memory ran out. */
+static char *call_begin(reader_ctx *x, const uint32_t *sids, size_t n, char *err, size_t errlen)
 {
-    reader_ctx *x = ctx;
-    x->m = m;
     x->err[0] = '\0';
     char *cond = series_cond(x, sids, n);
     if (!cond || lookup_build(x, sids, n)) {
         free(cond);
         load_reset(x);
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return NULL;
     }
-    /* profiles come before their samples: sorted once the profiles are in */
-    int rc = chread_load(x->c, cond, from_ms, until_ms, on_frames, on_profile, on_sample, x);
-    if (rc && !x->err[0] && shard_unreachable(chread_code(x->c))) {
-        /* once more: the first statement after a shard came back (or went)
-         * may fail on a connection ClickHouse had pooled */
-        load_reset(x);
-        if (!lookup_build(x, sids, n)) {
-            rc = chread_load(x->c, cond, from_ms, until_ms, on_frames, on_profile, on_sample, x);
-        }
-    }
-    if (rc && !x->err[0] && x->partial && shard_unreachable(chread_code(x->c))) {
-        /* partial=true: once more, from the shards that answer */
-        load_reset(x);
-        if (!lookup_build(x, sids, n)) {
-            chread_set_skip_unavailable(x->c, 1);
-            *x->partial_out = 1;
-            rc = chread_load(x->c, cond, from_ms, until_ms, on_frames, on_profile, on_sample, x);
-        }
-    }
-    if (!rc) rc = flush_profile(x);
+    return cond;
+}
+
+/* ... and ends so: the error, if any, and the counts. */
+static int call_end(reader_ctx *x, char *cond, int rc, int merge, char *err, size_t errlen)
+{
     free(cond);
     if (rc) fail_load(x, err, errlen);
     load_reset(x);
     pthread_mutex_lock(&x->s->lock);
-    x->s->stats.loads++;
+    if (merge == 1) x->s->stats.merges++;
+    else if (!merge) x->s->stats.loads++;
     x->s->stats.profiles_loaded += x->loaded;
     pthread_mutex_unlock(&x->s->lock);
     x->loaded = 0;
     return rc ? -1 : 0;
+}
+
+/* Runs a callback's statements (run; clear forgets a failed attempt's
+ * rows): once more when a shard could not be reached (the first statement
+ * after a shard came back, or went, may meet a connection ClickHouse had
+ * pooled), and with partial=true once more from the shards that answer. */
+static int with_retries(reader_ctx *x, int (*run)(reader_ctx *x, void *arg), void (*clear)(reader_ctx *x, void *arg),
+                        void *arg)
+{
+    int rc = run(x, arg);
+    if (rc && !x->err[0] && shard_unreachable(chread_code(x->c))) {
+        clear(x, arg);
+        rc = run(x, arg);
+    }
+    if (rc && !x->err[0] && x->partial && shard_unreachable(chread_code(x->c))) {
+        clear(x, arg);
+        chread_set_skip_unavailable(x->c, 1);
+        *x->partial_out = 1;
+        rc = run(x, arg);
+    }
+    return rc;
+}
+
+static void nothing_to_clear(reader_ctx *x, void *arg)
+{
+    (void)x;
+    (void)arg;
+}
+
+/* A call's statement arguments. */
+typedef struct {
+    const char *cond;
+    int64_t from, until;
+    void *ctx;
+} call_args;
+
+static int load_run(reader_ctx *x, void *arg)
+{
+    const call_args *a = arg;
+    /* profiles come before their samples: sorted once the profiles are in */
+    return chread_load(x->c, a->cond, a->from, a->until, on_frames, on_profile, on_sample, x);
+}
+
+static void load_clear_cb(reader_ctx *x, void *arg)
+{
+    (void)arg;
+    load_clear(x);
+}
+
+static int do_load(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
+                   char *err, size_t errlen)
+{
+    reader_ctx *x = ctx;
+    x->m = m;
+    char *cond = call_begin(x, sids, n, err, errlen);
+    if (!cond) return -1;
+    call_args a = { cond, from_ms, until_ms, NULL };
+    int rc = with_retries(x, load_run, load_clear_cb, &a);
+    if (!rc) rc = flush_profile(x);
+    return call_end(x, cond, rc, 0, err, errlen);
 }
 
 typedef struct {
@@ -646,24 +704,22 @@ static int on_extent(void *ctx, const chread_extent_row *e)
     return 0;
 }
 
+static int extent_run(reader_ctx *x, void *arg)
+{
+    const call_args *a = arg;
+    return chread_extents(x->c, a->cond, on_extent, a->ctx);
+}
+
 static int do_extent(void *ctx, const uint32_t *sids, size_t n, store_rextent *out, char *err, size_t errlen)
 {
     reader_ctx *x = ctx;
-    x->err[0] = '\0';
-    char *cond = series_cond(x, sids, n);
-    if (!cond || lookup_build(x, sids, n)) {
-        free(cond);
-        load_reset(x);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    char *cond = call_begin(x, sids, n, err, errlen);
+    if (!cond) return -1;
     memset(out, 0, n * sizeof *out);
     extent_ctx ec = { x, sids, n, out };
-    int rc = chread_extents(x->c, cond, on_extent, &ec);
-    free(cond);
-    if (rc) fail_load(x, err, errlen);
-    load_reset(x);
-    return rc ? -1 : 0;
+    call_args a = { cond, 0, 0, &ec };
+    int rc = with_retries(x, extent_run, nothing_to_clear, &a);
+    return call_end(x, cond, rc, -1, err, errlen);
 }
 
 /* ---- presence ---- */
@@ -684,31 +740,23 @@ static int on_present(void *ctx, const char *tenant, size_t tl, uint64_t series)
     return 0;
 }
 
+static int presence_run(reader_ctx *x, void *arg)
+{
+    const call_args *a = arg;
+    return chread_presence(x->c, a->cond, a->from, a->until, on_present, a->ctx);
+}
+
 static int do_presence(void *ctx, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
                        unsigned char *present, char *err, size_t errlen)
 {
     reader_ctx *x = ctx;
-    x->err[0] = '\0';
-    char *cond = series_cond(x, sids, n);
-    if (!cond || lookup_build(x, sids, n)) {
-        free(cond);
-        load_reset(x);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    char *cond = call_begin(x, sids, n, err, errlen);
+    if (!cond) return -1;
     memset(present, 0, n);
     presence_ctx pc = { x, sids, n, present };
-    int rc = chread_presence(x->c, cond, from_ms, until_ms, on_present, &pc);
-    if (rc && shard_unreachable(chread_code(x->c))) rc = chread_presence(x->c, cond, from_ms, until_ms, on_present, &pc);
-    if (rc && x->partial && shard_unreachable(chread_code(x->c))) {
-        chread_set_skip_unavailable(x->c, 1);
-        *x->partial_out = 1;
-        rc = chread_presence(x->c, cond, from_ms, until_ms, on_present, &pc);
-    }
-    free(cond);
-    if (rc) fail_load(x, err, errlen);
-    load_reset(x);
-    return rc ? -1 : 0;
+    call_args a = { cond, from_ms, until_ms, &pc };
+    int rc = with_retries(x, presence_run, nothing_to_clear, &a);
+    return call_end(x, cond, rc, -1, err, errlen);
 }
 
 /* ---- merges: summed on the shards ---- */
@@ -855,17 +903,7 @@ static int merged_blocks(merge_ctx *mc, int64_t from_ms, int64_t until_ms)
                          (unsigned long long)x->cat->keys[p->sid].series);
                 return -1;
             }
-            if (x->n_pairs == x->cap_pairs) {
-                size_t cap = x->cap_pairs ? 2 * x->cap_pairs : 1024;
-                uint32_t *nl = realloc(x->leaves, cap * sizeof *nl);
-                if (nl) x->leaves = nl;
-                uint64_t *nc = realloc(x->counts, cap * sizeof *nc);
-                if (nc) x->counts = nc;
-                if (!nl || !nc) return -1;
-                x->cap_pairs = cap;
-            }
-            x->leaves[x->n_pairs] = leaf;
-            x->counts[x->n_pairs++] = mc->rows[a].value;
+            if (pairs_push(x, leaf, mc->rows[a].value)) return -1;
         }
         uint64_t known = p->profiles - (p->unknown < p->profiles ? p->unknown : p->profiles);
         store_rprofile rp = { .series = p->sid, .from_ms = from_ms, .until_ms = until_ms, .unit = p->unit,
@@ -887,11 +925,23 @@ static int merged_blocks(merge_ctx *mc, int64_t from_ms, int64_t until_ms)
 
 /* Three statements: the frames of the stacks summed, the sums, the
  * profiles' counts. */
-static int merge_once(reader_ctx *x, merge_ctx *mc, const char *cond, int64_t from_ms, int64_t until_ms)
+static int merge_run(reader_ctx *x, void *arg)
 {
-    if (chread_merge_frames(x->c, cond, from_ms, until_ms, on_merged_frames, mc) || mc->oom) return -1;
-    if (chread_merge(x->c, cond, from_ms, until_ms, on_merged_row, mc) || mc->oom) return -1;
-    return chread_merge_profiles(x->c, cond, from_ms, until_ms, on_merged_profiles, mc);
+    const call_args *a = arg;
+    merge_ctx *mc = a->ctx;
+    int rc = chread_merge_frames(x->c, a->cond, a->from, a->until, on_merged_frames, mc);
+    if (!rc && !mc->oom) rc = chread_merge(x->c, a->cond, a->from, a->until, on_merged_row, mc);
+    if (!rc && !mc->oom) rc = chread_merge_profiles(x->c, a->cond, a->from, a->until, on_merged_profiles, mc);
+    if (mc->oom && !x->err[0]) snprintf(x->err, sizeof x->err, "out of memory merging");
+    return rc || mc->oom ? -1 : 0;
+}
+
+static void merge_ctx_reset(merge_ctx *mc);
+
+static void merge_clear(reader_ctx *x, void *arg)
+{
+    (void)x;
+    merge_ctx_reset(((call_args *)arg)->ctx);
 }
 
 static void merge_ctx_reset(merge_ctx *mc)
@@ -910,38 +960,15 @@ static int do_merge(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, in
 {
     reader_ctx *x = ctx;
     x->m = m;
-    x->err[0] = '\0';
-    char *cond = series_cond(x, sids, n);
-    if (!cond || lookup_build(x, sids, n)) {
-        free(cond);
-        load_reset(x);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    char *cond = call_begin(x, sids, n, err, errlen);
+    if (!cond) return -1;
     merge_ctx mc = { .x = x };
-    int rc = merge_once(x, &mc, cond, from_ms, until_ms);
-    if (rc && !mc.oom && shard_unreachable(chread_code(x->c))) {
-        merge_ctx_reset(&mc);
-        rc = merge_once(x, &mc, cond, from_ms, until_ms);
-    }
-    if (rc && !mc.oom && x->partial && shard_unreachable(chread_code(x->c))) {
-        merge_ctx_reset(&mc);
-        chread_set_skip_unavailable(x->c, 1);
-        *x->partial_out = 1;
-        rc = merge_once(x, &mc, cond, from_ms, until_ms);
-    }
+    call_args a = { cond, from_ms, until_ms, &mc };
+    int rc = with_retries(x, merge_run, merge_clear, &a);
     if (!rc) rc = merged_blocks(&mc, from_ms, until_ms);
     if (rc && mc.oom && !x->err[0]) snprintf(x->err, sizeof x->err, "out of memory merging");
     merge_ctx_reset(&mc);
-    free(cond);
-    if (rc) fail_load(x, err, errlen);
-    load_reset(x);
-    pthread_mutex_lock(&x->s->lock);
-    x->s->stats.merges++;
-    x->s->stats.profiles_loaded += x->loaded;
-    pthread_mutex_unlock(&x->s->lock);
-    x->loaded = 0;
-    return rc ? -1 : 0;
+    return call_end(x, cond, rc, 1, err, errlen);
 }
 
 static void do_end(void *ctx)

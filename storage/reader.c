@@ -1002,6 +1002,23 @@ static int scan_shards(store_reader *r, size_t a, size_t b, uint32_t sid, int64_
 
 /* A remote reader's scan: the loaded profiles of sid starting in [from,
  * until), loading what is missing first. */
+/* Hands out a remote reader's loaded blocks b[0..n) of sid, as scans of
+ * a store hand out stored ones. */
+static int hand_out(store_reader *r, uint32_t sid, const rmem_block *b, size_t n, store_block_fn fn, void *ctx)
+{
+    for (size_t i = 0; i < n; i++) {
+        store_block blk;
+        if (parse_value(b[i].val, b[i].len, &r->parts[0], &blk)) continue;
+        blk.series = sid;
+        blk.from_ms = b[i].from_ms;
+        blk.until_ms = b[i].until_ms;
+        count_pairs(r, &blk);
+        int stop = fn(&blk, ctx);
+        if (stop) return stop;
+    }
+    return 0;
+}
+
 /* The loaded profiles of sid from the first starting at or after from
  * (*at), loading what is missing of [from, until) first; NULL when none. */
 static const rmem_block *remote_blocks(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, size_t *n,
@@ -1023,20 +1040,12 @@ static const rmem_block *remote_blocks(store_reader *r, uint32_t sid, int64_t fr
 static int remote_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn,
                        void *ctx)
 {
-    store_part *v = &r->parts[0];
     size_t n, a;
     const rmem_block *b = remote_blocks(r, sid, from_ms, until_ms, &n, &a);
-    for (size_t i = a; b && i < n && b[i].from_ms < until_ms; i++) {
-        store_block blk;
-        if (parse_value(b[i].val, b[i].len, v, &blk)) continue;
-        blk.series = sid;
-        blk.from_ms = b[i].from_ms;
-        blk.until_ms = b[i].until_ms;
-        count_pairs(r, &blk);
-        int stop = fn(&blk, ctx);
-        if (stop) return stop;
-    }
-    return 0;
+    if (!b) return 0;
+    size_t z = a;
+    while (z < n && b[z].from_ms < until_ms) z++;
+    return hand_out(r, sid, b + a, z - a, fn, ctx);
 }
 
 int store_blocks_scan(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, store_block_fn fn, void *ctx)
@@ -1179,18 +1188,7 @@ static int remote_scan_merged(store_reader *r, uint32_t sid, int64_t from_ms, in
     store_part *v = &r->parts[0];
     size_t n;
     const rmem_block *b = rmem_merged_blocks(v->m, sid, from_ms, until_ms, &n);
-    if (!b) return -1;
-    for (size_t i = 0; i < n; i++) {
-        store_block blk;
-        if (parse_value(b[i].val, b[i].len, v, &blk)) continue;
-        blk.series = sid;
-        blk.from_ms = b[i].from_ms;
-        blk.until_ms = b[i].until_ms;
-        count_pairs(r, &blk);
-        int stop = fn(&blk, ctx);
-        if (stop) return stop;
-    }
-    return 0;
+    return b ? hand_out(r, sid, b, n, fn, ctx) : -1;
 }
 
 int store_part_scan_merged(store_reader *r, store_part *v, uint32_t sid, int64_t from_ms, int64_t until_ms,
