@@ -292,7 +292,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 /* Sorts and removes duplicates of an array of strings; answers the count. */
 static size_t sort_unique(char **v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_str);
+    if (n > 1) qsort(v, n, sizeof *v, cmp_str);
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
         if (!u || strcmp(v[u - 1], v[i])) v[u++] = v[i];
@@ -357,7 +357,7 @@ static enum MHD_Result do_profile_types(call *c, const ProtobufCMessage *m)
         return srv_reply_error(c->rq, 500, "out of memory listing profile types");
     }
     free(ids);
-    qsort(pt, np, sizeof *pt, cmp_ptype);
+    if (np) qsort(pt, np, sizeof *pt, cmp_ptype);
     Querier__V1__ProfileTypesResponse resp = QUERIER__V1__PROFILE_TYPES_RESPONSE__INIT;
     Types__V1__ProfileType *items = pool_alloc(&c->pl, np * sizeof *items);
     Types__V1__ProfileType **ptrs = pool_alloc(&c->pl, np * sizeof *ptrs);
@@ -551,7 +551,7 @@ static enum MHD_Result do_series(call *c, const ProtobufCMessage *m)
                 pairs[np++] = p;
             }
             if (c->pl.failed) break;
-            qsort(pairs, np, sizeof *pairs, cmp_pair);
+            if (np > 1) qsort(pairs, np, sizeof *pairs, cmp_pair);
             Types__V1__Labels *set = pool_alloc(&c->pl, sizeof *set);
             if (!set) break;
             Types__V1__Labels init = TYPES__V1__LABELS__INIT;
@@ -563,7 +563,7 @@ static enum MHD_Result do_series(call *c, const ProtobufCMessage *m)
     }
     free(ids);
     if (c->pl.failed) return srv_reply_error(c->rq, 500, "out of memory listing series");
-    qsort(sets, k, sizeof *sets, cmp_labels);
+    if (k > 1) qsort(sets, k, sizeof *sets, cmp_labels);
     size_t u = 0;
     for (size_t i = 0; i < k; i++)
         if (!u || cmp_labels(&sets[u - 1], &sets[i])) sets[u++] = sets[i];
@@ -838,7 +838,7 @@ static enum MHD_Result do_select_series(call *c, const ProtobufCMessage *m)
         goto out;
     }
     /* the largest first; limit keeps the top ones */
-    qsort(rs, k, sizeof *rs, by_sum_desc);
+    if (k > 1) qsort(rs, k, sizeof *rs, by_sum_desc);
     if (req->limit && (size_t)req->limit < k) k = (size_t)req->limit;
     Types__V1__Series **list = pool_alloc(&c->pl, (k ? k : 1) * sizeof *list);
     if (!list) {
