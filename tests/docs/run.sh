@@ -433,6 +433,9 @@ run_file() {
             printf ': >%q\n{\n%s\n} >%q 2>%q </dev/null; echo $? >%q\n' "$dir/res/$c.started" "$rewritten" \
                 "$dir/res/$c.out" "$dir/res/$c.err" "$dir/res/$c.rc"
         done
+        # what the blocks started in the background (a second `flamedb
+        # serve ... &`, an agent) ends with the file, not after the run
+        printf 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null\n'
     } >"$script"
     timeout -k 5 "$CMD_TIMEOUT" bash --noprofile --norc "$script" >"$dir/script.out" 2>&1
     local script_rc=$?
