@@ -78,18 +78,6 @@ declare -a FE_PID=() FE_PORT=()
 SN_PID="" SN_PORT="" SN_DIR=""
 T_START=$EPOCHREALTIME
 
-# _wait_healthz URL PID LOG: until URL/healthz answers (bounded).
-_wait_healthz() {
-    local url=$1 pid=$2 log=$3 tries=600
-    while [ $tries -gt 0 ]; do
-        curl -sf "$url/healthz" >/dev/null 2>&1 && return 0
-        _ct_alive "$pid" || break
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    die "flamedb at $url did not start: $(tail -5 "$log")"
-}
-
 # fe_start I URLS [flags...]: front end I (data in $CT_TMP/fe-I).
 fe_start() {
     local i=$1 urls=$2
@@ -98,7 +86,7 @@ fe_start() {
     "$FLAMEDB" serve --listen "127.0.0.1:${FE_PORT[$i]}" --data "$CT_TMP/fe-$i" --store "clickhouse=$urls" \
         --clickhouse-cluster two_shards --retention 0 --spool-max "$SPOOL_MAX" "$@" >>"$CT_TMP/fe-$i.log" 2>&1 &
     FE_PID[$i]=$!
-    _wait_healthz "http://127.0.0.1:${FE_PORT[$i]}" "${FE_PID[$i]}" "$CT_TMP/fe-$i.log"
+    ct_wait_healthz "http://127.0.0.1:${FE_PORT[$i]}" "${FE_PID[$i]}" "$CT_TMP/fe-$i.log"
 }
 fe_url() { echo "http://127.0.0.1:${FE_PORT[$1]}"; }
 
@@ -108,7 +96,7 @@ sn_start() {
     SN_PORT=$(ct_free_ports 1)
     "$FLAMEDB" serve --listen "127.0.0.1:$SN_PORT" --data "$SN_DIR" --retention 0 >>"$SN_DIR.log" 2>&1 &
     SN_PID=$!
-    _wait_healthz "http://127.0.0.1:$SN_PORT" "$SN_PID" "$SN_DIR.log"
+    ct_wait_healthz "http://127.0.0.1:$SN_PORT" "$SN_PID" "$SN_DIR.log"
 }
 sn_stop() {
     [ -n "$SN_PID" ] || return 0

@@ -99,18 +99,6 @@ SN_PID="" SN_PORT=""
 SAMPLER=""
 T_START=$EPOCHREALTIME
 
-# _wait_healthz URL PID LOG: until URL/healthz answers (bounded).
-_wait_healthz() {
-    local url=$1 pid=$2 log=$3 tries=600
-    while [ $tries -gt 0 ]; do
-        curl -sf "$url/healthz" >/dev/null 2>&1 && return 0
-        _ct_alive "$pid" || break
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    die "flamedb at $url did not start: $(tail -5 "$log")"
-}
-
 # fe_start I URLS: front end I (data in $CT_TMP/fe-I).
 fe_start() {
     local i=$1 urls=$2
@@ -118,7 +106,7 @@ fe_start() {
     "$FLAMEDB" serve --listen "127.0.0.1:${FE_PORT[$i]}" --data "$CT_TMP/fe-$i" --store "clickhouse=$urls" \
         --clickhouse-cluster two_shards --retention 0 --query-timeout 0 >>"$CT_TMP/fe-$i.log" 2>&1 &
     FE_PID[$i]=$!
-    _wait_healthz "http://127.0.0.1:${FE_PORT[$i]}" "${FE_PID[$i]}" "$CT_TMP/fe-$i.log"
+    ct_wait_healthz "http://127.0.0.1:${FE_PORT[$i]}" "${FE_PID[$i]}" "$CT_TMP/fe-$i.log"
 }
 fe_url() { echo "http://127.0.0.1:${FE_PORT[$1]}"; }
 sn_url() { echo "http://127.0.0.1:$SN_PORT"; }
@@ -165,7 +153,7 @@ SN_PORT=$(ct_free_ports 1)
 "$FLAMEDB" serve --listen "127.0.0.1:$SN_PORT" --data "$CT_TMP/single" --retention 0 --query-timeout 0 \
     >>"$CT_TMP/single.log" 2>&1 &
 SN_PID=$!
-_wait_healthz "$(sn_url)" "$SN_PID" "$CT_TMP/single.log"
+ct_wait_healthz "$(sn_url)" "$SN_PID" "$CT_TMP/single.log"
 printf '  ClickHouse %s, 2 front ends and the single node up in %s s\n' "$(sq 1 "SELECT version() FORMAT TSV")" "$(since "$t")"
 
 printf '  data: %d series (%d services), one 10 s profile of %d pairs per series every %d s over 24 h:\n' \

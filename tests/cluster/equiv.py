@@ -42,6 +42,7 @@ everything else are compared as they are.  Times in queries are absolute
 (unix seconds or RFC 3339); `now`-relative ranges are not generated since
 their answer is not a function of the data."""
 import argparse
+import os
 import gzip
 import json
 import random
@@ -95,25 +96,9 @@ def folded_body(prof):
     return "".join("%s %d\n" % (s, c) for s, c in prof).encode()
 
 
-def varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def fv(tag, n):
-    return varint(tag << 3) + varint(n)
-
-
-def fb(tag, b):
-    return varint(tag << 3 | 2) + varint(len(b)) + b
+# the protobuf wire helpers of tests/integration/pprof_labels.py, one copy
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from pprof_labels import field_bytes as fb, field_varint as fv, varint  # noqa: E402
 
 
 def pprof_body(prof, rng, with_lines):

@@ -441,13 +441,26 @@ ct_cleanup() {
 
 # ---- flamedb front ends (cluster mode), for the test files that start them ----
 
+# ct_wait_healthz URL PID LOG: until the flamedb at URL answers /healthz
+# (bounded; dies with LOG's tail when it does not, or its PID exited).
+ct_wait_healthz() {
+    local url=$1 pid=$2 log=$3 tries=600
+    while [ $tries -gt 0 ]; do
+        curl -sf "$url/healthz" >/dev/null 2>&1 && return 0
+        _ct_alive "$pid" || break
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    die "flamedb at $url did not start: $(tail -5 "$log")"
+}
+
 FLAMEDB=${FLAMEDB:-$REPO/bin/flamedb}
 declare -a FE_PID=() FE_PORT=() FE_DIR=()
 
 # fe_start I URLS [flags...]: front end I on a free port, data in
 # $CT_TMP/fe-I; waits for /healthz.
 fe_start() {
-    local i=$1 urls=$2 tries=200
+    local i=$1 urls=$2
     shift 2
     ct_tmp
     FE_DIR[$i]=$CT_TMP/fe-$i
@@ -455,13 +468,7 @@ fe_start() {
     "$FLAMEDB" serve --listen "127.0.0.1:${FE_PORT[$i]}" --data "${FE_DIR[$i]}" --store "clickhouse=$urls" \
         --retention 0 "$@" >>"$CT_TMP/fe-$i.log" 2>&1 &
     FE_PID[$i]=$!
-    while [ $tries -gt 0 ]; do
-        curl -sf "http://127.0.0.1:${FE_PORT[$i]}/healthz" >/dev/null 2>&1 && return 0
-        _ct_alive "${FE_PID[$i]}" || break
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    die "front end $i did not start: $(tail -5 "$CT_TMP/fe-$i.log")"
+    ct_wait_healthz "http://127.0.0.1:${FE_PORT[$i]}" "${FE_PID[$i]}" "$CT_TMP/fe-$i.log"
 }
 
 fe_stop() {
@@ -532,17 +539,10 @@ EQ_BASE=$(( ($(date +%s) / 86400 - 3) * 86400 ))
 # sn_start [flags...]: a single-node flamedb, data in $CT_TMP/sn (the same
 # port and data when started again); waits for /healthz.
 sn_start() {
-    local tries=200
     [ -n "${SN_PORT:-}" ] || SN_PORT=$(ct_free_ports 1)
     "$FLAMEDB" serve --listen "127.0.0.1:$SN_PORT" --data "$CT_TMP/sn" --retention 0 "$@" >>"$CT_TMP/sn.log" 2>&1 &
     SN_PID=$!
-    while [ $tries -gt 0 ]; do
-        curl -sf "http://127.0.0.1:$SN_PORT/healthz" >/dev/null 2>&1 && return 0
-        _ct_alive "$SN_PID" || break
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    die "the single node did not start: $(tail -5 "$CT_TMP/sn.log")"
+    ct_wait_healthz "http://127.0.0.1:$SN_PORT" "$SN_PID" "$CT_TMP/sn.log"
 }
 
 sn_url() { echo "http://127.0.0.1:$SN_PORT"; }
