@@ -154,6 +154,13 @@ int64_t agent_fleet_next_change(const agent_fleet *f, int64_t now)
     return INT64_MAX;
 }
 
+int64_t agent_fleet_window_end(const agent_fleet *f, int64_t from, int64_t now)
+{
+    int64_t boundary = agent_fleet_next_change(f, from);
+    int64_t until = now < boundary ? now : boundary;
+    return until > from ? until : from + 1;
+}
+
 int agent_fleet_interval(agent_fleet *f, uint64_t attempts, uint64_t failures)
 {
     if (f->ceased) {

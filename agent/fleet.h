@@ -76,6 +76,13 @@ agent_fleet_state agent_fleet_state_at(const agent_fleet *f, int64_t now, double
 /* When the state may next change after `now` (a step's boundary), or
  * INT64_MAX. */
 int64_t agent_fleet_next_change(const agent_fleet *f, int64_t now);
+/* The `until` of a window that began at `from` and is flushed at `now`
+ * (unix seconds) because the plan stopped its sampling: the boundary of
+ * the step that held `from` when `now` is past it, so the window does not
+ * reach into a period the agent had no turn in (its loop can be late by
+ * seconds on a loaded machine: a slow heartbeat answer blocks it); else
+ * `now`.  Always above `from`. */
+int64_t agent_fleet_window_end(const agent_fleet *f, int64_t from, int64_t now);
 /* The end of an interval: the push attempts and failures it made (4xx
  * rejections and unreachable alike).  Answers 1 when the agent ceases
  * now (f->why says why), -1 when a cool-off just ended (it samples again,

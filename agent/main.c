@@ -379,6 +379,7 @@ int main(int argc, char **argv)
         int done = c.o.duration && t - start >= c.o.duration;
         if (t - win_start >= c.o.interval || done || off) {
             int64_t until = (int64_t)time(NULL);
+            if (off) until = agent_fleet_window_end(&c.fleet, win_from, until);
             if (until <= win_from) until = win_from + 1;
             allocduty_interval_end(&c, win_start, t);
             interval_flush(&c, win_from, until, done);

@@ -92,6 +92,15 @@ static void plan_states(void **state)
     /* past the next step: the server has not answered since, unmanaged */
     assert_int_equal(agent_fleet_state_at(&f, 1075, &rate), AGENT_FLEET_UNMANAGED);
     assert_int_equal(agent_fleet_next_change(&f, 1075), INT64_MAX);
+    /* a window stopped by the plan ends at its step's boundary, also when
+     * the loop noticed 2 s late; one flushed in time ends when flushed */
+    assert_int_equal(agent_fleet_window_end(&f, 1070, 1077), 1075);
+    assert_int_equal(agent_fleet_window_end(&f, 1073, 1075), 1075);
+    assert_int_equal(agent_fleet_window_end(&f, 1010, 1014), 1014);
+    assert_int_equal(agent_fleet_window_end(&f, 1010, 1016), 1015);
+    /* never empty, and past the plan's end the time it was flushed */
+    assert_int_equal(agent_fleet_window_end(&f, 1014, 1014), 1015);
+    assert_int_equal(agent_fleet_window_end(&f, 1080, 1083), 1083);
 }
 
 static void ceasing(void **state)
