@@ -168,7 +168,11 @@ static int frames_fast(const char *f, size_t n, size_t *depth)
         uint64_t sc = bytes_eq(w, ';');
         bad |= sc & ((sc << 8) | carry); /* ";;": this byte and the one before */
         carry = sc >> 56;
-        semis += (size_t)__builtin_popcountll(sc);
+        /* sc has a bit only at each byte's top: summing the bytes of
+         * sc >> 7 by one multiply counts them (__builtin_popcountll is a
+         * call to libgcc's __popcountdi2 without -mpopcnt: 3 % of the
+         * server's CPU samples under bench_fleet). */
+        semis += (size_t)(((sc >> 7) * UINT64_C(0x0101010101010101)) >> 56);
         bad |= bytes_eq(w, 0) | bytes_eq(w, (unsigned char)FRAME_SEP);
         any |= w;
     }
