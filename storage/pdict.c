@@ -9,6 +9,7 @@
 
 #include "env.h"
 #include "idset.h"
+#include "nodetab.h"
 #include "pdict.h"
 #include "table.h"
 #include "../common/varint.h"
@@ -258,7 +259,7 @@ struct pdict_w {
     idset str_set;                        /* strings by their 128-bit hash: */
     table *str_hash;                      /* ... kept here by id (hash128) */
     idset node_set;                       /* nodes by (parent, func): */
-    table *pf;                            /* ... parent, func of every node */
+    nodetab *pf;                          /* ... parent, func of every node */
     stack_slot *stacks;
     uint32_t stacks_cap, stacks_len;
     /* the open string chunk: entries from s_first (chunk-aligned) on */
@@ -299,13 +300,17 @@ static int push_string(pdict_w *w, const void *s, uint32_t len)
 static inline uint64_t node_key(uint32_t parent, uint32_t func) { return ((uint64_t)parent << 32) | func; }
 
 /* parent, func of node id */
-static inline const uint32_t *pf_at(const pdict_w *w, uint32_t id) { return table_at(w->pf, id); }
+static inline void pf_at(const pdict_w *w, uint32_t id, uint32_t *parent, uint32_t *func)
+{
+    nodetab_get(w->pf, id, parent, func);
+}
 static inline const hash128 *str_hash_at(const pdict_w *w, uint32_t id) { return table_at(w->str_hash, id); }
 
 static uint64_t node_hash_of(const void *ctx, uint32_t id)
 {
-    const uint32_t *e = pf_at(ctx, id);
-    return hash_u64(node_key(e[0], e[1]));
+    uint32_t parent, func;
+    pf_at(ctx, id, &parent, &func);
+    return hash_u64(node_key(parent, func));
 }
 
 static uint64_t str_hash_of(const void *ctx, uint32_t id) { return str_hash_at(ctx, id)->lo; }
@@ -315,8 +320,9 @@ typedef struct { const pdict_w *w; uint32_t parent, func; } node_probe;
 static int node_eq(const void *ctx, uint32_t id)
 {
     const node_probe *pr = ctx;
-    const uint32_t *e = pf_at(pr->w, id);
-    return e[0] == pr->parent && e[1] == pr->func;
+    uint32_t parent, func;
+    pf_at(pr->w, id, &parent, &func);
+    return parent == pr->parent && func == pr->func;
 }
 
 typedef struct { const pdict_w *w; hash128 h; } str_probe;
@@ -331,10 +337,7 @@ static int str_eq(const void *ctx, uint32_t id)
 /* Appends a node (not to the set). */
 static int push_node(pdict_w *w, uint32_t parent, uint32_t func)
 {
-    uint32_t *e = table_slot(w->pf, w->n_nodes);
-    if (!e) return -1;
-    e[0] = parent;
-    e[1] = func;
+    if (nodetab_push(w->pf, parent, func)) return -1;
     w->n_nodes++;
     return 0;
 }
@@ -425,14 +428,19 @@ store_status pdict_w_stacks_grow(pdict_w *w, size_t more)
     if (cap > (UINT64_C(1) << 31)) return STORE_ENOMEM;
     stack_slot *ns = idset_zalloc((size_t)cap * sizeof *ns);
     if (!ns) return STORE_ENOMEM;
+    /* readers are held off (the store's partition lock), so the old
+     * array's pages can go as they are read (idset_zdrop) */
+    size_t released = 0, old_bytes = (size_t)w->stacks_cap * sizeof *w->stacks;
     for (uint32_t i = 0; i < w->stacks_cap; i++) {
         const stack_slot *s = &w->stacks[i];
         uint32_t leaf = atomic_load_explicit(&s->leaf, memory_order_relaxed);
-        if (!leaf) continue;
-        hash128 h;
-        memcpy(&h.lo, s->h, 8);
-        memcpy(&h.hi, s->h + 8, 8);
-        stack_put(ns, (uint32_t)cap, h, leaf);
+        if (leaf) {
+            hash128 h;
+            memcpy(&h.lo, s->h, 8);
+            memcpy(&h.hi, s->h + 8, 8);
+            stack_put(ns, (uint32_t)cap, h, leaf);
+        }
+        idset_zdrop(w->stacks, old_bytes, &released, (size_t)(i + 1) * sizeof *w->stacks);
     }
     idset_zfree(w->stacks, (size_t)w->stacks_cap * sizeof *w->stacks);
     w->stacks = ns;
@@ -494,16 +502,10 @@ uint32_t pdict_w_committed_nodes(const pdict_w *w)
 uint32_t pdict_w_nodes(const pdict_w *w) { return w->n_nodes; }
 uint32_t pdict_w_strings(const pdict_w *w) { return w->n_strings; }
 
-/* Bytes of the chunks a table of n entries of elem bytes has allocated. */
-static uint64_t table_bytes(uint32_t n, size_t elem)
-{
-    return (((uint64_t)n + TABLE_CHUNK - 1) >> TABLE_CHUNK_BITS) * TABLE_CHUNK * elem;
-}
-
 uint64_t pdict_w_memory(const pdict_w *w)
 {
-    return idset_bytes(&w->str_set) + table_bytes(w->n_strings, sizeof(hash128)) + idset_bytes(&w->node_set) +
-           table_bytes(w->n_nodes, 2 * sizeof(uint32_t)) + (uint64_t)w->stacks_cap * sizeof *w->stacks +
+    return idset_bytes(&w->str_set) + table_chunk_bytes(w->n_strings, sizeof(hash128)) + idset_bytes(&w->node_set) +
+           nodetab_bytes(w->pf) + (uint64_t)w->stacks_cap * sizeof *w->stacks +
            w->sbytes_cap + w->soff_cap * sizeof *w->soff;
 }
 
@@ -554,15 +556,16 @@ static int put_node_chunk(pdict_w *w, MDB_txn *txn, MDB_dbi dbi, uint32_t c)
     unsigned char *buf = malloc((size_t)(end - first) * 2 * VARINT_MAX + 1), *q = buf;
     if (!buf) return ENOMEM;
     for (uint32_t id = first; id < end; id++) {
-        const uint32_t *e = pf_at(w, id);
+        uint32_t parent, func;
+        pf_at(w, id, &parent, &func);
         if (w->fmt < 2) {
-            q = varint_put(q, id - e[0]);
-            q = varint_put(q, e[1]);
-        } else if (id && id - e[0] == 1) {
-            q = varint_put(q, ((uint64_t)e[1] << 1) | 1);
+            q = varint_put(q, id - parent);
+            q = varint_put(q, func);
+        } else if (id && id - parent == 1) {
+            q = varint_put(q, ((uint64_t)func << 1) | 1);
         } else {
-            q = varint_put(q, (uint64_t)e[1] << 1);
-            q = varint_put(q, id - e[0]);
+            q = varint_put(q, (uint64_t)func << 1);
+            q = varint_put(q, id - parent);
         }
     }
     int rc = put_chunk(w, txn, dbi, 'N', c, buf, (size_t)(q - buf), end - first == w->node_chunk);
@@ -616,7 +619,7 @@ void pdict_w_free(pdict_w *w)
     idset_free(&w->str_set);
     idset_free(&w->node_set);
     table_free(w->str_hash);
-    table_free(w->pf);
+    nodetab_free(w->pf);
     idset_zfree(w->stacks, (size_t)w->stacks_cap * sizeof *w->stacks);
     free(w->sbytes);
     free(w->soff);
@@ -640,7 +643,7 @@ store_status pdict_w_load(pdict_w **out, MDB_txn *txn, MDB_dbi meta, MDB_dbi str
     if (w && (w->stacks = idset_zalloc(STACKS_MIN * sizeof *w->stacks))) w->stacks_cap = STACKS_MIN;
     if (!w || !w->stacks || idset_init(&w->str_set, 1024) ||
         idset_init(&w->node_set, 1024) || !(w->str_hash = table_new(sizeof(hash128))) ||
-        !(w->pf = table_new(2 * sizeof(uint32_t)))) {
+        !(w->pf = nodetab_new())) {
         pdict_w_free(w);
         return STORE_ENOMEM;
     }

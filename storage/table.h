@@ -29,4 +29,10 @@ static inline void *table_at(const table *t, uint32_t i)
     return (char *)t->chunk[i >> TABLE_CHUNK_BITS] + (size_t)(i & (TABLE_CHUNK - 1)) * t->elem;
 }
 
+/* Bytes of the chunks a table of n entries of elem bytes has allocated. */
+static inline uint64_t table_chunk_bytes(uint64_t n, size_t elem)
+{
+    return ((n + TABLE_CHUNK - 1) >> TABLE_CHUNK_BITS) * TABLE_CHUNK * elem;
+}
+
 #endif

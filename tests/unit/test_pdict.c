@@ -11,6 +11,7 @@
 #include "testutil.h"
 #include "../../storage/env.h"
 #include "../../storage/idset.h"
+#include "../../storage/nodetab.h"
 #include "../../storage/pdict.h"
 #include "../../common/varint.h"
 
@@ -102,6 +103,49 @@ static void test_idset_collisions_wrap_around(void **state)
     idset_free(&s);
     free(k.key);
     free(k.hash);
+}
+
+/* ---- nodetab ---- */
+
+/* Every node's parent and function read back, for chains (children of
+ * the node before), branches from anywhere before, and groups of 64
+ * that are all one or all the other, across chunk boundaries of every
+ * table; the bytes follow the exceptions: 4 a node, 4 an exception and
+ * 12 a group of 64, in chunks of 65,536 entries (at most one partly used
+ * in each of the three tables). */
+static void test_nodetab_round_trip_and_size(void **state)
+{
+    (void)state;
+    enum { N = 1000000 };
+    uint32_t *par = malloc(N * sizeof *par), *fn = malloc(N * sizeof *fn);
+    nodetab *t = nodetab_new();
+    assert_non_null(t);
+    uint64_t rng = 12345, exceptions = 0;
+    for (uint32_t id = 0; id < N; id++) {
+        rng = rng * 6364136223846793005u + 1442695040888963407u;
+        uint32_t r = (uint32_t)(rng >> 33);
+        /* ids 64k..64k+127: chains only; 128k..128k+63: branches only */
+        int chain = id >= 65536 && id < 65536 + 128 ? 1 : id >= 131072 && id < 131072 + 64 ? 0 : r % 8 != 0;
+        par[id] = id == 0 ? 0 : chain ? id - 1 : r % id;
+        fn[id] = r ^ 0x9e3779b9u;
+        if (id && par[id] != id - 1) exceptions++;
+        if (id == 0) exceptions++; /* the root's parent 0 is not "id - 1" */
+        assert_int_equal(nodetab_push(t, par[id], fn[id]), 0);
+    }
+    assert_int_equal(nodetab_len(t), N);
+    for (uint32_t id = 0; id < N; id++) {
+        uint32_t p, f;
+        nodetab_get(t, id, &p, &f);
+        assert_int_equal(p, par[id]);
+        assert_int_equal(f, fn[id]);
+    }
+    uint64_t bytes = nodetab_bytes(t);
+    assert_true(bytes >= (uint64_t)N * 4 + exceptions * 4);
+    assert_true(bytes <= (uint64_t)N * 4 + exceptions * 4 + (N / 64 + 1) * 12 + UINT64_C(3) * 65536 * 12);
+    assert_true(bytes < (uint64_t)N * 6); /* (parent, function) in 8 bytes a node was the table before */
+    nodetab_free(t);
+    free(par);
+    free(fn);
 }
 
 /* ---- the writer's maps ---- */
@@ -688,6 +732,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_idset_growth_and_lookups),
         cmocka_unit_test(test_idset_collisions_wrap_around),
+        cmocka_unit_test(test_nodetab_round_trip_and_size),
         cmocka_unit_test_setup_teardown(test_stack_table_growth_and_resolve, open_env, close_env),
         cmocka_unit_test_setup_teardown(test_node_set_growth_reload_and_memory, open_env, close_env),
         cmocka_unit_test_setup_teardown(test_format2_round_trip, open_env, close_env),
