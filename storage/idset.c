@@ -23,6 +23,17 @@ void idset_zfree(void *p, size_t bytes)
     else munmap(p, bytes);
 }
 
+#define ZDROP_STEP (256u << 10)
+
+void idset_zdrop(void *p, size_t bytes, size_t *released, size_t done)
+{
+    if (bytes < ZALLOC_MAPPED || done < *released + ZDROP_STEP) return;
+    size_t page = 4096, end = done / page * page; /* mmap's blocks are page aligned */
+    if (end <= *released) return;
+    madvise((char *)p + *released, end - *released, MADV_DONTNEED);
+    *released = end;
+}
+
 static inline uint32_t home(uint64_t h, uint32_t cap) { return (uint32_t)(((h & 0xffffffffu) * cap) >> 32); }
 static inline unsigned char frag(uint64_t h) { return (unsigned char)(h >> 56); }
 
@@ -82,9 +93,14 @@ int idset_put(idset *s, uint64_t h, uint32_t id, uint64_t (*hash_of)(const void 
         if (((uint64_t)s->len + 1) * 4 > ncap * 3) return -1;
         unsigned char *ns = idset_zalloc((size_t)ncap * IDSET_SLOT);
         if (!ns) return -1;
+        /* The home slot, (low 32 bits x cap) >> 32, keeps the hashes'
+         * order at any cap: the old array read from its start fills the
+         * new one from its start too, so what is behind the read can go */
+        size_t released = 0;
         for (uint32_t i = 0; i < s->cap; i++) {
             uint32_t old = slot_id(s->slots + (size_t)i * IDSET_SLOT);
             if (old) place(ns, (uint32_t)ncap, hash_of(ctx, old), old);
+            idset_zdrop(s->slots, idset_bytes(s), &released, (size_t)(i + 1) * IDSET_SLOT);
         }
         idset_zfree(s->slots, idset_bytes(s));
         s->slots = ns;

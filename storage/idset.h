@@ -42,5 +42,12 @@ size_t idset_bytes(const idset *s);
  * to idset_zalloc. */
 void *idset_zalloc(size_t bytes);
 void idset_zfree(void *p, size_t bytes);
+/* While an array of `bytes` from idset_zalloc is read from the start for
+ * the last time (rehashed into its bigger successor), gives back its pages
+ * below `done` bytes, from *released on (updated): a growth then holds
+ * about the new array, not the old and the new together (2.5 times the
+ * old).  Reading below *released afterwards finds zeros.  Nothing for an
+ * array through malloc. */
+void idset_zdrop(void *p, size_t bytes, size_t *released, size_t done);
 
 #endif
