@@ -22,7 +22,12 @@
  * /api/v1/ingest?format=pprof (service=bench, instance i-NNN, one 10 s
  * window each, as merge_side_by_side.py does), then, on another fresh
  * server, the N gzip'd folded bodies (Content-Encoding: gzip, type
- * samples, the same windows).  A request counts once answered 200. */
+ * samples, the same windows).  A request counts once answered 200.
+ * Besides profiles/s, each run prints CPU milliseconds a profile: the
+ * server's (utime + stime of every thread from /proc, read before it
+ * stops), split by thread (MHD's, the parse pool's, the writers', the
+ * rest), and the client's own thread: on a shared machine the CPU a
+ * profile costs is steadier than the rate. */
 #include <curl/curl.h>
 #include <glob.h>
 #include <inttypes.h>
@@ -121,10 +126,28 @@ static void run_gunzip(const blob *b, int i)
 
 /* ---- HTTP ------------------------------------------------------------------- */
 
-static double http_run(const char *bin, const blob *bodies, int n, int pprof)
+/* Server CPU seconds by thread group. */
+typedef struct { double mhd, parse, writer, other; } cpu_split;
+
+static void add_task(void *arg, long tid, const char *comm, double cpu)
+{
+    (void)tid;
+    cpu_split *c = arg;
+    if (!strncmp(comm, "flamedb-parse", 13)) c->parse += cpu;
+    else if (!strncmp(comm, "flamedb-writer", 14)) c->writer += cpu;
+    else if (!strncmp(comm, "MHD", 3)) c->mhd += cpu;
+    else c->other += cpu;
+}
+
+typedef struct { double seconds, server, client; cpu_split split; } http_result;
+
+static http_result http_run(const char *bin, const blob *bodies, int n, int pprof)
 {
     server s;
+    http_result r = { 0 };
     if (server_start(&s, bin, "bench_pprof_ingest", pprof ? "pprof" : "folded")) exit(1);
+    cpu_split before = { 0 };
+    double srv0 = proc_task_cpu(s.pid, add_task, &before), cli0 = thread_cpu();
     CURL *c = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "Expect:");
     h = curl_slist_append(h, pprof ? "Content-Type: application/octet-stream" : "Content-Type: text/plain");
@@ -155,11 +178,26 @@ static double http_run(const char *bin, const blob *bodies, int n, int pprof)
             exit(1);
         }
     }
-    double dt = gen_now() - t0;
+    r.seconds = gen_now() - t0;
+    r.client = thread_cpu() - cli0;
+    r.server = proc_task_cpu(s.pid, add_task, &r.split) - srv0;
+    r.split.mhd -= before.mhd;
+    r.split.parse -= before.parse;
+    r.split.writer -= before.writer;
+    r.split.other -= before.other;
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
     server_stop(&s, NULL, NULL);
-    return dt;
+    return r;
+}
+
+static void http_print(const char *what, const http_result *r, int n)
+{
+    double k = 1e3 / n;
+    printf("  %-7s %8.2f s  %8.1f profiles/s  server CPU %.2f ms a profile (MHD %.2f, parse %.2f, writer %.2f, "
+           "other %.2f), client %.2f\n",
+           what, r->seconds, n / r->seconds, r->server * k, r->split.mhd * k, r->split.parse * k, r->split.writer * k,
+           r->split.other * k, r->client * k);
 }
 
 int main(int argc, char **argv)
@@ -213,11 +251,11 @@ int main(int argc, char **argv)
 
     if (bin) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
-        double h_pp = http_run(bin, pp, n, 1), h_fo = http_run(bin, fo, n, 0);
+        http_result h_pp = http_run(bin, pp, n, 1), h_fo = http_run(bin, fo, n, 0);
         printf("over HTTP, one client, fresh server each:\n");
-        printf("  pprof   %8.2f s  %8.1f profiles/s\n", h_pp, n / h_pp);
-        printf("  folded  %8.2f s  %8.1f profiles/s\n", h_fo, n / h_fo);
-        printf("  pprof / folded time: %.2fx\n", h_pp / h_fo);
+        http_print("pprof", &h_pp, n);
+        http_print("folded", &h_fo, n);
+        printf("  pprof / folded time: %.2fx\n", h_pp.seconds / h_fo.seconds);
         curl_global_cleanup();
     }
     for (int i = 0; i < n; i++) {
