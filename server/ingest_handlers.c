@@ -189,6 +189,53 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
     job_part_done(ctx, ss ? srv_status_of_store(ss) : 0, msg, 1);
 }
 
+/* The leaves of stacks (n) of a profile of the group led by lead, starting
+ * at from_ms; answers store_resolve's token.  A stack with the lead's
+ * frames pointer and length is the same text as the lead's stack there,
+ * so it takes the lead's leaf instead of being hashed and looked up again:
+ * a pprof file's sample types share their stacks (Go's CPU profile: every
+ * sample has both values), and the hash of ~3.5 MB of stack text, read
+ * from memory once more a type, was half the cost of this step
+ * (bench_pprof_ingest).  Stacks are matched in the order both lists keep
+ * (the arena's); those not found are resolved together.  Leaves hold only
+ * for the partition object their token names: when the lead's token and
+ * the others' differ (the partition was made or dropped in between), or
+ * the window is another one, everything is resolved again. */
+static uint64_t shared_leaves(store *st, const profile_prep *lead, int64_t from_ms, const store_stack *stacks,
+                              size_t n, uint32_t *leaves)
+{
+    const store_profile *lp = &lead->sp;
+    size_t k = 0, left = 0;
+    if (from_ms == lp->from_ms) {
+        for (size_t i = 0; i < n; i++) {
+            while (k < lp->n_stacks && (uintptr_t)lp->stacks[k].frames < (uintptr_t)stacks[i].frames) k++;
+            int same = k < lp->n_stacks && lp->stacks[k].frames == stacks[i].frames && lp->stacks[k].len == stacks[i].len;
+            leaves[i] = same ? lp->leaves[k] : UINT32_MAX;
+            left += !same;
+        }
+    } else {
+        left = n;
+    }
+    if (left == n) return store_resolve(st, lp->labels, lp->n_labels, from_ms, stacks, n, leaves);
+    if (!left) return lp->part_token;
+    store_stack *rest = malloc(left * sizeof *rest);
+    uint32_t *found = malloc(left * sizeof *found);
+    uint64_t token = 0;
+    if (rest && found) {
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++)
+            if (leaves[i] == UINT32_MAX) rest[j++] = stacks[i];
+        token = store_resolve(st, lp->labels, lp->n_labels, from_ms, rest, left, found);
+        for (size_t i = 0, j = 0; i < n; i++)
+            if (leaves[i] == UINT32_MAX) leaves[i] = found[j++];
+    }
+    free(rest);
+    free(found);
+    if (!rest || !found || token != lp->part_token)
+        token = store_resolve(st, lp->labels, lp->n_labels, from_ms, stacks, n, leaves);
+    return token;
+}
+
 /* The store form of a finished profile, filled in pr; -1 when out of
  * memory: labels, stacks, what the store already knows of them
  * (store_resolve: looked up here, so the writer threads only intern what
@@ -198,7 +245,9 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
  * --auth the request's tenant's (srv_tenant_labels: none for the default
  * tenant, whose series are those written without --auth).  lead: the
  * first profile of a group stored all or none, whose shard the group goes
- * to (NULL: p alone). */
+ * to (NULL: p alone); its stacks were resolved first, and a stack of p
+ * that is one of the lead's (the same text: a pprof file's sample types
+ * point into one arena) takes the lead's leaf (shared_leaves). */
 static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const profile_prep *lead)
 {
     store *st = rq->srv->st;
@@ -215,10 +264,9 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const
         pr->stacks[i].len = p->stacks[i].len;
         pr->stacks[i].count = p->stacks[i].count;
     }
-    if (!lead) lead = pr;
-    uint64_t token = st ? store_resolve(st, lead->labels, lead == pr ? n : lead->sp.n_labels, p->from_ms, pr->stacks,
-                                        p->n_stacks, pr->leaves)
-                        : 0;
+    uint64_t token = 0;
+    if (st && lead) token = shared_leaves(st, lead, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
+    else if (st) token = store_resolve(st, pr->labels, n, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
     pr->sp = (store_profile){
         .labels = pr->labels, .n_labels = n, .from_ms = p->from_ms, .until_ms = p->until_ms,
         .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,

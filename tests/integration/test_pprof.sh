@@ -135,6 +135,38 @@ test_pprof_raw_and_multipart() {
     assert_error "multipart without profile" 400 "'profile'"
 }
 
+# A file's sample types share their stacks: the server resolves the shared
+# ones once, from the first type's (ingest_handlers.c: shared_leaves), and
+# the others alone.  Types with zeros in different samples, pushed twice
+# into one window (the second time every stack is known), keep exactly
+# their own stacks and sums.
+test_pprof_sample_types_sharing_stacks() {
+    it_tmp
+    cat >"$IT_TMP/spec.json" <<'SPEC'
+{"types": [["samples", "count"], ["cpu", "nanoseconds"], ["alloc", "bytes"]], "no_labels": true,
+ "samples": [
+  {"stack": "main;work", "values": [10, 100, 0]},
+  {"stack": "main;idle", "values": [0, 70, 7]},
+  {"stack": "main;io;read", "values": [3, 0, 30]},
+  {"stack": "main;work;deep", "values": [1, 2, 4]}
+ ]}
+SPEC
+    python3 "$REPO/tests/integration/pprof_labels.py" "$IT_TMP/spec.json" "$IT_TMP/types.pb" || die "pprof_labels.py failed"
+    start_server
+    local t=$(( $(now) - 300 )) i
+    for i in 1 2; do
+        ingest_file "service=shared&format=pprof&from=$t&until=$((t + 10))" "$IT_TMP/types.pb"
+        assert_status "push $i" 200
+    done
+    query '{service="shared",type="samples"}' from=$((t - 10)) until=$((t + 20)) format=folded
+    assert_status "samples" 200
+    [ "$(fold_canon <<<"$BODY")" = $'main;io;read 6\nmain;work 20\nmain;work;deep 2' ] || fail "samples: $BODY"
+    query '{service="shared",type="cpu"}' from=$((t - 10)) until=$((t + 20)) format=folded
+    [ "$(fold_canon <<<"$BODY")" = $'main;idle 140\nmain;work 200\nmain;work;deep 4' ] || fail "cpu: $BODY"
+    query '{service="shared",type="alloc"}' from=$((t - 10)) until=$((t + 20)) format=folded
+    [ "$(fold_canon <<<"$BODY")" = $'main;idle 14\nmain;io;read 60\nmain;work;deep 8' ] || fail "alloc: $BODY"
+}
+
 test_pprof_bad_bodies_store_nothing() {
     start_server --max-body 1m
     it_tmp
