@@ -299,20 +299,40 @@ static int accumulate(rollup_scratch *s, const void *val, size_t len, uint32_t n
     return tab_add(s, s->dnodes, s->dcounts, n_pairs, weight);
 }
 
-static int slot_cmp(const void *a, const void *b)
+/* Sorts the n slots at a by key (distinct), using tmp (n slots) too: an
+ * LSD radix sort, 11 bits a pass, a pass skipped when every key has the
+ * same digit there (as prep.c's).  Answers where the sorted slots are.
+ * qsort with a callback was 4-9 % of the server's CPU under
+ * bench_pprof_ingest, whose late data makes a build or two a request. */
+static acc_slot *sort_slots(acc_slot *a, acc_slot *tmp, size_t n)
 {
-    uint32_t x = ((const acc_slot *)a)->key, y = ((const acc_slot *)b)->key;
-    return (x > y) - (x < y);
+    for (int shift = 0; shift < 32; shift += 11) {
+        size_t count[2048] = { 0 };
+        for (size_t i = 0; i < n; i++) count[(a[i].key >> shift) & 2047]++;
+        if (n && count[(a[0].key >> shift) & 2047] == n) continue;
+        size_t sum = 0;
+        for (int d = 0; d < 2048; d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) tmp[count[(a[i].key >> shift) & 2047]++] = a[i];
+        acc_slot *x = a;
+        a = tmp;
+        tmp = x;
+    }
+    return a;
 }
 
 /* Moves the sums (nodes ascending) into s->nodes/counts and empties the
- * table; answers how many. */
+ * table; answers how many.  The table is at most half full (tab_add grows
+ * it at half load), so its back half is the sort's scratch. */
 static int64_t gather(rollup_scratch *s)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->tab_cap; i++)
         if (s->tab[i].key) s->tab[n++] = s->tab[i]; /* packed to the front: n <= i */
-    qsort(s->tab, n, sizeof *s->tab, slot_cmp);
+    const acc_slot *sorted = n ? sort_slots(s->tab, s->tab + n, n) : s->tab;
     if (n > s->pairs_cap) {
         uint32_t *nd = realloc(s->nodes, n * sizeof *nd);
         if (nd) s->nodes = nd;
@@ -322,8 +342,8 @@ static int64_t gather(rollup_scratch *s)
         s->pairs_cap = n;
     }
     for (size_t i = 0; i < n; i++) {
-        s->nodes[i] = s->tab[i].key - 1;
-        s->counts[i] = s->tab[i].count;
+        s->nodes[i] = sorted[i].key - 1;
+        s->counts[i] = sorted[i].count;
     }
     if (s->tab) memset(s->tab, 0, s->tab_cap * sizeof *s->tab);
     s->tab_n = 0;
