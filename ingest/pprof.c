@@ -30,7 +30,10 @@
  * every producer numbers them) or, when sparse, a sorted one; each is
  * looked up once: a sample's locations, a line's function and a
  * location's mapping are resolved to indices while they are checked.  Of
- * two messages with one id, the first counts.
+ * two messages with one id, the first counts.  The strings a frame's
+ * location part takes (a function's file, a mapping's file and build id)
+ * are measured and UTF-8-checked once per function or mapping, not per
+ * frame in each of the two passes over the locations (5 % of the decode).
  *
  * Stacks.  Sample.location_id[0] is the leaf; stacks are written root
  * first into one arena, sized exactly in a first pass so it never moves
@@ -172,6 +175,8 @@ typedef struct {
     long *line_fn;      /* per line: its function's index, -1 without one */
     long *loc_map;      /* per location: its mapping's index, -1 without one */
     size_t *fn_len;     /* per function: its name's length once measured and found UTF-8, else SIZE_MAX */
+    size_t *fn_file;    /* per function: its file field's length (FIELD_NONE: left empty), FIELD_UNSEEN before */
+    size_t *map_file, *map_bid; /* per mapping: its file and build id fields' lengths, or FIELD_NONE */
     size_t *keep;       /* per used sample: its kept locations (sample_keep's *m) */
     uint32_t *take;     /* per used sample: the frames its root-most kept location gives */
     unsigned char *cut; /* per used sample: whether frames were cut */
@@ -215,12 +220,18 @@ static size_t frame_put(char *buf, const char *name, size_t n) { return field_pu
 #define MAX_FILE 1024    /* bytes of a file or mapping name kept with a frame */
 #define MAX_BUILD_ID 128
 
-/* A string of the table for a location field: NULL when absent, empty or
- * not UTF-8 (the field is then left empty rather than the profile refused). */
-static const char *field_at(const decoder *d, int64_t i)
+#define FIELD_NONE SIZE_MAX
+#define FIELD_UNSEEN (SIZE_MAX - 1)
+
+/* The length of a string of the table for a location field: FIELD_NONE
+ * when absent, empty or not UTF-8 (the field is then left empty rather
+ * than the profile refused).  Measured and checked once per function or
+ * mapping (fn_file, map_file, map_bid), not per frame and pass. */
+static size_t field_len(const decoder *d, int64_t i)
 {
     const char *s = str_at(d, i);
-    return s && *s && utf8_valid(s, strlen(s)) ? s : NULL;
+    size_t n = s ? strlen(s) : 0;
+    return n && utf8_valid(s, n) ? n : FIELD_NONE;
 }
 
 /* Appends (buf non-NULL) or measures the location part of a frame (see
@@ -229,15 +240,22 @@ static const char *field_at(const decoder *d, int64_t i)
  * it would repeat the binary's path in every distinct frame (+0.2 bytes a
  * stored pair in bench_storage's pprof case) for nothing a line view can
  * use; a frame without a name is already named after it. */
-static size_t location_put(const decoder *d, size_t li, long fi, int64_t line, char *buf)
+static size_t location_put(decoder *d, size_t li, long fi, int64_t line, char *buf)
 {
-    const char *file = fi >= 0 ? field_at(d, d->pb->function[fi].filename) : NULL, *map = NULL, *bid = NULL;
-    if (!file && line <= 0) return 0;
+    size_t file_len = FIELD_NONE, map_len = FIELD_NONE, bid_len = FIELD_NONE;
+    if (fi >= 0) {
+        if (d->fn_file[fi] == FIELD_UNSEEN) d->fn_file[fi] = field_len(d, d->pb->function[fi].filename);
+        file_len = d->fn_file[fi];
+    }
+    if (file_len == FIELD_NONE && line <= 0) return 0;
     long m = d->loc_map[li];
     if (m >= 0) {
-        map = field_at(d, d->pb->mapping[m].filename);
-        bid = field_at(d, d->pb->mapping[m].build_id);
+        map_len = d->map_file[m];
+        bid_len = d->map_bid[m];
     }
+    const char *file = file_len != FIELD_NONE ? str_at(d, d->pb->function[fi].filename) : NULL;
+    const char *map = map_len != FIELD_NONE ? str_at(d, d->pb->mapping[m].filename) : NULL;
+    const char *bid = bid_len != FIELD_NONE ? str_at(d, d->pb->mapping[m].build_id) : NULL;
     char num[24] = "", digits[24];
     if (line > 0) { /* in decimal, without snprintf's cost (one call a frame) */
         size_t n = 0;
@@ -246,12 +264,13 @@ static size_t location_put(const decoder *d, size_t li, long fi, int64_t line, c
         num[n] = '\0';
     }
     const char *f[4] = { file, num, map, bid };
+    const size_t len[4] = { file_len, strlen(num), map_len, bid_len };
     const size_t max[4] = { MAX_FILE, sizeof num, MAX_FILE, MAX_BUILD_ID };
     size_t pos = 0;
     for (int k = 0; k < 4; k++) {
         if (buf) buf[pos] = FRAME_SEP;
         pos++;
-        if (f[k]) pos += field_put(buf ? buf + pos : NULL, f[k], strlen(f[k]), max[k]);
+        if (f[k]) pos += field_put(buf ? buf + pos : NULL, f[k], len[k], max[k]);
     }
     return pos;
 }
@@ -288,8 +307,18 @@ static ingest_status check_locations(decoder *d)
     d->line_fn = malloc((pb->n_lines ? pb->n_lines : 1) * sizeof *d->line_fn);
     d->loc_map = malloc((pb->n_location ? pb->n_location : 1) * sizeof *d->loc_map);
     d->fn_len = malloc((pb->n_function ? pb->n_function : 1) * sizeof *d->fn_len);
-    if (!d->line_fn || !d->loc_map || !d->fn_len) return INGEST_ENOMEM;
-    for (size_t i = 0; i < pb->n_function; i++) d->fn_len[i] = SIZE_MAX;
+    d->fn_file = malloc((pb->n_function ? pb->n_function : 1) * sizeof *d->fn_file);
+    d->map_file = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof *d->map_file);
+    d->map_bid = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof *d->map_bid);
+    if (!d->line_fn || !d->loc_map || !d->fn_len || !d->fn_file || !d->map_file || !d->map_bid) return INGEST_ENOMEM;
+    for (size_t i = 0; i < pb->n_function; i++) {
+        d->fn_len[i] = SIZE_MAX;
+        d->fn_file[i] = FIELD_UNSEEN;
+    }
+    for (size_t i = 0; i < pb->n_mapping; i++) {
+        d->map_file[i] = field_len(d, pb->mapping[i].filename);
+        d->map_bid[i] = field_len(d, pb->mapping[i].build_id);
+    }
     for (size_t li = 0; li < pb->n_location; li++) {
         const pprof_location *loc = &pb->location[li];
         d->loc_map[li] = loc->mapping_id ? index_find(&d->maps, loc->mapping_id) : -1;
@@ -863,6 +892,9 @@ done:
     free(d.line_fn);
     free(d.loc_map);
     free(d.fn_len);
+    free(d.fn_file);
+    free(d.map_file);
+    free(d.map_bid);
     free(d.keep);
     free(d.take);
     free(d.cut);
