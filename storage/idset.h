@@ -1,26 +1,28 @@
 /* idset.h — an open-addressing set of non-zero u32 ids whose keys live
  * elsewhere (in the caller's arrays indexed by id).
  *
- * A slot is 5 bytes: the id and 8 bits of its key's hash (the fragment).
- * A probe compares the fragment first and asks the caller (eq) only when
- * it matches, so most probes touch no other memory: a slot that is not the
- * one sought passes the fragment test once in 256.  The capacity is any
- * number, not a power of two: a hash's home slot is (low 32 bits x cap) >>
- * 32, and the set grows by half when 3/4 full, so it is 1/2 to 3/4 full and
- * an id costs 6.7 to 10 bytes (8 at the middle), against 11 to 21 for 8-byte
- * slots in power-of-two arrays, and 32 to 64 for idmap, which keeps whole
- * keys in slots grown at half load.  Growing rehashes every id (hash_of)
- * into the new array while the old one still exists: 2.5 times the old
- * array at the peak, against 3 times for doubling.  No delete. */
+ * A slot is the id and 8 bits of its key's hash (the fragment): 4 bytes
+ * while every id is below 2^24 (a 24-bit id), 5 from the first id past
+ * that on (the set is rebuilt wider once).  A probe compares the fragment
+ * first and asks the caller (eq) only when it matches, so most probes
+ * touch no other memory: a slot that is not the one sought passes the
+ * fragment test once in 256.  The capacity is any number, not a power of
+ * two: a hash's home slot is (low 32 bits x cap) >> 32, and the set grows
+ * by half when 3/4 full, so it is 1/2 to 3/4 full and an id costs 5.3 to
+ * 8 bytes (6.7 to 10 past 2^24 ids), against 11 to 21 for 8-byte slots in
+ * power-of-two arrays, and 32 to 64 for idmap, which keeps whole keys in
+ * slots grown at half load.  Growing rehashes every id (hash_of) into the
+ * new array, giving back the old one's pages as it goes (idset_zdrop).
+ * No delete. */
 #ifndef FLAMEDB_IDSET_H
 #define FLAMEDB_IDSET_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define IDSET_SLOT 5 /* bytes: the id (a u32, unaligned), the fragment */
+#define IDSET_NARROW_IDS (UINT32_C(1) << 24) /* ids below this fit 4-byte slots */
 
-typedef struct { unsigned char *slots; uint32_t cap, len; } idset;
+typedef struct { unsigned char *slots; uint32_t cap, len; unsigned width; } idset;
 
 /* Starts with cap slots (at least 16). */
 int idset_init(idset *s, uint32_t cap);

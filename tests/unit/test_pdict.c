@@ -41,7 +41,9 @@ static uint32_t find(keys *k, idset *s, uint64_t key, uint64_t h)
 
 /* Every id is found after each growth, absent keys are not, and the set
  * stays between 1/2 and 3/4 full once grown (growth by half, not
- * doubling), at 5 bytes a slot. */
+ * doubling), at 4 bytes a slot.  Sets past 1 MiB are mapped, so their
+ * growths also give the old array's pages back as they go: a page given
+ * back too early would lose ids. */
 static void test_idset_growth_and_lookups(void **state)
 {
     (void)state;
@@ -66,13 +68,63 @@ static void test_idset_growth_and_lookups(void **state)
     }
     assert_true(growths >= 20);
     assert_int_equal(s.len, N);
-    assert_int_equal(idset_bytes(&s), (size_t)s.cap * IDSET_SLOT);
-    assert_true(idset_bytes(&s) <= (size_t)N * 10);
+    assert_int_equal(s.width, 4); /* ids below 2^24 */
+    assert_int_equal(idset_bytes(&s), (size_t)s.cap * 4);
+    assert_true(idset_bytes(&s) <= (size_t)N * 8);
     for (uint32_t id = 1; id <= N; id++) assert_int_equal(find(&k, &s, k.key[id], k.hash[id]), id);
     for (uint64_t x = 1; x <= 1000; x++) assert_int_equal(find(&k, &s, x * 7919 + 14, hash_u64(x * 7919 + 14)), 0);
     idset_free(&s);
     free(k.key);
     free(k.hash);
+}
+
+/* Keys computed from their id (ids far apart need no arrays). */
+static int far_eq(const void *ctx, uint32_t id) { return (uint64_t)id * 7919 + 13 == *(const uint64_t *)ctx; }
+static uint64_t far_hash(const void *ctx, uint32_t id)
+{
+    (void)ctx;
+    return hash_u64((uint64_t)id * 7919 + 13);
+}
+
+/* The first id past 2^24 widens the slots from 4 bytes to 5, once, with
+ * or without a growth at the same time; every id is found before and
+ * after, in both widths. */
+static void test_idset_widens_past_24_bits(void **state)
+{
+    (void)state;
+    for (int grow_too = 0; grow_too < 2; grow_too++) {
+        idset s;
+        assert_int_equal(idset_init(&s, 16), 0);
+        /* 11: the set (16 slots) is full at 12 ids, so the second id past
+         * 2^24 is also the one that grows it */
+        uint32_t n_low = grow_too ? 11 : 5, low[16], high[300];
+        for (uint32_t i = 0; i < n_low; i++) {
+            low[i] = 1000 + i;
+            assert_int_equal(idset_put(&s, far_hash(NULL, low[i]), low[i], far_hash, NULL), 0);
+        }
+        assert_int_equal(s.width, 4);
+        assert_int_equal(s.cap, 16);
+        for (uint32_t i = 0; i < 300; i++) {
+            high[i] = IDSET_NARROW_IDS - 1 + i * 977;
+            assert_int_equal(idset_put(&s, far_hash(NULL, high[i]), high[i], far_hash, NULL), 0);
+            assert_int_equal(s.width, i == 0 ? 4 : 5); /* 2^24 - 1 still fits */
+            if (i == 0) assert_int_equal(s.cap, 16);
+            if (i == 1 && grow_too) assert_true(s.cap > 16);  /* widened while growing */
+            if (i == 1 && !grow_too) assert_int_equal(s.cap, 16); /* widened in place */
+        }
+        assert_int_equal(idset_bytes(&s), (size_t)s.cap * 5);
+        for (uint32_t i = 0; i < n_low; i++) {
+            uint64_t key = (uint64_t)low[i] * 7919 + 13;
+            assert_int_equal(idset_find(&s, far_hash(NULL, low[i]), far_eq, &key), low[i]);
+        }
+        for (uint32_t i = 0; i < 300; i++) {
+            uint64_t key = (uint64_t)high[i] * 7919 + 13;
+            assert_int_equal(idset_find(&s, far_hash(NULL, high[i]), far_eq, &key), high[i]);
+        }
+        uint64_t absent = (uint64_t)(IDSET_NARROW_IDS + 1) * 7919 + 13;
+        assert_int_equal(idset_find(&s, hash_u64(absent), far_eq, &absent), 0);
+        idset_free(&s);
+    }
 }
 
 /* Keys whose hashes share the home slot: the last slot of the array, so
@@ -732,6 +784,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_idset_growth_and_lookups),
         cmocka_unit_test(test_idset_collisions_wrap_around),
+        cmocka_unit_test(test_idset_widens_past_24_bits),
         cmocka_unit_test(test_nodetab_round_trip_and_size),
         cmocka_unit_test_setup_teardown(test_stack_table_growth_and_resolve, open_env, close_env),
         cmocka_unit_test_setup_teardown(test_node_set_growth_reload_and_memory, open_env, close_env),
