@@ -33,11 +33,14 @@
  * The writer thread keeps, for the partitions it writes (pdict_w), maps
  * from content to id: strings and stacks by their 128-bit hash (trusted,
  * hash.h), nodes by (parent, func).  Strings and nodes are idsets (ids and
- * 8-bit hash fragments in 5-byte slots, 1/2 to 3/4 full) over the keys kept
- * once by id in append-only chunked tables (table.h: 8 bytes a node, 16 a
- * string, never copied as they grow): 15 to 18 bytes a node, against 19 to
- * 37 with 8-byte slots and arrays grown by doubling, and 40-70 for maps
- * holding whole keys at half load.  A table of every stack met, readable
+ * 8-bit hash fragments in 4-byte slots below 2^24 ids, 1/2 to 3/4 full)
+ * over the keys kept once by id: strings' hashes in an append-only chunked
+ * table (table.h: 16 bytes a string, never copied as it grows), nodes in a
+ * nodetab (nodetab.h: 4 bytes a node and its parent only when it is not
+ * the node before, ~4.8 bytes a node on bench_fleet's tree): 10 to 13
+ * bytes a node, against 15 to 18 with 5-byte slots and (parent, func) in
+ * 8 bytes, 19 to 37 with 8-byte slots and arrays grown by doubling, and
+ * 40-70 for maps holding whole keys at half load.  A table of every stack met, readable
  * from any thread, lets request threads find the leaf of a committed stack
  * before queueing (pdict_w_resolve): 20-byte slots, 1/2 to 3/4 full.  It is
  * exact, not a cache: with a lossy cache two colliding stacks of one
