@@ -52,7 +52,7 @@ struct chsource {
     int n_urls, cur;
     pthread_mutex_t lock;      /* below */
     chcat *cat;
-    chread *idle[POOL];
+    chread *idle[POOL];        /* all on urls[cur] */
     int n_idle;
     chsource_stats stats;
 };
@@ -109,33 +109,46 @@ void chsource_stats_get(chsource *s, chsource_stats *out)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* A client from the pool, or a new one on the endpoint in use. */
-static chread *client_get(chsource *s, char *err, size_t errlen)
+/* A client from the pool, or a new one on the endpoint in use; *url is
+ * its endpoint (an index into s->urls), for client_put. */
+static chread *client_get(chsource *s, int *url, char *err, size_t errlen)
 {
     pthread_mutex_lock(&s->lock);
     chread *c = s->n_idle ? s->idle[--s->n_idle] : NULL;
-    const char *url = s->urls[s->cur];
+    *url = s->cur;
     pthread_mutex_unlock(&s->lock);
     if (c) chread_set_skip_unavailable(c, 0);
-    return c ? c : chread_open(url, &s->schema, s->o.timeout_ms, err, errlen);
+    return c ? c : chread_open(s->urls[*url], &s->schema, s->o.timeout_ms, err, errlen);
 }
 
-/* Back to the pool, or closed after a failure (and the next endpoint
- * tried by the next reader). */
-static void client_put(chsource *s, chread *c, int failed)
+/* Back to the pool, or closed after a failure, and the next endpoint
+ * tried by the next reader.  The pool holds clients on the endpoint in
+ * use only: when the endpoint moves on, the idle clients (on the one that
+ * failed) are closed, else the next readers would take them and fail in
+ * turn (with two endpoints, moving back to the one that failed: the first
+ * queries after a replica was killed answered 503).  A failure on an
+ * endpoint another reader already moved away from moves nothing. */
+static void client_put(chsource *s, chread *c, int url, int failed)
 {
     if (!c) return;
+    chread *stale[POOL];
+    int n_stale = 0;
     pthread_mutex_lock(&s->lock);
     if (failed) {
-        s->cur = (s->cur + 1) % s->n_urls;
         s->stats.load_errors++;
-    }
-    if (!failed && s->n_idle < POOL) {
+        if (url == s->cur) {
+            s->cur = (s->cur + 1) % s->n_urls;
+            n_stale = s->n_idle;
+            memcpy(stale, s->idle, (size_t)n_stale * sizeof *stale);
+            s->n_idle = 0;
+        }
+    } else if (url == s->cur && s->n_idle < POOL) {
         s->idle[s->n_idle++] = c;
         c = NULL;
     }
     pthread_mutex_unlock(&s->lock);
     chread_close(c);
+    for (int i = 0; i < n_stale; i++) chread_close(stale[i]);
 }
 
 typedef struct {
@@ -310,6 +323,7 @@ typedef struct {
     chsource *s;
     chcat *cat;
     chread *c;
+    int url;                            /* c's endpoint (client_get) */
     int partial, *partial_out, failed;
     store_rmem *m;
     /* stacks met: 16-byte id -> leaf, open addressing, at most half full */
@@ -975,7 +989,7 @@ static void do_end(void *ctx)
 {
     reader_ctx *x = ctx;
     load_reset(x);
-    client_put(x->s, x->c, x->failed);
+    client_put(x->s, x->c, x->url, x->failed);
     chcat_unref(x->cat);
     free(x->stacks);
     free(x->prof);
@@ -999,10 +1013,10 @@ int chsource_reader_begin(chsource *s, int partial, int *partial_out, store_read
     /* the endpoints in turn, until one answers */
     char e[1024] = "";
     for (int tries = 0; tries < s->n_urls && !x->cat; tries++) {
-        if (!(x->c = client_get(s, e, sizeof e))) break;
+        if (!(x->c = client_get(s, &x->url, e, sizeof e))) break;
         if (!(x->cat = catalog_now(s, x->c, partial, partial_out, e, sizeof e))) {
             int shard = shard_unreachable(chread_code(x->c));
-            client_put(s, x->c, 1);
+            client_put(s, x->c, x->url, 1);
             x->c = NULL;
             if (shard) break; /* the endpoint answered: a shard behind it did not */
         }
