@@ -26,6 +26,8 @@
 # After start:   CH_N (servers), CH_URL[i] (http://127.0.0.1:port),
 #                CH_TCP[i], CH_PID[i], CH_DIR[i], ZK_PORT, ZK_PID,
 #                CT_CLUSTER (the cluster name, empty for single).
+# Replication:   ch_sync_replicas [DB]  each running server fetched its
+#                                       replication queue (flamedb's tables)
 # Queries:       chq I SQL [k=v ...]  SQL posted to server I (settings as
 #                URL parameters); the body on stdout, the HTTP status in
 #                the file $CT_TMP/status; answers 0 only for HTTP 200.
@@ -386,6 +388,21 @@ chq() {
     echo "$code" >"$CT_TMP/status"
     cat "$CT_TMP/body"
     [ "$code" = 200 ]
+}
+
+# ch_sync_replicas [DB]: every running server has fetched what its
+# replication queue holds for each of flamedb's _local tables (SYSTEM SYNC
+# REPLICA; DB defaults to flamedb).  Replication is asynchronous: a drained
+# front end's rows are on the replica it inserted into, and the others
+# fetch them later.  Replicated topologies only.
+ch_sync_replicas() {
+    local db=${1:-flamedb} i t
+    for ((i = 1; i <= CH_N; i++)); do
+        [ -n "${CH_PID[$i]:-}" ] || continue
+        for t in $CT_TABLES; do
+            assert_ok "server $i: SYSTEM SYNC REPLICA $db.${t}_local" "$i" "SYSTEM SYNC REPLICA $db.${t}_local" >/dev/null || return 1
+        done
+    done
 }
 
 # The tool built by `make cluster-test` (tests/cluster/chtool.c).

@@ -3,7 +3,7 @@
 # node holding the same data (tests/cluster/equiv.py: a seeded workload
 # crossing day partitions and roll-up boundaries, random queries over every
 # endpoint); a shard that is down is a 503 naming it, partial=true an answer
-# that says so; a replica down changes nothing.
+# that says so; a replica killed changes nothing.
 #
 # FLAMEDB: the server binary (make cluster-test passes it).
 
@@ -78,13 +78,31 @@ test_read_shard_down_is_503_or_partial() {
     sn_stop
 }
 
-test_read_replica_down_changes_nothing() {
+# 1 shard x 2 replicas, two front ends listing the replicas in opposite
+# orders: the workload round robin through both, so each replica takes
+# half of the inserts and must fetch the other half from the other one;
+# then the replica front end 1 reads first is killed (SIGKILL, with idle
+# clients on it in front end 1's pool), and front end 1's answers, from
+# its other URL now, are still the single node's from the first query on.
+test_read_equivalence_replicas_one_killed() {
     ch_cluster_start one_shard_two_replicas
     sn_start
     fe_start 1 "${CH_URL[1]},${CH_URL[2]}" --clickhouse-cluster one_shard_two_replicas --flush-every 100ms
-    equiv_load 14 "$(fe_url 1)" || return
-    ch_kill 2
-    equiv_check "one shard, one of its two replicas killed" 80 105 "$(fe_url 1)"
+    fe_start 2 "${CH_URL[2]},${CH_URL[1]}" --clickhouse-cluster one_shard_two_replicas --flush-every 100ms
+    equiv_load 15 "$(fe_url 1),$(fe_url 2)" || return
+    ch_sync_replicas || return
+    equiv_check "one shard, two replicas, front end 1" 200 106 "$(fe_url 1)"
+    equiv_check "one shard, two replicas, front end 2" 60 107 "$(fe_url 2)"
+    # a front end under load holds several idle clients on the replica it
+    # reads: concurrent reads leave them in its pool for the kill to find
+    local q="/api/v1/query?query=%7B%7D&from=$((EQ_BASE - 2 * 86400))&until=$((EQ_BASE + 2 * 86400))" k pids=()
+    for k in 1 2 3 4 5 6; do
+        curl -s -o /dev/null "$(fe_url 1)$q" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    ch_kill 1
+    equiv_check "one shard, replica 1 killed, front end 1 on replica 2" 80 108 "$(fe_url 1)"
     sn_stop
 }
 
