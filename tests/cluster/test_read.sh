@@ -95,8 +95,8 @@ test_read_equivalence_replicas_one_killed() {
     equiv_check "one shard, two replicas, front end 2" 60 107 "$(fe_url 2)"
     # a front end under load holds several idle clients on the replica it
     # reads: concurrent reads leave them in its pool for the kill to find
-    local q="/api/v1/query?query=%7B%7D&from=$((EQ_BASE - 2 * 86400))&until=$((EQ_BASE + 2 * 86400))" k pids=()
-    for k in 1 2 3 4 5 6; do
+    local q="/api/v1/query?query=%7B%7D&from=$((EQ_BASE - 2 * 86400))&until=$((EQ_BASE + 2 * 86400))" pids=()
+    for _ in 1 2 3 4 5 6; do
         curl -s -o /dev/null "$(fe_url 1)$q" &
         pids+=($!)
     done
