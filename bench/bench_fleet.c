@@ -328,11 +328,11 @@ static double metric(const char *text, const char *name)
     return -1;
 }
 
-typedef struct { double commits, commit_s, commits_100ms, nodes, series; } server_metrics;
+typedef struct { double commits, commit_s, commits_100ms, nodes, series, dict_bytes; } server_metrics;
 
 static server_metrics get_metrics(CURL *h, int port)
 {
-    server_metrics m = { -1, -1, -1, -1, -1 };
+    server_metrics m = { -1, -1, -1, -1, -1, -1 };
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
     char *t = http_get(h, url);
@@ -343,6 +343,7 @@ static server_metrics get_metrics(CURL *h, int port)
     if (m.commits >= 0 && m.commits_100ms >= 0) m.commits_100ms = m.commits - m.commits_100ms;
     m.nodes = metric(t, "flamedb_call_tree_nodes");
     m.series = metric(t, "flamedb_series");
+    m.dict_bytes = metric(t, "flamedb_dictionary_memory_bytes");
     free(t);
     return m;
 }
@@ -892,8 +893,9 @@ int main(int argc, char **argv)
            "anon %.1f, file %.1f); at start %.1f MiB\n", mib(rss_end.anon + rss_end.file + rss_end.shmem), mib(rss_end.anon),
            mib(rss_end.file), mib(rss_end.shmem), mib(peak_total), mib(peak.anon), mib(peak.file),
            mib(rss0.anon + rss0.file + rss0.shmem));
-    printf("  server: %.0f call-tree nodes, %.0f series, %d open files, %.0f group commits (%.1f requests each, "
-           "mean %.1f ms, %.0f over 100 ms)\n", m_end.nodes, m_end.series, fds, commits,
+    printf("  server: %.0f call-tree nodes (the writer's dictionary maps and catalog %.1f MiB), %.0f series, %d open "
+           "files, %.0f group commits (%.1f requests each, mean %.1f ms, %.0f over 100 ms)\n", m_end.nodes,
+           m_end.dict_bytes / 1048576.0, m_end.series, fds, commits,
            commits > 0 ? ok_all / commits : 0.0, commits > 0 ? 1e3 * m_end.commit_s / commits : 0.0,
            m_end.commits_100ms);
     if (q_ok)
