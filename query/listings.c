@@ -148,3 +148,32 @@ fail:
     json_decref(o);
     return NULL;
 }
+
+json_t *query_sample_names_json(const query_sample_labels *l)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < l->n;) {
+        size_t j = i;
+        while (j < l->n && !strcmp(l->pairs[j].key, l->pairs[i].key)) j++;
+        json_t *e = json_pack("{s:s,s:I}", "name", l->pairs[i].key, "values", (json_int_t)(j - i));
+        if (!e || json_array_append_new(arr, e)) {
+            json_decref(arr);
+            return NULL;
+        }
+        i = j;
+    }
+    return arr;
+}
+
+json_t *query_sample_values_json(const query_sample_labels *l, const char *key)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < l->n; i++) {
+        if (strcmp(l->pairs[i].key, key)) continue;
+        if (json_array_append_new(arr, json_string(l->pairs[i].value))) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr ? json_pack("{s:o}", "values", arr) : NULL;
+}

@@ -88,6 +88,11 @@ int query_match_labels(store_reader *r, const query_selector *sel, uint32_t **id
 int query_resolve(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
                   query_series_set *out, char *err, size_t errlen);
 void query_series_set_free(query_series_set *set);
+/* Like query_resolve without picking a type (listings: every type's
+ * series, type ""): the selector's matchers on sample labels kept apart in
+ * out->sample, the others matching series. */
+int query_resolve_all(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                      query_series_set *out, char *err, size_t errlen);
 
 /* ---- sample labels (sample.c) ------------------------------------------
  * A matcher whose name no series of the store carries
@@ -250,6 +255,54 @@ int query_functions_build(store_reader *r, const query_tree *t, query_functions 
 void query_functions_sort_by_fn(query_functions *f);
 void query_functions_free(query_functions *f);
 
+/* ---- discovering sample labels (sample.c) -------------------------------
+ * Sample labels live in stacks, so finding which exist reads the stacks:
+ * query_sample_labels_scan decodes every block of the set's series in the
+ * range (rollups where they serve, as a merge does), under the reader's
+ * bounds (--max-pairs, --query-timeout, a client gone): a stopped scan
+ * answers query_stopped's code, never a partial list. */
+typedef struct {
+    char *key, *value;   /* owned, NUL-terminated */
+} query_sample_pair;
+
+typedef struct {
+    query_sample_pair *pairs;   /* distinct; sorted by key, then value (bytes), after a scan */
+    size_t n, cap;
+    uint32_t *slots;            /* hash of the pairs: index + 1, 0 empty */
+    size_t n_slots;
+} query_sample_labels;
+
+/* Records into out (NULL: nothing) the (key, value) pairs of the stacks of
+ * set's series with a profile starting in [from_ms, until_ms) that set's
+ * sample matchers keep (all stacks when it has none); key non-NULL: that
+ * key's pairs only.  Keys some series carries (series labels win in a
+ * selector) and keys starting with "__" are left out.  kept (NULL: not
+ * asked) gets kept[i] = 1 for each series i holding such a stack.  Pairs
+ * add up over calls (several selectors).  Answers 0, query_stopped's code,
+ * or -1 (damaged data, out of memory) with err. */
+int query_sample_labels_scan(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                             const char *key, query_sample_labels *out, unsigned char *kept, char *err,
+                             size_t errlen);
+void query_sample_labels_free(query_sample_labels *l);
+
+/* group_by_sample on a ranking: the tree t, merged with
+ * store_reader_sample_root(r, key) set, split by its root frames
+ * "key=value": one group per value, and one (value "") for the stacks
+ * without the label; functions and totals are each group's stacks' (the
+ * label frame is no function).  figures holds the group's total, unit,
+ * divisor and samples (its arrays NULL): samples are known only for a
+ * group holding the whole tree (a block's samples cannot be split by
+ * stack).  Groups by total descending, then value.  -1 out of memory. */
+typedef struct {
+    char *value;            /* owned */
+    query_tree figures;
+    query_functions f;      /* ascending function ids */
+} query_sample_group;
+
+int query_sample_groups(store_reader *r, const query_tree *t, const char *key, query_sample_group **out, size_t *n);
+void query_sample_groups_free(query_sample_group *g, size_t n);
+
+
 /* ---- a growing buffer for streamed answers (buf.c) ------------------- */
 
 /* Writes never fail one by one: an allocation failure sets failed, later
@@ -368,6 +421,10 @@ typedef struct {
 } query_top_opts;
 
 int query_top(store_reader *r, const query_tree *t, const query_top_opts *o, query_top_result *out);
+/* The same ranking of figures already built (f, not taken), with shares of
+ * figures' grand total and intervals from its samples (its arrays unread). */
+int query_top_rank(store_reader *r, const query_functions *f, const query_tree *figures, const query_top_opts *o,
+                   query_top_result *out);
 void query_top_free(query_top_result *top);
 /* {"total", "samples", "functions_total", "offset", "functions": [{"name",
  * "self", "total", "self_share", "total_share", "self_ci95",
@@ -431,6 +488,10 @@ void query_extent_json(json_t *o, const query_extent *e);
 json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n);
 /* {"values": [...]} of label name over the series, sorted. */
 json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name);
+/* [{"name", "values": distinct count}] of the sample labels found, by name. */
+json_t *query_sample_names_json(const query_sample_labels *l);
+/* {"values": [...]} of sample label key, sorted. */
+json_t *query_sample_values_json(const query_sample_labels *l, const char *key);
 /* {"series": [{"labels", "profiles", "samples", "total", "unit", "first", "last"}]}
  * with statistics over the profiles in [from_ms, until_ms).  NULL with
  * *too_big set when a series' values add up past 2^63. */

@@ -169,6 +169,22 @@ oom:
     return -1;
 }
 
+int query_resolve_all(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                      query_series_set *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    unsigned char *skip = calloc((size_t)sel->n_matchers + 1, 1);
+    if (!skip || query_sample_split(r, sel, skip, &out->sample, &out->sample_key) ||
+        match_in(r, sel, skip, from_ms, until_ms, &out->series, &out->n_series)) {
+        free(skip);
+        query_series_set_free(out);
+        snprintf(err, errlen, "out of memory resolving the selector");
+        return -1;
+    }
+    free(skip);
+    return 0;
+}
+
 void query_series_set_free(query_series_set *set)
 {
     for (size_t i = 0; i < set->n_other_types; i++) free(set->other_types[i]);

@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query.h"
+#include "../storage/remote.h"
+#include "query_internal.h"
 
 /* Appends s to the growing buffer *b (length *n, capacity *cap). */
 static int put(char **b, size_t *n, size_t *cap, const char *s, size_t len)
@@ -183,4 +184,380 @@ void query_sample_install(store_reader *r, const query_series_set *set)
         store_reader_sample_filter(r, sample_accept, (void *)set, set->sample_key);
     else
         store_reader_sample_filter(r, NULL, NULL, NULL);
+}
+
+/* ---- discovering sample labels ---------------------------------------- */
+
+static uint64_t pair_hash(const char *k, size_t kl, const char *v, size_t vl)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < kl; i++) h = (h ^ (unsigned char)k[i]) * UINT64_C(0x100000001b3);
+    h = (h ^ 0x1f) * UINT64_C(0x100000001b3);
+    for (size_t i = 0; i < vl; i++) h = (h ^ (unsigned char)v[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+/* Rebuilds the hash of l's pairs with n_slots slots (a power of two). */
+static int pairs_rehash(query_sample_labels *l, size_t n_slots)
+{
+    uint32_t *s = calloc(n_slots, sizeof *s);
+    if (!s) return -1;
+    for (size_t i = 0; i < l->n; i++) {
+        const query_sample_pair *p = &l->pairs[i];
+        size_t j = pair_hash(p->key, strlen(p->key), p->value, strlen(p->value)) & (n_slots - 1);
+        while (s[j]) j = (j + 1) & (n_slots - 1);
+        s[j] = (uint32_t)(i + 1);
+    }
+    free(l->slots);
+    l->slots = s;
+    l->n_slots = n_slots;
+    return 0;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* Adds (k, v) to l unless it is there: 0, or -1 out of memory. */
+static int pairs_add(query_sample_labels *l, const char *k, size_t kl, const char *v, size_t vl)
+{
+    if (l->n >= UINT32_MAX - 1) return -1;
+    if ((l->n + 1) * 2 > l->n_slots && pairs_rehash(l, l->n_slots ? l->n_slots * 2 : 64)) return -1;
+    size_t j = pair_hash(k, kl, v, vl) & (l->n_slots - 1);
+    for (; l->slots[j]; j = (j + 1) & (l->n_slots - 1)) {
+        const query_sample_pair *p = &l->pairs[l->slots[j] - 1];
+        if (!strncmp(p->key, k, kl) && !p->key[kl] && !strncmp(p->value, v, vl) && !p->value[vl]) return 0;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        query_sample_pair *np = realloc(l->pairs, cap * sizeof *np);
+        if (!np) return -1;
+        l->pairs = np;
+        l->cap = cap;
+    }
+    query_sample_pair *p = &l->pairs[l->n];
+    p->key = dup_n(k, kl);
+    p->value = dup_n(v, vl);
+    if (!p->key || !p->value) {
+        free(p->key);
+        free(p->value);
+        return -1;
+    }
+    l->slots[j] = (uint32_t)++l->n;
+    return 0;
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const query_sample_pair *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : strcmp(x->value, y->value);
+}
+
+/* After a scan: sorted, without the keys a selector would take for series
+ * labels, hashed again. */
+static int pairs_finish(store_reader *r, query_sample_labels *l)
+{
+    qsort(l->pairs, l->n, sizeof *l->pairs, pair_cmp);
+    size_t k = 0;
+    int drop = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (!i || strcmp(l->pairs[i].key, l->pairs[i - 1].key))
+            drop = !strncmp(l->pairs[i].key, "__", 2) || store_label_name_known(r, l->pairs[i].key);
+        if (drop) {
+            free(l->pairs[i].key);
+            free(l->pairs[i].value);
+        } else {
+            l->pairs[k++] = l->pairs[i];
+        }
+    }
+    l->n = k;
+    return l->n_slots ? pairs_rehash(l, l->n_slots) : 0;
+}
+
+void query_sample_labels_free(query_sample_labels *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->pairs[i].key);
+        free(l->pairs[i].value);
+    }
+    free(l->pairs);
+    free(l->slots);
+    memset(l, 0, sizeof *l);
+}
+
+/* The reader's filter while scanning: the set's own decision, and the
+ * labels of every stack it keeps recorded. */
+typedef struct {
+    const query_series_set *set;
+    const char *key;        /* NULL: every key */
+    query_sample_labels *out;
+    int failed;             /* out of memory */
+} collect_ctx;
+
+static int collect(void *ctx, const store_sample_label *labels, int n)
+{
+    collect_ctx *c = ctx;
+    if (!sample_accept((void *)c->set, labels, n)) return 0;
+    size_t kl = c->key ? strlen(c->key) : 0;
+    for (int k = 0; c->out && k < n; k++) {
+        if (c->key && (labels[k].key_len != kl || memcmp(labels[k].key, c->key, kl))) continue;
+        if (pairs_add(c->out, labels[k].key, labels[k].key_len, labels[k].value, labels[k].value_len)) c->failed = 1;
+    }
+    return 1;
+}
+
+typedef struct {
+    store_reader *r;
+    unsigned char *kept;    /* per series, or NULL: blocks accumulated into acc */
+    size_t cur;             /* the series being scanned */
+    uint64_t *acc, *touched;
+    uint64_t blocks;
+    int rc;                 /* -1 damaged, -2 out of memory, -4 stopped */
+} scan_ctx;
+
+static int scan_block(const store_block *b, void *arg)
+{
+    scan_ctx *c = arg;
+    if (!(c->blocks++ & 255) && store_reader_expired(c->r)) {
+        c->rc = -4;
+        return 1;
+    }
+    store_status ss;
+    if (c->kept) {
+        /* translated one by one: the pairs the filter kept say whether the
+         * series holds a stack the matchers keep */
+        const uint32_t *nodes;
+        const uint64_t *counts;
+        uint32_t n;
+        ss = store_block_pairs(c->r, b, &nodes, &counts, &n);
+        if (!ss && n) c->kept[c->cur] = 1;
+    } else {
+        uint64_t sum; /* the values do not matter, only which nodes were hit */
+        ss = store_block_accumulate(c->r, b, 1, c->acc, c->touched, &sum);
+    }
+    if (ss) {
+        c->rc = ss == STORE_ENOMEM ? -2 : -1;
+        return 1;
+    }
+    return 0;
+}
+
+int query_sample_labels_scan(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                             const char *key, query_sample_labels *out, unsigned char *kept, char *err,
+                             size_t errlen)
+{
+    if (kept) memset(kept, 0, set->n_series);
+    if (!out && !kept) return 0;
+    /* a key of its own: decisions of another filter (or of a merge) are
+     * not taken for this one's, which must see every label set */
+    const char *sk = set->sample_key ? set->sample_key : "{}";
+    char *fkey = malloc(strlen(sk) + 16);
+    if (!fkey) goto oom;
+    snprintf(fkey, strlen(sk) + 16, "\001labels %s", sk);
+    collect_ctx cc = { set, key, out, 0 };
+    store_reader_sample_filter(r, collect, &cc, fkey);
+    store_reader_prefetch_merged(r, set->series, set->n_series, from_ms, until_ms);
+    store_part **parts;
+    size_t np = store_reader_parts(r, from_ms, until_ms, &parts);
+    scan_ctx c = { .r = r, .kept = kept };
+    int rc = 0;
+    for (size_t k = 0; k < np && !rc; k++) {
+        uint32_t nl = store_part_nodes(r, parts[k]);
+        if (!nl) continue;
+        if (!kept) {
+            c.acc = calloc(nl, sizeof *c.acc);
+            c.touched = calloc(((size_t)nl + 63) / 64, sizeof *c.touched);
+            if (!c.acc || !c.touched) rc = -2;
+        }
+        for (size_t i = 0; i < set->n_series && !rc; i++) {
+            if (store_reader_expired(r)) {
+                rc = -4;
+                break;
+            }
+            c.cur = i;
+            store_part_scan_merged(r, parts[k], set->series[i], from_ms, until_ms, scan_block, &c);
+            rc = c.rc;
+        }
+        /* translating the hit nodes shows the filter every label set */
+        for (size_t w = 0; !rc && !kept && w < ((size_t)nl + 63) / 64; w++) {
+            uint64_t bits = c.touched[w];
+            while (bits && !rc) {
+                int failed = 0;
+                store_part_node(r, parts[k], (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits)), &failed);
+                bits &= bits - 1;
+                if (failed) rc = -1;
+            }
+        }
+        free(c.acc);
+        free(c.touched);
+        c.acc = c.touched = NULL;
+        if (!rc && cc.failed) rc = -2;
+    }
+    /* a budget passed by the last scan stops it too: nothing partial */
+    if (!rc && store_reader_expired(r)) rc = -4;
+    store_reader_sample_filter(r, NULL, NULL, NULL);
+    free(fkey);
+    if (!rc && out && pairs_finish(r, out)) rc = -2;
+    if (rc == -4) return query_stopped(r, err, errlen);
+    if (rc == -2) goto oom;
+    if (rc) {
+        snprintf(err, errlen, "a stored profile could not be decoded (damaged data file?)");
+        return -1;
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory reading sample labels");
+    return -1;
+}
+
+/* ---- a tree split by one sample label (group_by_sample) --------------- */
+
+typedef struct {
+    uint32_t node;
+    const char *value;      /* the label's value; "" for a root without the label */
+    uint32_t value_len;
+    int label;              /* the root is the label's frame */
+} sroot;
+
+static int sroot_cmp(const void *a, const void *b)
+{
+    const sroot *x = a, *y = b;
+    uint32_t n = x->value_len < y->value_len ? x->value_len : y->value_len;
+    int c = memcmp(x->value, y->value, n);
+    if (c) return c;
+    if (x->value_len != y->value_len) return x->value_len < y->value_len ? -1 : 1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+typedef struct {
+    uint32_t group, fn;
+    uint64_t self, total;
+} sentry;
+
+static int sentry_cmp(const void *a, const void *b)
+{
+    const sentry *x = a, *y = b;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return (x->fn > y->fn) - (x->fn < y->fn);
+}
+
+static int sgroup_cmp(const void *a, const void *b)
+{
+    const query_sample_group *x = a, *y = b;
+    if (x->figures.grand_total != y->figures.grand_total)
+        return x->figures.grand_total > y->figures.grand_total ? -1 : 1;
+    return strcmp(x->value, y->value);
+}
+
+#define SLABEL_ROOT UINT32_C(0x80000000) /* gid of a label's own frame */
+
+int query_sample_groups(store_reader *r, const query_tree *t, const char *key, query_sample_group **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    size_t kl = strlen(key), n_roots = 0, n_entries = 0, ng = 0;
+    uint32_t *gid = calloc(t->n_nodes ? t->n_nodes : 1, sizeof *gid);
+    sroot *roots = NULL;
+    sentry *e = NULL;
+    query_sample_group *g = NULL;
+    if (!gid) goto oom;
+    size_t n_touched = 0;
+    QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
+        if (id) n_touched++;
+    })
+    roots = malloc((n_touched ? n_touched : 1) * sizeof *roots);
+    e = malloc((n_touched ? n_touched : 1) * sizeof *e);
+    if (!roots || !e) goto oom;
+    /* the root's children: a label's frame "key=value", or a stack's own root */
+    QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
+        if (!id || store_node_parent(r, id)) continue;
+        uint32_t len;
+        const char *s = store_string(r, store_node_func(r, id), &len);
+        int label = s && len > kl && s[kl] == '=' && !memcmp(s, key, kl);
+        roots[n_roots++] = (sroot){ id, label ? s + kl + 1 : "", label ? len - (uint32_t)kl - 1 : 0, label };
+    })
+    qsort(roots, n_roots, sizeof *roots, sroot_cmp);
+    g = calloc(n_roots ? n_roots : 1, sizeof *g);
+    if (!g) goto oom;
+    for (size_t i = 0; i < n_roots; i++) {
+        if (!i || roots[i].value_len != roots[i - 1].value_len ||
+            memcmp(roots[i].value, roots[i - 1].value, roots[i].value_len)) {
+            query_sample_group *x = &g[ng++];
+            if (!(x->value = dup_n(roots[i].value, roots[i].value_len))) goto oom;
+            snprintf(x->figures.unit, sizeof x->figures.unit, "%s", t->unit);
+            x->figures.divisor = t->divisor;
+            x->figures.gauge = t->gauge;
+            x->figures.inexact = t->inexact;
+        }
+        g[ng - 1].figures.grand_total += t->total[roots[i].node];
+        gid[roots[i].node] = (uint32_t)(ng - 1) | (roots[i].label ? SLABEL_ROOT : 0);
+    }
+    /* every node's group is its root's (parents have smaller ids); each
+     * function's self and total per group, recursion counted once */
+    QUERY_FOR_EACH_BIT(t->touched, t->n_nodes, id, {
+        if (!id) continue;
+        uint32_t p = store_node_parent(r, id);
+        if (p) gid[id] = gid[p] & ~SLABEL_ROOT;
+        if (gid[id] & SLABEL_ROOT) continue;
+        uint32_t f = store_node_func(r, id);
+        int shadowed = 0;
+        for (uint32_t a = p; a && !shadowed; a = store_node_parent(r, a)) shadowed = store_node_func(r, a) == f;
+        e[n_entries++] = (sentry){ gid[id], f, t->self[id], shadowed ? 0 : t->total[id] };
+    })
+    qsort(e, n_entries, sizeof *e, sentry_cmp);
+    for (size_t i = 0; i < n_entries;) {
+        size_t j = i + 1, n = 1; /* the group's entries [i, j), n distinct functions */
+        for (; j < n_entries && e[j].group == e[i].group; j++)
+            if (e[j].fn != e[j - 1].fn) n++;
+        query_functions *f = &g[e[i].group].f;
+        f->fn = malloc(n * sizeof *f->fn);
+        f->self = malloc(n * sizeof *f->self);
+        f->total = malloc(n * sizeof *f->total);
+        if (!f->fn || !f->self || !f->total) goto oom;
+        for (size_t k = i; k < j; k++) {
+            if (k == i || e[k].fn != e[k - 1].fn) {
+                f->fn[f->n] = e[k].fn;
+                f->self[f->n] = f->total[f->n] = 0;
+                f->n++;
+            }
+            f->self[f->n - 1] += e[k].self;
+            f->total[f->n - 1] += e[k].total;
+        }
+        i = j;
+    }
+    for (size_t i = 0; i < ng; i++) {
+        /* a group holding the whole tree has its samples; others cannot
+         * say (a block's samples are not split by stack) */
+        int whole = g[i].figures.grand_total == t->grand_total;
+        g[i].figures.samples = whole ? t->samples : 0;
+        g[i].figures.samples_unknown = whole ? t->samples_unknown : 1;
+    }
+    qsort(g, ng, sizeof *g, sgroup_cmp);
+    free(gid);
+    free(roots);
+    free(e);
+    *out = g;
+    *n_out = ng;
+    return 0;
+oom:
+    free(gid);
+    free(roots);
+    free(e);
+    query_sample_groups_free(g, ng);
+    return -1;
+}
+
+void query_sample_groups_free(query_sample_group *g, size_t n)
+{
+    for (size_t i = 0; g && i < n; i++) {
+        free(g[i].value);
+        query_functions_free(&g[i].f);
+    }
+    free(g);
 }

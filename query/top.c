@@ -61,44 +61,48 @@ int query_top(store_reader *r, const query_tree *t, const query_top_opts *o, que
     memset(out, 0, sizeof *out);
     query_functions f;
     if (query_functions_build(r, t, &f)) return -1;
-    size_t *order = malloc((f.n ? f.n : 1) * sizeof *order);
-    if (!order) {
-        query_functions_free(&f);
-        return -1;
-    }
+    int rc = query_top_rank(r, &f, t, o, out);
+    query_functions_free(&f);
+    return rc;
+}
+
+int query_top_rank(store_reader *r, const query_functions *f, const query_tree *figures, const query_top_opts *o,
+                   query_top_result *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t *order = malloc((f->n ? f->n : 1) * sizeof *order);
+    if (!order) return -1;
     size_t m = 0;
-    for (size_t i = 0; i < f.n; i++)
-        if (!o->match || contains(store_string(r, f.fn[i], NULL), o->match)) order[m++] = i;
+    for (size_t i = 0; i < f->n; i++)
+        if (!o->match || contains(store_string(r, f->fn[i], NULL), o->match)) order[m++] = i;
     size_t first = o->offset < m ? o->offset : m;
     size_t n = o->limit && o->limit < m - first ? o->limit : m - first;
     out->rows = calloc(n ? n : 1, sizeof *out->rows);
     if (!out->rows) {
         free(order);
-        query_functions_free(&f);
         return -1;
     }
-    rank_ctx rc = { &f, r, o->order == QUERY_TOP_TOTAL, o->order == QUERY_TOP_NAME };
+    rank_ctx rc = { f, r, o->order == QUERY_TOP_TOTAL, o->order == QUERY_TOP_NAME };
     qsort_r(order, m, sizeof *order, rank_cmp, &rc);
-    double total = (double)t->grand_total;
-    out->has_ci = !t->samples_unknown && t->samples;
+    double total = (double)figures->grand_total;
+    out->has_ci = !figures->samples_unknown && figures->samples;
     for (size_t k = 0; k < n; k++) {
         size_t i = order[first + k];
         query_top_row *row = &out->rows[k];
-        row->name = store_string(r, f.fn[i], NULL);
-        row->self = f.self[i];
-        row->total = f.total[i];
-        row->self_share = total > 0 ? (double)f.self[i] / total : 0;
-        row->total_share = total > 0 ? (double)f.total[i] / total : 0;
+        row->name = store_string(r, f->fn[i], NULL);
+        row->self = f->self[i];
+        row->total = f->total[i];
+        row->self_share = total > 0 ? (double)f->self[i] / total : 0;
+        row->total_share = total > 0 ? (double)f->total[i] / total : 0;
         if (out->has_ci) {
-            query_wilson(row->self_share, t->samples, 1.96, &row->self_ci[0], &row->self_ci[1]);
-            query_wilson(row->total_share, t->samples, 1.96, &row->total_ci[0], &row->total_ci[1]);
+            query_wilson(row->self_share, figures->samples, 1.96, &row->self_ci[0], &row->self_ci[1]);
+            query_wilson(row->total_share, figures->samples, 1.96, &row->total_ci[0], &row->total_ci[1]);
         }
     }
     out->n = n;
     out->offset = first;
     out->n_functions = m;
     free(order);
-    query_functions_free(&f);
     return 0;
 }
 
