@@ -226,16 +226,10 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     }
     /* group_by_sample=KEY: the tree split by a sample label, its first
      * frames "KEY=value" (store_reader_sample_root), in any format */
-    const char *sample_key = srv_param(rq, "group_by_sample");
-    if (sample_key) {
-        query_group_by one;
-        int bad = query_group_by_parse(sample_key, &one, err, sizeof err); /* frees what it made on error */
-        if (!bad && one.n_keys != 1) bad = snprintf(err, sizeof err, "one sample label name, not %zu", one.n_keys) > 0;
-        query_group_by_free(&one);
-        if (bad) {
-            query_group_by_free(&by);
-            return srv_reply_error(rq, 400, "parameter 'group_by_sample': %s", err);
-        }
+    const char *sample_key;
+    if (srv_group_by_sample(rq, &sample_key)) {
+        query_group_by_free(&by);
+        return MHD_YES;
     }
     if (read_selector(rq, &sel, &from, &until)) {
         query_group_by_free(&by);
@@ -320,7 +314,9 @@ static void hide_tenant(json_t *answer, list_kind kind)
     }
 }
 
-static enum MHD_Result list(srv_request *rq, list_kind kind)
+/* The series of /series: matched by labels alone, as ever (a matcher on a
+ * sample label matches like a missing label). */
+static enum MHD_Result list_series(srv_request *rq)
 {
     query_selector sel;
     int64_t from, until;
@@ -334,14 +330,11 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
     size_t n = 0;
     json_t *answer = NULL;
     int too_big = 0;
-    if (query_match(r, &sel, from, until, &ids, &n) == 0) {
-        if (kind == LIST_LABELS) answer = query_labels_json(r, ids, n);
-        else if (kind == LIST_VALUES) answer = query_label_values_json(r, ids, n, rq->route_arg);
-        else if (query_series_sort(r, ids, n) == 0) /* by labels: ids follow push order */
-            answer = query_series_json(r, ids, n, from, until, &too_big);
+    if (query_match(r, &sel, from, until, &ids, &n) == 0 && query_series_sort(r, ids, n) == 0) {
+        answer = query_series_json(r, ids, n, from, until, &too_big); /* by labels: ids follow push order */
         query_extent ext;
         if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
-        if (answer && rq->scoped) hide_tenant(answer, kind);
+        if (answer && rq->scoped) hide_tenant(answer, LIST_SERIES);
     }
     free(ids);
     srv_reader_end(rq, r);
@@ -352,8 +345,73 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
     return srv_reply_json(rq, 200, answer);
 }
 
+/* /labels and /label/NAME/values.  The selector splits as a query's does
+ * (query_resolve_all): its matchers on sample labels keep the series
+ * holding a stack they keep.  Sample labels are found by scanning the
+ * stacks (query_sample_labels_scan, under the query bounds): their names
+ * in "sample_labels" beside the series' (sample_labels=0: not looked
+ * for), and the values of NAME when no series carries it. */
+static enum MHD_Result list(srv_request *rq, list_kind kind)
+{
+    query_selector sel;
+    int64_t from, until;
+    uint64_t want_names = 1;
+    if (kind == LIST_LABELS && srv_param_uint(rq, "sample_labels", 1, 1, &want_names)) return MHD_YES;
+    if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
+    store_reader *r;
+    if (srv_reader_begin(rq, &r)) {
+        query_selector_free(&sel);
+        return MHD_YES;
+    }
+    char err[512];
+    query_series_set set;
+    query_sample_labels sl = { 0 };
+    unsigned char *kept = NULL;
+    json_t *answer = NULL;
+    enum MHD_Result res;
+    const char *name = rq->route_arg;
+    /* a name no series carries (never a reserved one) is a sample label's */
+    int sample_values = kind == LIST_VALUES && strncmp(name, "__", 2) && !store_label_name_known(r, name);
+    if (query_resolve_all(r, &sel, from, until, &set, err, sizeof err)) {
+        res = srv_reply_error(rq, 500, "%s", err);
+        goto out;
+    }
+    int filtered = set.sample.n_matchers > 0;
+    if (filtered && !(kept = calloc(set.n_series + 1, 1))) {
+        res = srv_reply_error(rq, 500, "out of memory listing labels");
+        goto out_set;
+    }
+    query_sample_labels *found = sample_values || (kind == LIST_LABELS && want_names) ? &sl : NULL;
+    int rc = query_sample_labels_scan(r, &set, from, until, sample_values ? name : NULL, found, kept, err, sizeof err);
+    if (rc) {
+        res = srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
+        goto out_set;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < set.n_series; i++)
+        if (!kept || kept[i]) set.series[n++] = set.series[i];
+    if (kind == LIST_LABELS) {
+        answer = query_labels_json(r, set.series, n);
+        if (answer && sl.n) json_object_set_new(answer, "sample_labels", query_sample_names_json(&sl));
+    } else {
+        answer = sample_values ? query_sample_values_json(&sl, name) : query_label_values_json(r, set.series, n, name);
+    }
+    query_extent ext;
+    if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
+    if (answer && rq->scoped) hide_tenant(answer, kind);
+    res = srv_reply_json(rq, 200, answer);
+out_set:
+    query_series_set_free(&set);
+out:
+    free(kept);
+    query_sample_labels_free(&sl);
+    srv_reader_end(rq, r);
+    query_selector_free(&sel);
+    return res;
+}
+
 enum MHD_Result srv_handle_labels(srv_request *rq) { return list(rq, LIST_LABELS); }
-enum MHD_Result srv_handle_series(srv_request *rq) { return list(rq, LIST_SERIES); }
+enum MHD_Result srv_handle_series(srv_request *rq) { return list_series(rq); }
 
 enum MHD_Result srv_handle_label_values(srv_request *rq)
 {

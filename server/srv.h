@@ -292,6 +292,9 @@ int srv_param_duration(srv_request *rq, const char *name, int64_t def_ms, int64_
 /* An optional group_by parameter; *present says whether it was given.
  * The tenant label is refused under --auth. */
 int srv_group_by(srv_request *rq, const char *name, query_group_by *by, int *present);
+/* group_by_sample=KEY: one sample label name (query, top), NULL when
+ * absent; replies 400 and answers -1 when malformed. */
+int srv_group_by_sample(srv_request *rq, const char **key);
 /* Begins a read snapshot with the request's limits: its deadline
  * (--query-timeout), its pairs budget (--max-pairs), and a check that its
  * client is still connected; answers 0, or replies 503 itself and answers
