@@ -240,9 +240,14 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 /* The series matching any of the selectors (none: every series) with a
- * profile in the range, ascending, unique. */
+ * profile in the range, ascending, unique.  A selector's matchers on
+ * sample labels keep the series holding a stack they keep
+ * (query_resolve_all); found (NULL: not asked) receives the sample labels
+ * of the stacks each selector keeps (key non-NULL: that label's only),
+ * read from the stacks under the query bounds (query_sample_labels_scan:
+ * a stopped scan is the call's error, never a shorter list). */
 static int match_any(srv_request *rq, store_reader *r, char **matchers, size_t n, int64_t from, int64_t until,
-                     uint32_t **ids, size_t *n_ids)
+                     const char *key, query_sample_labels *found, uint32_t **ids, size_t *n_ids)
 {
     *ids = NULL;
     *n_ids = 0;
@@ -252,27 +257,41 @@ static int match_any(srv_request *rq, store_reader *r, char **matchers, size_t n
     }
     for (size_t i = 0; i < (n ? n : 1); i++) {
         query_selector sel;
-        char field[32];
+        query_series_set set;
+        char field[32], err[512];
         snprintf(field, sizeof field, "matchers[%zu]", i);
         if (grafana_selector(rq, field, n ? matchers[i] : "{}", NULL, &sel)) goto fail;
-        uint32_t *got;
-        size_t k;
-        int rc = query_match(r, &sel, from, until, &got, &k);
+        int rc = query_resolve_all(r, &sel, from, until, &set, err, sizeof err);
         query_selector_free(&sel);
         if (rc) {
+            srv_reply_error(rq, 500, "%s", err);
+            goto fail;
+        }
+        unsigned char *kept = set.sample.n_matchers ? calloc(set.n_series + 1, 1) : NULL;
+        if (set.sample.n_matchers && !kept) {
+            query_series_set_free(&set);
             srv_reply_error(rq, 500, "out of memory matching series");
             goto fail;
         }
-        uint32_t *all = realloc(*ids, (*n_ids + k + 1) * sizeof *all);
+        rc = query_sample_labels_scan(r, &set, from, until, key, found, kept, err, sizeof err);
+        if (rc) {
+            free(kept);
+            query_series_set_free(&set);
+            srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
+            goto fail;
+        }
+        uint32_t *all = realloc(*ids, (*n_ids + set.n_series + 1) * sizeof *all);
         if (!all) {
-            free(got);
+            free(kept);
+            query_series_set_free(&set);
             srv_reply_error(rq, 500, "out of memory matching series");
             goto fail;
         }
-        memcpy(all + *n_ids, got, k * sizeof *got);
         *ids = all;
-        *n_ids += k;
-        free(got);
+        for (size_t j = 0; j < set.n_series; j++)
+            if (!kept || kept[j]) all[(*n_ids)++] = set.series[j];
+        free(kept);
+        query_series_set_free(&set);
     }
     /* sorted, each once */
     if (n > 1) qsort(*ids, *n_ids, sizeof **ids, cmp_u32);
@@ -349,7 +368,7 @@ static enum MHD_Result do_profile_types(call *c, const ProtobufCMessage *m)
     if (grafana_range(c->rq, req->start, req->end, &from, &until)) return MHD_YES;
     uint32_t *ids;
     size_t n;
-    if (match_any(c->rq, c->r, NULL, 0, from, until, &ids, &n)) return MHD_YES;
+    if (match_any(c->rq, c->r, NULL, 0, from, until, NULL, NULL, &ids, &n)) return MHD_YES;
     ptype *pt;
     size_t np;
     if (profile_types(c, ids, n, from, until, &pt, &np)) {
@@ -381,7 +400,8 @@ static enum MHD_Result do_profile_types(call *c, const ProtobufCMessage *m)
 }
 
 /* Label names: the series' names without the "__" ones, service_name
- * beside service. */
+ * beside service, sorted; then the sample labels' names (those no series
+ * carries, never "__" ones), sorted. */
 static enum MHD_Result do_label_names(call *c, const ProtobufCMessage *m)
 {
     const Types__V1__LabelNamesRequest *req = (const Types__V1__LabelNamesRequest *)m;
@@ -389,7 +409,11 @@ static enum MHD_Result do_label_names(call *c, const ProtobufCMessage *m)
     if (grafana_range(c->rq, req->start, req->end, &from, &until)) return MHD_YES;
     uint32_t *ids;
     size_t n;
-    if (match_any(c->rq, c->r, req->matchers, req->n_matchers, from, until, &ids, &n)) return MHD_YES;
+    query_sample_labels sl = { 0 };
+    if (match_any(c->rq, c->r, req->matchers, req->n_matchers, from, until, NULL, &sl, &ids, &n)) {
+        query_sample_labels_free(&sl);
+        return MHD_YES;
+    }
     size_t cap = 64, k = 0;
     char **names = malloc(cap * sizeof *names);
     store_label labels[64];
@@ -411,7 +435,14 @@ static enum MHD_Result do_label_names(call *c, const ProtobufCMessage *m)
         }
     }
     free(ids);
-    if (!names) return srv_reply_error(c->rq, 500, "out of memory listing label names");
+    /* room for the sample labels' names: at most one a pair */
+    char **more = names ? realloc(names, (k + sl.n + 2) * sizeof *more) : NULL;
+    if (!more) {
+        free(names);
+        query_sample_labels_free(&sl);
+        return srv_reply_error(c->rq, 500, "out of memory listing label names");
+    }
+    names = more;
     k = sort_unique(names, k);
     for (size_t i = 0; i < k; i++)
         if (!strcmp(names[i], "service")) {
@@ -419,11 +450,19 @@ static enum MHD_Result do_label_names(call *c, const ProtobufCMessage *m)
             k = sort_unique(names, k);
             break;
         }
+    /* sorted by key already; a name met as a series label is not repeated */
+    size_t series_names = k;
+    for (size_t i = 0; i < sl.n; i++) {
+        if (i && !strcmp(sl.pairs[i].key, sl.pairs[i - 1].key)) continue;
+        if (bsearch(&sl.pairs[i].key, names, series_names, sizeof *names, cmp_str)) continue;
+        names[k++] = sl.pairs[i].key;
+    }
     Types__V1__LabelNamesResponse resp = TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
     resp.n_names = k;
     resp.names = names;
     enum MHD_Result res = srv_connect_reply(c->rq, &resp.base);
     free(names);
+    query_sample_labels_free(&sl);
     return res;
 }
 
@@ -439,11 +478,20 @@ static enum MHD_Result do_label_values(call *c, const ProtobufCMessage *m)
         return srv_reply_error(c->rq, 400, "name: the label %s is reserved", SRV_TENANT_LABEL);
     uint32_t *ids;
     size_t n;
-    if (match_any(c->rq, c->r, req->matchers, req->n_matchers, from, until, &ids, &n)) return MHD_YES;
-    char **values = malloc((n ? n : 1) * sizeof *values);
+    /* a name no series carries (never a "__" one) is a sample label's */
+    int sample = strncmp(name, "__", 2) && !store_label_name_known(c->r, name);
+    query_sample_labels sl = { 0 };
+    if (match_any(c->rq, c->r, req->matchers, req->n_matchers, from, until, sample ? name : NULL, sample ? &sl : NULL,
+                  &ids, &n)) {
+        query_sample_labels_free(&sl);
+        return MHD_YES;
+    }
+    char **values = malloc((n > sl.n ? n : sl.n ? sl.n : 1) * sizeof *values);
     size_t k = 0;
     ptype *pt = NULL;
-    if (values && !strcmp(name, "__profile_type__")) {
+    if (values && sample) {
+        for (size_t i = 0; i < sl.n; i++) values[k++] = sl.pairs[i].value;
+    } else if (values && !strcmp(name, "__profile_type__")) {
         size_t np = 0;
         if (profile_types(c, ids, n, from, until, &pt, &np) == 0) {
             char **more = realloc(values, (np ? np : 1) * sizeof *more);
@@ -459,13 +507,17 @@ static enum MHD_Result do_label_values(call *c, const ProtobufCMessage *m)
         }
     }
     free(ids);
-    if (!values) return srv_reply_error(c->rq, 500, "out of memory listing label values");
+    if (!values) {
+        query_sample_labels_free(&sl);
+        return srv_reply_error(c->rq, 500, "out of memory listing label values");
+    }
     Types__V1__LabelValuesResponse resp = TYPES__V1__LABEL_VALUES_RESPONSE__INIT;
     resp.n_names = sort_unique(values, k);
     resp.names = values;
     enum MHD_Result res = srv_connect_reply(c->rq, &resp.base);
     free(values);
     free(pt);
+    query_sample_labels_free(&sl);
     return res;
 }
 
@@ -505,7 +557,7 @@ static enum MHD_Result do_series(call *c, const ProtobufCMessage *m)
     if (grafana_range(c->rq, req->start, req->end, &from, &until)) return MHD_YES;
     uint32_t *ids;
     size_t n;
-    if (match_any(c->rq, c->r, req->matchers, req->n_matchers, from, until, &ids, &n)) return MHD_YES;
+    if (match_any(c->rq, c->r, req->matchers, req->n_matchers, from, until, NULL, NULL, &ids, &n)) return MHD_YES;
     if (query_series_sort(c->r, ids, n)) { /* by labels: ids follow push order */
         free(ids);
         return srv_reply_error(c->rq, 500, "out of memory sorting series");
