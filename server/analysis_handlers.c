@@ -132,6 +132,85 @@ static json_t *top_json(store_reader *r, const query_tree *t, const query_top_op
     return o;
 }
 
+/* group_by_sample: each tree split by the sample label's values, every
+ * group ranked; answers the groups (labels: the series group's, then the
+ * sample label's) in a JSON array, NULL with the reply made. */
+static json_t *top_sample_groups(srv_request *rq, store_reader *r, const char *key, const query_group_by *by,
+                                 const query_group *g, const query_tree *const *trees, size_t nt,
+                                 const query_top_opts *opts)
+{
+    typedef struct {
+        size_t from;                    /* the tree it splits */
+        const query_sample_group *sg;
+    } row;
+    query_sample_group **sg = calloc(nt ? nt : 1, sizeof *sg);
+    size_t *nsg = calloc(nt ? nt : 1, sizeof *nsg), all = 0;
+    row *rows = NULL;
+    json_t *groups = NULL;
+    int failed = !sg || !nsg;
+    for (size_t i = 0; !failed && i < nt; i++) {
+        failed = query_sample_groups(r, trees[i], key, &sg[i], &nsg[i]) != 0;
+        all += failed ? 0 : nsg[i];
+    }
+    if (failed) {
+        srv_reply_error(rq, 500, "out of memory splitting by the sample label");
+        goto out;
+    }
+    if (rq->srv->max_groups && all > rq->srv->max_groups) {
+        srv_reply_error(rq, 400, "parameter 'group_by_sample': %zu groups, more than the %zu one answer may hold "
+                        "(--max-groups); narrow the selector (a matcher on the sample label) or the range",
+                        all, rq->srv->max_groups);
+        goto out;
+    }
+    rows = calloc(all ? all : 1, sizeof *rows);
+    groups = json_array();
+    if (!rows || !groups) {
+        srv_reply_error(rq, 500, "out of memory");
+        goto out;
+    }
+    /* by total descending; ties: the series groups' order, then the values' */
+    size_t k = 0;
+    for (size_t i = 0; i < nt; i++)
+        for (size_t j = 0; j < nsg[i]; j++) rows[k++] = (row){ i, &sg[i][j] };
+    for (size_t a = 1; a < all; a++) /* insertion sort keeps the tie order: stable */
+        for (size_t b = a; b > 0 && rows[b].sg->figures.grand_total > rows[b - 1].sg->figures.grand_total; b--) {
+            row t = rows[b];
+            rows[b] = rows[b - 1];
+            rows[b - 1] = t;
+        }
+    for (size_t i = 0; i < all && groups; i++) {
+        const query_sample_group *x = rows[i].sg;
+        size_t from = rows[i].from;
+        query_top_result top;
+        if (query_top_rank(r, &x->f, &x->figures, opts, &top)) {
+            json_decref(groups);
+            groups = NULL;
+            break;
+        }
+        json_t *e = query_top_json(&x->figures, &top);
+        query_top_free(&top);
+        json_t *labels = g ? query_group_labels_json(by, &g[from]) : json_object();
+        if (labels) json_object_set_new(labels, key, json_string(x->value));
+        if (!e || !labels) {
+            json_decref(e);
+            json_decref(labels);
+            json_decref(groups);
+            groups = NULL;
+            break;
+        }
+        json_object_set_new(e, "labels", labels);
+        json_object_set_new(e, "unit", json_string(x->figures.unit));
+        json_array_append_new(groups, e);
+    }
+    if (!groups) srv_reply_error(rq, 500, "out of memory encoding the answer");
+out:
+    for (size_t i = 0; sg && i < nt; i++) query_sample_groups_free(sg[i], nsg[i]);
+    free(sg);
+    free(nsg);
+    free(rows);
+    return groups;
+}
+
 enum MHD_Result srv_handle_top(srv_request *rq)
 {
     uint64_t limit, offset;
@@ -143,6 +222,8 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     query_top_opts opts = { .offset = (size_t)offset, .limit = (size_t)limit, .match = srv_param(rq, "match"),
                             .order = !order || !strcmp(order, "self") ? QUERY_TOP_SELF
                                      : !strcmp(order, "total") ? QUERY_TOP_TOTAL : QUERY_TOP_NAME };
+    const char *sample_key = NULL;
+    if (srv_group_by_sample(rq, &sample_key)) return MHD_YES;
     query_group_by by;
     int grouped;
     side s;
@@ -154,8 +235,20 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     store_reader *r = begin(rq);
     enum MHD_Result res = MHD_YES;
     if (!r) goto out;
+    /* the sample label's frames kept at the roots, to be split by */
+    if (sample_key) store_reader_sample_root(r, sample_key);
     if (!grouped) {
         if (side_merge(rq, r, &s)) goto out;
+        if (sample_key) {
+            const query_tree *trees[1] = { &s.tree };
+            json_t *groups = top_sample_groups(rq, r, sample_key, NULL, NULL, trees, 1, &opts);
+            if (!groups) goto out;
+            json_t *o = with_head(json_object(), r, &s, s.tree.unit);
+            if (o) json_object_set_new(o, "groups", groups);
+            else json_decref(groups);
+            res = srv_reply_json(rq, 200, o);
+            goto out;
+        }
         json_t *o = with_head(top_json(r, &s.tree, &opts), r, &s, s.tree.unit);
         res = srv_reply_json(rq, 200, o);
         goto out;
@@ -165,7 +258,29 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     size_t ng;
     if (srv_groups_split(rq, "group_by", r, &s.set, &by, s.from, s.until, 1, &g, &ng)) goto out;
     query_group_tree *m = merge_groups(rq, r, g, ng, s.from, s.until);
-    if (m) {
+    if (m && sample_key) {
+        /* each series group split again, in the series groups' order */
+        const query_tree **trees = malloc((ng ? ng : 1) * sizeof *trees);
+        query_group *sorted = malloc((ng ? ng : 1) * sizeof *sorted);
+        json_t *groups = NULL;
+        if (trees && sorted) {
+            for (size_t i = 0; i < ng; i++) {
+                trees[i] = &m[i].tree;
+                sorted[i] = g[m[i].group];
+            }
+            groups = top_sample_groups(rq, r, sample_key, &by, sorted, trees, ng, &opts);
+        } else {
+            srv_reply_error(rq, 500, "out of memory");
+        }
+        free(trees);
+        free(sorted);
+        if (groups) {
+            json_t *o = with_head(json_object(), r, &s, NULL);
+            if (o) json_object_set_new(o, "groups", groups);
+            else json_decref(groups);
+            res = srv_reply_json(rq, 200, o);
+        }
+    } else if (m) {
         json_t *groups = json_array();
         for (size_t i = 0; groups && i < ng; i++) {
             json_t *e = top_json(r, &m[i].tree, &opts);
@@ -177,8 +292,8 @@ enum MHD_Result srv_handle_top(srv_request *rq)
         json_t *o = with_head(json_object(), r, &s, NULL);
         if (o) json_object_set_new(o, "groups", groups);
         res = srv_reply_json(rq, 200, o);
-        query_group_trees_free(m, ng);
     }
+    if (m) query_group_trees_free(m, ng);
     query_groups_free(g, ng);
 out:
     if (r) srv_reader_end(rq, r);
