@@ -208,3 +208,132 @@ test_sample_labels_group_by_sample() {
     query '{service="lab"}' from=now-1h until=now group_by_sample=bad-name
     assert_error "not a label name" 400 "group_by_sample"
 }
+
+# Sample labels are discoverable: /api/v1/labels answers their names apart
+# from the series' (sample_labels, absent when there are none: answers
+# without them unchanged), /label/NAME/values their values when no series
+# carries NAME; a selector's sample-label matchers keep the series holding
+# such stacks; the scan obeys --max-pairs and says so.
+test_sample_labels_discovered() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
+    assert_status "folded push" 200
+    get /api/v1/labels 'query={service="lab"}'
+    assert_status "labels of lab" 200
+    assert_json "series labels as before" '[.labels[]|"\(.name)=\(.values)"]|join(",")' "service=1,type=2"
+    assert_json "sample labels apart, with their cardinality" '[.sample_labels[]|"\(.name)=\(.values)"]|join(",")' \
+        "endpoint=1,span_id=2"
+    get /api/v1/labels 'query={service="plain"}'
+    assert_eq "no sample labels: the answer of before, byte for byte" \
+        '{"labels":[{"name":"service","values":1},{"name":"type","values":1}]}' "$BODY"
+    get /api/v1/labels sample_labels=0
+    assert_json "sample_labels=0: not looked for" 'has("sample_labels")' false
+    assert_json "sample_labels=0: the series' names" '[.labels[].name]|join(",")' "service,type"
+    get /api/v1/labels sample_labels=2
+    assert_error "sample_labels not 0 or 1" 400 "sample_labels"
+    get /api/v1/labels 'query={endpoint="/api"}'
+    assert_json "a sample matcher keeps the series with such stacks" '[.labels[]|"\(.name)=\(.values)"]|join(",")' \
+        "service=1,type=2"
+    assert_json "and the labels of the stacks it keeps" '[.sample_labels[].name]|join(",")' "endpoint,span_id"
+    get /api/v1/labels 'query={endpoint="/none"}'
+    assert_eq "a sample matcher no stack satisfies" '{"labels":[]}' "$BODY"
+    get /api/v1/label/span_id/values from=now-1h until=now
+    assert_eq "a sample label's values" '{"values":["a1","b2"]}' "$BODY"
+    get /api/v1/label/span_id/values 'query={endpoint=""}'
+    assert_eq "the values of the stacks the selector keeps" '{"values":["a1"]}' "$BODY"
+    get /api/v1/label/endpoint/values 'query={service="plain"}'
+    assert_eq "a series without them" '{"values":[]}' "$BODY"
+    get /api/v1/label/service/values 'query={span_id="b2"}'
+    assert_eq "series values under a sample matcher" '{"values":["lab"]}' "$BODY"
+    get /api/v1/label/service/values
+    assert_eq "series values as before" '{"values":["lab","plain"]}' "$BODY"
+    # the scans are bounded as merges are: refused whole, never a shorter list
+    restart_server --max-pairs 3
+    get /api/v1/labels 'query={service="lab"}'
+    assert_error "labels past --max-pairs" 422 "--max-pairs"
+    get /api/v1/label/span_id/values
+    assert_error "values past --max-pairs" 422 "--max-pairs"
+    get /api/v1/labels 'query={service="lab"}' sample_labels=0
+    assert_status "labels without the scan" 200
+    get /api/v1/label/service/values
+    assert_eq "series values need no scan" '{"values":["lab","plain"]}' "$BODY"
+}
+
+# Grafana's label browser: LabelNames lists the sample label names after
+# the series', LabelValues their values (Connect, protobuf and JSON).
+test_sample_labels_grafana_label_browser() {
+    it_tmp
+    command -v protoc >/dev/null || die "protoc is not installed (make deps installs protobuf-compiler)"
+    /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || die "python3-protobuf is not installed (make deps)"
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
+    local start=$((($(now) - 3600) * 1000)) end=$((($(now) + 60) * 1000)) gf codec
+    mkdir -p "$IT_TMP/gf"
+    gfc() {
+        gf=$(/usr/bin/python3 "$REPO/tests/integration/grafana_client.py" "$BASE" "$REPO/proto" "$IT_TMP/gf" "$1" \
+            "$2" "$codec") || die "grafana_client.py: $gf"
+    }
+    for codec in proto json; do
+        gfc LabelNames "{\"start\":$start,\"end\":$end}"
+        assert_eq "$codec: status" 200 "$(jq -r .status <<<"$gf")"
+        assert_eq "$codec: series names, then sample label names" "service,service_name,type,endpoint,span_id" \
+            "$(jq -r '.answer.names|join(",")' <<<"$gf")"
+        gfc LabelNames "{\"matchers\":[\"{service_name=\\\"plain\\\"}\"],\"start\":$start,\"end\":$end}"
+        assert_eq "$codec: a service without sample labels" "service,service_name,type" \
+            "$(jq -r '.answer.names|join(",")' <<<"$gf")"
+        gfc LabelValues "{\"name\":\"span_id\",\"start\":$start,\"end\":$end}"
+        assert_eq "$codec: a sample label's values" "a1,b2" "$(jq -r '.answer.names|join(",")' <<<"$gf")"
+        gfc LabelValues "{\"name\":\"span_id\",\"matchers\":[\"{endpoint=\\\"\\\"}\",\"{span_id=\\\"b2\\\"}\"],
+            \"start\":$start,\"end\":$end}"
+        assert_eq "$codec: over two selectors, each its stacks" "a1,b2" "$(jq -r '.answer.names|join(",")' <<<"$gf")"
+        gfc LabelValues "{\"name\":\"service_name\",\"matchers\":[\"{span_id=\\\"a1\\\"}\"],\"start\":$start,\"end\":$end}"
+        assert_eq "$codec: series values under a sample matcher" "lab" "$(jq -r '.answer.names|join(",")' <<<"$gf")"
+    done
+    restart_server --max-pairs 3
+    codec=proto
+    gfc LabelNames "{\"start\":$start,\"end\":$end}"
+    assert_eq "past --max-pairs: a Connect error" 422 "$(jq -r .status <<<"$gf")"
+    assert_eq "its code" out_of_range "$(jq -r .answer.code <<<"$gf")"
+    assert_contains "its message" "$(jq -r .answer.message <<<"$gf")" "--max-pairs"
+}
+
+# /api/v1/top?group_by_sample=KEY: a ranking per value of the sample label
+# (group_by's shape), exact totals, "" for the stacks without it.
+test_sample_labels_top_group_by_sample() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    push_pprof "$IT_TMP/lab.pb" lab2
+    get /api/v1/top 'query={service="lab",type="samples"}' from=now-1h until=now group_by_sample=span_id limit=0
+    assert_status "top group_by_sample" 200
+    assert_json "groups by total, exact" '[.groups[]|"\(.labels.span_id)=\(.total)"]|join(",")' "a1=17,b2=5,=3"
+    assert_json "span a1's ranking" '[.groups[0].functions[]|"\(.name):\(.self):\(.total)"]|join(",")' \
+        "work:10:10,idle:7:7,main:0:17"
+    assert_json "span b2's" '[.groups[1].functions[]|"\(.name):\(.self):\(.total)"]|join(",")' "work:5:5,main:0:5"
+    assert_json "no span: its own stacks" '[.groups[2].functions[]|"\(.name):\(.self):\(.total)"]|join(",")' \
+        "read:3:3,io:0:3,main:0:3"
+    assert_json "shares of the group's total" '.groups[0].functions[0].self_share' "$(jq -n '10/17')"
+    assert_json "the label frame is no function" '[.groups[].functions[].name|select(test("="))]|length' 0
+    assert_json "samples of a part are not known" '[.groups[].samples]|unique|tojson' '[null]'
+    assert_json "functions_total" '[.groups[].functions_total]|join(",")' "3,2,3"
+    assert_json "unit and type" '"\(.type) \(.groups[0].unit)"' "samples count"
+    get /api/v1/top 'query={service="lab"}' from=now-1h until=now group_by_sample=endpoint limit=1
+    assert_json "cpu ns, limit per group" '[.groups[]|"\(.labels.endpoint)=\(.total):\(.functions|length)"]|join(",")' \
+        "/api=150000000:1,=100000000:1"
+    get /api/v1/top 'query={service="lab",type="samples",endpoint="/api"}' from=now-1h until=now group_by_sample=span_id
+    assert_json "filtered, then split" '[.groups[]|"\(.labels.span_id)=\(.total)"]|join(",")' "a1=10,b2=5"
+    get /api/v1/top 'query={type="samples"}' from=now-1h until=now group_by=service group_by_sample=span_id
+    assert_json "with group_by: both labels" '[.groups[]|"\(.labels.service)/\(.labels.span_id)=\(.total)"]|join(",")' \
+        "lab/a1=17,lab2/a1=17,lab/b2=5,lab2/b2=5,lab/=3,lab2/=3"
+    get /api/v1/top 'query={service="lab"}' group_by_sample=span_id,endpoint
+    assert_error "two sample labels" 400 "group_by_sample"
+    restart_server --max-groups 2
+    get /api/v1/top 'query={service="lab",type="samples"}' from=now-1h until=now group_by_sample=span_id
+    assert_error "past --max-groups" 400 "group_by_sample" "--max-groups"
+}
