@@ -1,6 +1,8 @@
 /* listings.c — what is stored, for discovery: label names with their
  * cardinality, the values of one label, and series with statistics over a
- * time range (from the block headers alone: no decoding). */
+ * time range (from the block headers alone: no decoding); and the JSON of
+ * the sample labels query_sample_labels_scan found (sample.c: those are
+ * read from the stacks). */
 #include <stdlib.h>
 #include <string.h>
 

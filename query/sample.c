@@ -16,7 +16,14 @@
  * The matchers are kept as the canonical text of a selector made of them
  * alone, parsed again: that text is also the filter's key, so merges with
  * the same matchers (the groups of one answer) keep the reader's decisions
- * and a different set (compare's other side) makes it decide again. */
+ * and a different set (compare's other side) makes it decide again.
+ *
+ * Discovery (query_sample_labels_scan): which labels exist is only known
+ * from the stacks, so the listings read them with a filter of their own
+ * that keeps what the set's matchers keep and records every label set it
+ * sees, bounded like a merge.  group_by_sample on a ranking
+ * (query_sample_groups) splits a tree merged with the key kept at the
+ * roots (store_reader_sample_root) into each value's function figures. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
