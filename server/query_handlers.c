@@ -349,14 +349,15 @@ static enum MHD_Result list_series(srv_request *rq)
  * (query_resolve_all): its matchers on sample labels keep the series
  * holding a stack they keep.  Sample labels are found by scanning the
  * stacks (query_sample_labels_scan, under the query bounds): their names
- * in "sample_labels" beside the series' (sample_labels=0: not looked
- * for), and the values of NAME when no series carries it. */
+ * in "sample_labels" beside the series' when asked (sample_labels=1: the
+ * viewer lists labels on every load, and a scan costs a merge), and the
+ * values of NAME when no series carries it. */
 static enum MHD_Result list(srv_request *rq, list_kind kind)
 {
     query_selector sel;
     int64_t from, until;
-    uint64_t want_names = 1;
-    if (kind == LIST_LABELS && srv_param_uint(rq, "sample_labels", 1, 1, &want_names)) return MHD_YES;
+    uint64_t want_names = 0;
+    if (kind == LIST_LABELS && srv_param_uint(rq, "sample_labels", 0, 1, &want_names)) return MHD_YES;
     if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
     store_reader *r;
     if (srv_reader_begin(rq, &r)) {

@@ -138,7 +138,7 @@ JSON
     done
     # discovered and ranked as on a single node (the same scan over the
     # remote reader)
-    for q in "labels?query=%7Bservice%3D%22lab%22%7D" "label/span_id/values?query=%7Bservice%3D%22lab%22%7D" \
+    for q in "labels?query=%7Bservice%3D%22lab%22%7D&sample_labels=1" "label/span_id/values?query=%7Bservice%3D%22lab%22%7D" \
         "label/service/values?query=%7Bendpoint%3D%22%2Fapi%22%7D" \
         "top?query=%7Bservice%3D%22lab%22%7D&group_by_sample=span_id"; do
         a=$(curl -s "$(sn_url)/api/v1/$q&from=$((t - 60))&until=$((t + 60))")
@@ -146,7 +146,7 @@ JSON
         assert_eq "sample labels: $q" "$a" "$b"
     done
     assert_eq "the front end lists the sample labels" "endpoint,span_id" \
-        "$(curl -s "$(fe_url 1)/api/v1/labels?query=%7Bservice%3D%22lab%22%7D&from=$((t - 60))&until=$((t + 60))" |
+        "$(curl -s "$(fe_url 1)/api/v1/labels?query=%7Bservice%3D%22lab%22%7D&sample_labels=1&from=$((t - 60))&until=$((t + 60))" |
             jq -r '[.sample_labels[].name]|join(",")')"
     assert_eq "the span filter keeps span a1's stacks (type cpu)" $'main;idle 70000000\nmain;work 100000000' \
         "$(curl -s "$(fe_url 1)/api/v1/query?query=%7Bservice%3D%22lab%22%2Cspan_id%3D%22a1%22%7D&format=folded&from=$((t - 60))&until=$((t + 60))")"

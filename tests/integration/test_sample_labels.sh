@@ -210,8 +210,8 @@ test_sample_labels_group_by_sample() {
 }
 
 # Sample labels are discoverable: /api/v1/labels answers their names apart
-# from the series' (sample_labels, absent when there are none: answers
-# without them unchanged), /label/NAME/values their values when no series
+# from the series' when asked (sample_labels=1; the member absent when
+# there are none, and without the parameter the answer of before), /label/NAME/values their values when no series
 # carries NAME; a selector's sample-label matchers keep the series holding
 # such stacks; the scan obeys --max-pairs and says so.
 test_sample_labels_discovered() {
@@ -222,11 +222,14 @@ test_sample_labels_discovered() {
     ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
     assert_status "folded push" 200
     get /api/v1/labels 'query={service="lab"}'
+    assert_eq "not asked: the series labels alone, as before" \
+        '{"labels":[{"name":"service","values":1},{"name":"type","values":2}]}' "$BODY"
+    get /api/v1/labels 'query={service="lab"}' sample_labels=1
     assert_status "labels of lab" 200
     assert_json "series labels as before" '[.labels[]|"\(.name)=\(.values)"]|join(",")' "service=1,type=2"
     assert_json "sample labels apart, with their cardinality" '[.sample_labels[]|"\(.name)=\(.values)"]|join(",")' \
         "endpoint=1,span_id=2"
-    get /api/v1/labels 'query={service="plain"}'
+    get /api/v1/labels 'query={service="plain"}' sample_labels=1
     assert_eq "no sample labels: the answer of before, byte for byte" \
         '{"labels":[{"name":"service","values":1},{"name":"type","values":1}]}' "$BODY"
     get /api/v1/labels sample_labels=0
@@ -234,7 +237,7 @@ test_sample_labels_discovered() {
     assert_json "sample_labels=0: the series' names" '[.labels[].name]|join(",")' "service,type"
     get /api/v1/labels sample_labels=2
     assert_error "sample_labels not 0 or 1" 400 "sample_labels"
-    get /api/v1/labels 'query={endpoint="/api"}'
+    get /api/v1/labels 'query={endpoint="/api"}' sample_labels=1
     assert_json "a sample matcher keeps the series with such stacks" '[.labels[]|"\(.name)=\(.values)"]|join(",")' \
         "service=1,type=2"
     assert_json "and the labels of the stacks it keeps" '[.sample_labels[].name]|join(",")' "endpoint,span_id"
@@ -252,7 +255,7 @@ test_sample_labels_discovered() {
     assert_eq "series values as before" '{"values":["lab","plain"]}' "$BODY"
     # the scans are bounded as merges are: refused whole, never a shorter list
     restart_server --max-pairs 3
-    get /api/v1/labels 'query={service="lab"}'
+    get /api/v1/labels 'query={service="lab"}' sample_labels=1
     assert_error "labels past --max-pairs" 422 "--max-pairs"
     get /api/v1/label/span_id/values
     assert_error "values past --max-pairs" 422 "--max-pairs"
