@@ -12,28 +12,11 @@
 #include <zstd.h>
 
 #include "prep.h"
+#include "radix.h"
 
 typedef struct { uint32_t node; uint64_t count; } pair;
 
-static pair *sort_pairs(pair *a, pair *tmp, size_t n)
-{
-    for (int shift = 0; shift < 32; shift += 11) {
-        size_t count[2048] = { 0 };
-        for (size_t i = 0; i < n; i++) count[(a[i].node >> shift) & 2047]++;
-        if (n && count[(a[0].node >> shift) & 2047] == n) continue;
-        size_t sum = 0;
-        for (int d = 0; d < 2048; d++) {
-            size_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++) tmp[count[(a[i].node >> shift) & 2047]++] = a[i];
-        pair *x = a;
-        a = tmp;
-        tmp = x;
-    }
-    return a;
-}
+RADIX_SORT_U32(sort_pairs, pair, node)
 
 void store_prep_free(store_prep *p)
 {

@@ -40,6 +40,7 @@
 
 #include "block.h"
 #include "env.h"
+#include "radix.h"
 #include "rollup.h"
 #include "segment.h"
 
@@ -299,30 +300,10 @@ static int accumulate(rollup_scratch *s, const void *val, size_t len, uint32_t n
     return tab_add(s, s->dnodes, s->dcounts, n_pairs, weight);
 }
 
-/* Sorts the n slots at a by key (distinct), using tmp (n slots) too: an
- * LSD radix sort, 11 bits a pass, a pass skipped when every key has the
- * same digit there (as prep.c's).  Answers where the sorted slots are.
- * qsort with a callback was 4-9 % of the server's CPU under
- * bench_pprof_ingest, whose late data makes a build or two a request. */
-static acc_slot *sort_slots(acc_slot *a, acc_slot *tmp, size_t n)
-{
-    for (int shift = 0; shift < 32; shift += 11) {
-        size_t count[2048] = { 0 };
-        for (size_t i = 0; i < n; i++) count[(a[i].key >> shift) & 2047]++;
-        if (n && count[(a[0].key >> shift) & 2047] == n) continue;
-        size_t sum = 0;
-        for (int d = 0; d < 2048; d++) {
-            size_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++) tmp[count[(a[i].key >> shift) & 2047]++] = a[i];
-        acc_slot *x = a;
-        a = tmp;
-        tmp = x;
-    }
-    return a;
-}
+/* The sums sorted by node (radix.h; qsort with a callback was 4-9 % of
+ * the server's CPU under bench_pprof_ingest, whose late data makes a
+ * build or two a request). */
+RADIX_SORT_U32(sort_slots, acc_slot, key)
 
 /* Moves the sums (nodes ascending) into s->nodes/counts and empties the
  * table; answers how many.  The table is at most half full (tab_add grows

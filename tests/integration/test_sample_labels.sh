@@ -30,6 +30,17 @@ push_pprof() {
     assert_status "pprof ingest of $2" 200
 }
 
+# A server holding the labelled pprof file as service lab, for the tests
+# that speak Connect through tests/integration/grafana_client.py.
+grafana_lab_server() {
+    it_tmp
+    command -v protoc >/dev/null || die "protoc is not installed (make deps installs protobuf-compiler)"
+    /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || die "python3-protobuf is not installed (make deps)"
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+}
+
 test_sample_labels_default_answers_unchanged() {
     it_tmp
     labels_pprof "$IT_TMP/lab.pb"
@@ -148,12 +159,7 @@ EOF
 # tests/integration/grafana_client.py): the flame graph of the stacks whose
 # span_id is one of span_selector, equal to the same selection as folded.
 test_sample_labels_grafana_span_profile() {
-    it_tmp
-    command -v protoc >/dev/null || die "protoc is not installed (make deps installs protobuf-compiler)"
-    /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || die "python3-protobuf is not installed (make deps)"
-    labels_pprof "$IT_TMP/lab.pb"
-    start_server
-    push_pprof "$IT_TMP/lab.pb" lab
+    grafana_lab_server
     local start=$((($(now) - 3600) * 1000)) end=$((($(now) + 60) * 1000)) gf want codec
     local cpu=process_cpu:cpu:nanoseconds:cpu:nanoseconds
     mkdir -p "$IT_TMP/gf"
@@ -268,12 +274,7 @@ test_sample_labels_discovered() {
 # Grafana's label browser: LabelNames lists the sample label names after
 # the series', LabelValues their values (Connect, protobuf and JSON).
 test_sample_labels_grafana_label_browser() {
-    it_tmp
-    command -v protoc >/dev/null || die "protoc is not installed (make deps installs protobuf-compiler)"
-    /usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || die "python3-protobuf is not installed (make deps)"
-    labels_pprof "$IT_TMP/lab.pb"
-    start_server
-    push_pprof "$IT_TMP/lab.pb" lab
+    grafana_lab_server
     ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
     local start=$((($(now) - 3600) * 1000)) end=$((($(now) + 60) * 1000)) gf codec
     mkdir -p "$IT_TMP/gf"
