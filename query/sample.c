@@ -41,7 +41,7 @@ static int put(char **b, size_t *n, size_t *cap, const char *s, size_t len)
         *b = nb;
         *cap = c;
     }
-    memcpy(*b + *n, s, len);
+    if (len) memcpy(*b + *n, s, len);
     *n += len;
     (*b)[*n] = '\0';
     return 0;
@@ -117,7 +117,7 @@ int query_sample_spans(query_series_set *set, char *const *ids, size_t n, char *
         for (char *p = v[i]; *p; p++)
             if (*p >= 'A' && *p <= 'F') *p = (char)(*p - 'A' + 'a');
     }
-    qsort(v, n, sizeof *v, str_cmp);
+    if (n > 1) qsort(v, n, sizeof *v, str_cmp);
     size_t u = 0;
     for (size_t i = 0; i < n; i++) {
         if (u && !strcmp(v[u - 1], v[i])) free(v[i]);
@@ -225,7 +225,7 @@ static char *dup_n(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
     if (!d) return NULL;
-    memcpy(d, s, n);
+    if (n) memcpy(d, s, n);
     d[n] = '\0';
     return d;
 }
@@ -270,7 +270,7 @@ static int pair_cmp(const void *a, const void *b)
  * labels, hashed again. */
 static int pairs_finish(store_reader *r, query_sample_labels *l)
 {
-    qsort(l->pairs, l->n, sizeof *l->pairs, pair_cmp);
+    if (l->n > 1) qsort(l->pairs, l->n, sizeof *l->pairs, pair_cmp);
     size_t k = 0;
     int drop = 0;
     for (size_t i = 0; i < l->n; i++) {
@@ -489,7 +489,7 @@ int query_sample_groups(store_reader *r, const query_tree *t, const char *key, q
         int label = s && len > kl && s[kl] == '=' && !memcmp(s, key, kl);
         roots[n_roots++] = (sroot){ id, label ? s + kl + 1 : "", label ? len - (uint32_t)kl - 1 : 0, label };
     })
-    qsort(roots, n_roots, sizeof *roots, sroot_cmp);
+    if (n_roots > 1) qsort(roots, n_roots, sizeof *roots, sroot_cmp);
     g = calloc(n_roots ? n_roots : 1, sizeof *g);
     if (!g) goto oom;
     for (size_t i = 0; i < n_roots; i++) {
@@ -517,7 +517,7 @@ int query_sample_groups(store_reader *r, const query_tree *t, const char *key, q
         for (uint32_t a = p; a && !shadowed; a = store_node_parent(r, a)) shadowed = store_node_func(r, a) == f;
         e[n_entries++] = (sentry){ gid[id], f, t->self[id], shadowed ? 0 : t->total[id] };
     })
-    qsort(e, n_entries, sizeof *e, sentry_cmp);
+    if (n_entries > 1) qsort(e, n_entries, sizeof *e, sentry_cmp);
     for (size_t i = 0; i < n_entries;) {
         size_t j = i + 1, n = 1; /* the group's entries [i, j), n distinct functions */
         for (; j < n_entries && e[j].group == e[i].group; j++)
@@ -545,7 +545,7 @@ int query_sample_groups(store_reader *r, const query_tree *t, const char *key, q
         g[i].figures.samples = whole ? t->samples : 0;
         g[i].figures.samples_unknown = whole ? t->samples_unknown : 1;
     }
-    qsort(g, ng, sizeof *g, sgroup_cmp);
+    if (ng > 1) qsort(g, ng, sizeof *g, sgroup_cmp);
     free(gid);
     free(roots);
     free(e);
