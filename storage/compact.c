@@ -18,22 +18,21 @@
  * restart wait until a read or write opens it, and cost only speed.
  *
  * Each step also drops this process's mappings of every open partition's
- * pages (env_release_maps; env.c says why that is safe).  Whatever reads
- * through LMDB's map leaves the pages it touched mapped: compaction reads
- * every raw block of a closed bucket, the writer's B-tree descents copy
- * leaves before changing them, queries read blocks and dictionaries.  The
- * page cache holds them anyway; mapped, they counted in the server's RSS as
- * RssFile, which grew with the partition file (130 MiB after bench_fleet's
- * 10 minutes, ~10 MiB a minute).  A step runs every 2 s, or after each
- * batch while closed buckets wait: the pages mapped again in between are
- * what the last seconds touched, a few MiB, and mapping them again costs
- * minor faults (bench/README.md, bench_fleet).  Inside a step the pages go
- * after every build too: an hour's build reads every profile of the hour,
- * each a page or two of its own, and fault-around maps 16 pages a fault,
- * so one build mapped ~4 MiB and a step of builds tens of MiB, the
- * server's RSS peak during a round of compaction (bench_fleet_round: +50
- * MiB of RssFile for 100 series' hour; +35 releasing every 8 builds, +8
- * after each; ~0.1 ms of /proc/self/maps a build, 1-2 % of a build). */
+ * pages (part_release_map; env.c says why that is safe), and so does the
+ * writer after each commit (writer.c).  Whatever reads through LMDB's map
+ * leaves the pages it touched mapped: compaction reads every raw block of
+ * a closed bucket, the writer's B-tree descents copy leaves before
+ * changing them, queries read blocks and dictionaries.  The page cache
+ * holds them anyway; mapped, they counted in the server's RSS as RssFile,
+ * which grew with the partition file (130 MiB after bench_fleet's 10
+ * minutes, ~10 MiB a minute).  Inside a step the pages go after every
+ * build too: an hour's build reads every profile of the hour, each a page
+ * or two of its own, and a fault maps 16 pages or the whole large folio
+ * it falls in (env.c), so one build mapped ~4 MiB and a step of builds
+ * tens of MiB, the server's RSS peak during a round of compaction
+ * (bench_fleet_round: +50 MiB of RssFile for 100 series' hour; +35
+ * releasing every 8 builds, +8 after each).  A release is one madvise
+ * (the map's address is found once, when the file opens). */
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -117,8 +116,7 @@ static store_status compact_txn(writer *wr, part *p, int64_t now_ms, uint32_t *b
         if (!ss && (rc = mdb_cursor_del(c, 0))) ss = env_status(rc);
         (*budget)--;
         built++;
-        MDB_env *env = part_env(p); /* the build's pages: safe inside a transaction (env.c) */
-        env_release_maps(&env, 1);
+        part_release_map(p); /* the build's pages: safe inside a transaction (env.c) */
     }
     mdb_cursor_close(c);
     pdict_r_free(r);
@@ -289,17 +287,13 @@ store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int
     ssize_t n = store_parts_copy(st, 1, 0, &v);
     if (n < 0) return STORE_ENOMEM;
     store_status ss = STORE_OK;
-    MDB_env **envs = malloc((n ? (size_t)n : 1) * sizeof *envs);
-    size_t n_envs = 0;
     for (ssize_t i = 0; i < n; i++) {
         if (!part_is_open(v[i]) || !writer_owns(w, v[i])) continue;
         if (!ss) ss = compact_part(w, v[i], now_ms, &budget, more);
         if (!ss && !*more) ss = finish_part(v[i], now_ms);
         if (!ss && !*more) ss = seal_part(w, v[i], now_ms);
-        if (envs) envs[n_envs++] = part_env(v[i]);
+        part_release_map(v[i]);
     }
-    if (envs) env_release_maps(envs, n_envs);
-    free(envs);
     for (ssize_t i = 0; i < n; i++) part_unref(v[i]);
     free(v);
     /* The scratch's sums table follows the largest build of the round

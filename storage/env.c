@@ -112,61 +112,67 @@ store_status env_open_readonly(MDB_env **out, const char *path, uint64_t *file_b
  * place, blocks decoded by the parallel merge) stay valid, and a reader
  * racing with the call takes at most a minor fault.
  *
- * Where the maps are.  LMDB answers a map's address (me_mapaddr) only for
- * MDB_FIXEDMAP, so it is read from /proc/self/maps on each call: a
- * read-only shared mapping ("r--s") of the file's inode from offset 0 whose
- * length is the map size.  Only such mappings are ever advised, so even a
- * mapping taken for another (an inode number equal on another file system)
- * could lose nothing: for any read-only shared file mapping the call only
- * drops entries.  An address kept from the opening instead would be wrong
- * after anything remapped the file (mdb_env_set_mapsize on an open
- * environment moves the map), and advising whatever was mapped there next
- * could zero anonymous memory.  Reading the table costs ~0.3 us a mapping
- * (~100 us for the server's ~350, once a compaction step).
+ * Where the map is.  LMDB answers a map's address (me_mapaddr) only for
+ * MDB_FIXEDMAP, so it is read from /proc/self/maps once, right after the
+ * environment opened: a read-only shared mapping ("r--s") of the file's
+ * inode from offset 0 whose length is the map size.  The address is kept
+ * for the environment's life (env.h: the map does not move while it is
+ * open), so a release costs one madvise, no read of the table (~0.3 us a
+ * mapping, 0.1-0.3 ms for the server's ~350): cheap enough after every
+ * commit.  Two such mappings of one inode (an environment opened twice)
+ * are never in one process; where one would be, nothing is found.
+ *
+ * Why after every commit and every build: how much one touch maps.  Since
+ * ext4 keeps large folios in the page cache (kernel 6.16+), a buffered
+ * write of N contiguous pages leaves a folio of up to N pages, and a fault
+ * on any of its pages maps the whole folio (64 KiB at least, the
+ * fault-around window): LMDB writes a commit's runs of contiguous dirty
+ * pages with one pwritev each, so a B-tree descent in a later commit maps
+ * 64-256 KiB a page it reads.  bench_fleet's writer, releasing every 2 s,
+ * held 7-24 MiB of the partition mapped (a 1 MiB-written test file: every
+ * 4 KiB touch mapped 1 MiB; 64 KiB writes: 64 KiB).
  *
  * The whole map is advised, not only the file's pages: past the end of the
- * file there is nothing to drop, and the kernel skips empty page tables.
- * After it, each page touched again costs a minor fault; with fault-around
- * one fault maps up to 16 pages already in the page cache (a 64 KiB run),
- * so a few hundred scattered touches map a few MiB again. */
-void env_release_maps(MDB_env *const *envs, size_t n)
+ * file there is nothing to drop, and the kernel skips empty page tables. */
+void env_map_find(MDB_env *env, env_map *m)
 {
-    struct want { unsigned long ino, len; } *want = malloc((n ? n : 1) * sizeof *want);
-    if (!want) return;
-    size_t k = 0;
-    unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
-    for (size_t i = 0; i < n; i++) {
-        int fd;
-        struct stat sb;
-        MDB_envinfo info;
-        unsigned int flags;
-        if (!envs[i] || mdb_env_get_flags(envs[i], &flags) || (flags & MDB_WRITEMAP) ||
-            mdb_env_get_fd(envs[i], &fd) || fstat(fd, &sb) || mdb_env_info(envs[i], &info))
-            continue;
-        want[k].ino = (unsigned long)sb.st_ino;
-        want[k].len = ((unsigned long)info.me_mapsize + page - 1) / page * page;
-        k++;
-    }
-    FILE *f = k ? fopen("/proc/self/maps", "re") : NULL;
-    if (!f) {
-        free(want);
+    m->addr = NULL;
+    m->len = 0;
+    int fd;
+    struct stat sb;
+    MDB_envinfo info;
+    unsigned int flags;
+    if (!env || mdb_env_get_flags(env, &flags) || (flags & MDB_WRITEMAP) || mdb_env_get_fd(env, &fd) ||
+        fstat(fd, &sb) || mdb_env_info(env, &info))
         return;
-    }
+    unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
+    unsigned long want_ino = (unsigned long)sb.st_ino;
+    unsigned long want_len = ((unsigned long)info.me_mapsize + page - 1) / page * page;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f) return;
     char line[512];
-    int at_start = 1; /* the buffer holds the start of a line */
+    int at_start = 1, found = 0; /* the buffer holds the start of a line */
+    unsigned long at = 0;
     while (fgets(line, sizeof line, f)) {
         int starts = at_start;
         at_start = strchr(line, '\n') != NULL;
         unsigned long lo, hi, off, ino;
         char perms[8];
         if (!starts || sscanf(line, "%lx-%lx %7s %lx %*x:%*x %lu", &lo, &hi, perms, &off, &ino) != 5 || off ||
-            strcmp(perms, "r--s"))
+            strcmp(perms, "r--s") || ino != want_ino || hi - lo != want_len)
             continue;
-        for (size_t i = 0; i < k; i++)
-            if (ino == want[i].ino && hi - lo == want[i].len) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        found++;
+        at = lo;
     }
     fclose(f);
-    free(want);
+    if (found != 1) return;
+    m->addr = (void *)at;
+    m->len = want_len;
+}
+
+void env_map_release(const env_map *m)
+{
+    if (m->addr) madvise(m->addr, m->len, MADV_DONTNEED);
 }
 
 void env_remove(const char *path)

@@ -26,13 +26,24 @@ store_status env_open(MDB_env **out, const char *path, uint64_t map_size, int fi
  * chose; *file_bytes receives the file's size (0 when unknown). */
 store_status env_open_readonly(MDB_env **out, const char *path, uint64_t *file_bytes, char *err, size_t errlen);
 
-/* Drops this process's page-table entries for the memory maps of the n
- * environments, so that the pages of their files it has touched stop
- * counting in its RSS (RssFile); the pages stay in the page cache, and the
- * next touch maps them again from there (a minor fault).  Safe at any
- * time, with readers running on other threads: see env.c.  Skips a map
- * that is written through (MDB_WRITEMAP, never used here). */
-void env_release_maps(MDB_env *const *envs, size_t n);
+/* Where an open environment's memory map lies, so that this process's
+ * page-table entries for it can be dropped: the pages of the file it has
+ * touched then stop counting in its RSS (RssFile); they stay in the page
+ * cache, and the next touch maps them again from there (a minor fault).
+ * env_map_find reads /proc/self/maps once (a map that is written through,
+ * MDB_WRITEMAP, never used here, is not found); env_map_release may then
+ * be called at any time, from any thread, with readers running (env.c
+ * says why that is safe), until the environment is closed.  It relies on
+ * the map never moving while the environment is open: LMDB maps the file
+ * in mdb_env_open and moves the map only in mdb_env_set_mapsize, which
+ * this process calls on an environment before opening it, never after
+ * (env_open, env_open_readonly). */
+typedef struct env_map {
+    void *addr; /* NULL: not found, release does nothing */
+    size_t len;
+} env_map;
+void env_map_find(MDB_env *env, env_map *m);
+void env_map_release(const env_map *m);
 
 /* Removes an environment's file and its lock file. */
 void env_remove(const char *path);

@@ -26,6 +26,7 @@ struct part {
     pthread_mutex_t open_lock;
     _Atomic int opened;
     MDB_env *env;
+    env_map map; /* where env's map lies, found once it opened */
     MDB_dbi dbi[PART_NDBS];
     _Atomic int refs;
     uint64_t token;
@@ -82,6 +83,7 @@ store_status part_open(part *p, uint64_t map_size, int fixed_map, int create, ch
             mdb_env_close(env);
         } else if (!ss) {
             p->env = env;
+            env_map_find(env, &p->map);
             atomic_store_explicit(&p->opened, 1, memory_order_release);
         }
     }
@@ -89,7 +91,7 @@ store_status part_open(part *p, uint64_t map_size, int fixed_map, int create, ch
     return ss;
 }
 
-int part_is_open(part *p) { return atomic_load_explicit(&p->opened, memory_order_acquire); }
+int part_is_open(const part *p) { return atomic_load_explicit(&p->opened, memory_order_acquire); }
 
 void part_ref(part *p) { atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed); }
 
@@ -111,6 +113,11 @@ int64_t part_end(const part *p) { return p->start_ms + p->len_ms; }
 int part_shard(const part *p) { return p->shard; }
 const char *part_path(const part *p) { return p->path; }
 MDB_env *part_env(const part *p) { return p->env; }
+
+void part_release_map(const part *p)
+{
+    if (part_is_open(p)) env_map_release(&p->map);
+}
 MDB_dbi part_dbi(const part *p, int which) { return p->dbi[which]; }
 pdict_w *part_writer(const part *p) { return p->writer; }
 void part_set_writer(part *p, pdict_w *w) { p->writer = w; }

@@ -33,7 +33,7 @@ part *part_new(const char *dir, int64_t start_ms, int64_t len_ms, int shard);
 /* Opens the file (creating it when create is set).  Thread-safe and
  * idempotent. */
 store_status part_open(part *p, uint64_t map_size, int fixed_map, int create, char *err, size_t errlen);
-int part_is_open(part *p);
+int part_is_open(const part *p);
 void part_ref(part *p);
 void part_unref(part *p);
 /* Removes the files now; the environment lives on until the last unref. */
@@ -46,6 +46,10 @@ int64_t part_end(const part *p);
 int part_shard(const part *p);
 const char *part_path(const part *p);
 MDB_env *part_env(const part *p);
+/* Drops this process's mappings of the file's pages it has touched
+ * (env.h: env_map_release); nothing when the file is not open.  Any
+ * thread, any time, with readers running. */
+void part_release_map(const part *p);
 MDB_dbi part_dbi(const part *p, int which);
 
 /* The writer thread's dictionary state of this partition, or NULL when not

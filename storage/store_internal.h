@@ -71,6 +71,7 @@ typedef struct writer {
     uint64_t arrivals;
     double last_arrival, gap_ewma;
     unsigned gather_misses, gather_skip;
+    int holding;                         /* in gather: arrivals do not wake it */
     /* the writer thread's own */
     void *zcctx;                         /* its ZSTD_CCtx, reused */
     part *wparts[STORE_WRITER_PARTS + 8]; /* parts with writer state, most recent first */

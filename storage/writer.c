@@ -439,6 +439,7 @@ static void process_writes(writer *w, writer_scratch *s, write_req *reqs)
         } else if (part_writer(bp->p)) {
             pdict_w_publish(part_writer(bp->p));
         }
+        part_release_map(bp->p); /* what the commit's B-tree descents mapped (env.c) */
         part_unref(bp->p);
     }
     evict_writer_maps(w);
@@ -562,8 +563,12 @@ static void background(writer *w)
  * it 9 holds of commit_wait_ms in its first 500 requests (0.45 s, a fifth
  * of bench_pprof_ingest's run at 230 profiles/s), 5 now (at batches 1, 6,
  * 23, 88, 345); a stream of one push every 10 ms holds 50 ms empty once in
- * ~150 holds (e^-5), and then skips 4 batches instead of 2.  Each writer has its own arrivals.  Called with the
- * lock held; the lock is released while it waits. */
+ * ~150 holds (e^-5), and then skips 4 batches instead of 2.  Each writer
+ * has its own arrivals.  Arrivals during a hold do not wake the writer
+ * (w->holding): at a fleet's ~6 arrivals a hold each woke it to find the
+ * hold not over (bench_fleet: ~100 futex wakes and writer switches a
+ * second); only the hold's end or a stop does.  Called with the lock
+ * held; the lock is released while it waits. */
 static void gather(writer *w)
 {
     store *st = w->st;
@@ -580,8 +585,10 @@ static void gather(writer *w)
     ts.tv_nsec += (long)(wait * 1e9);
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
+    w->holding = 1;
     while (!st->stopping && mono_seconds() < until)
         if (pthread_cond_timedwait(&w->work, &st->lock, &ts) == ETIMEDOUT) break;
+    w->holding = 0;
     if (w->arrivals > before && w->last_arrival - start >= wait / 2) {
         w->gather_misses = 0;
     } else {
@@ -650,7 +657,7 @@ static void enqueue(writer *w, write_req *first, write_req *last)
     if (w->arrivals) w->gap_ewma = w->arrivals == 1 ? gap : 0.875 * w->gap_ewma + 0.125 * gap;
     w->last_arrival = now;
     w->arrivals++;
-    pthread_cond_signal(&w->work);
+    if (!w->holding) pthread_cond_signal(&w->work);
 }
 
 /* Queues a write on its shard's writer; a synchronous request (no
