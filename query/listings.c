@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "query.h"
+#include "query_internal.h"
 
 typedef struct { const char *name, *value; } label_ref;
 
@@ -42,9 +42,21 @@ static label_ref *collect(store_reader *r, const uint32_t *ids, size_t n, size_t
     return refs;
 }
 
-json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n)
+/* Room for one more item in a list of at most limit (0: no bound); past
+ * it, *cut is set and the item left out. */
+static int room(size_t listed, size_t limit, int *cut)
+{
+    if (limit && listed >= limit) {
+        *cut = 1;
+        return 0;
+    }
+    return 1;
+}
+
+json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n, const char *hide, size_t limit, int *cut)
 {
     size_t k;
+    *cut = 0;
     label_ref *refs = collect(r, ids, n, &k);
     json_t *arr = json_array(), *o = json_object();
     if (!refs || !arr || !o) goto fail;
@@ -54,6 +66,11 @@ json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n)
             if (j == i || strcmp(refs[j].value, refs[j - 1].value)) values++;
             j++;
         }
+        if (hide && !strcmp(refs[i].name, hide)) {
+            i = j;
+            continue;
+        }
+        if (!room(json_array_size(arr), limit, cut)) break;
         json_t *e = json_pack("{s:s,s:I}", "name", refs[i].name, "values", (json_int_t)values);
         if (!e || json_array_append_new(arr, e)) goto fail;
         i = j;
@@ -68,15 +85,18 @@ fail:
     return NULL;
 }
 
-json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name)
+json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name, size_t limit,
+                                int *cut)
 {
     size_t k;
+    *cut = 0;
     label_ref *refs = collect(r, ids, n, &k);
     json_t *arr = json_array(), *o = json_object();
     if (!refs || !arr || !o) goto fail;
     for (size_t i = 0; i < k; i++) {
         if (strcmp(refs[i].name, name)) continue;
         if (i && strcmp(refs[i - 1].name, name) == 0 && strcmp(refs[i - 1].value, refs[i].value) == 0) continue;
+        if (!room(json_array_size(arr), limit, cut)) break;
         if (json_array_append_new(arr, json_string(refs[i].value))) goto fail;
     }
     free(refs);
@@ -89,18 +109,34 @@ fail:
     return NULL;
 }
 
+/* Scanning one series' blocks into its figures. */
 typedef struct {
-    uint64_t profiles, samples, samples_unknown, total;
-    int gauge;
-    int64_t first, last;
-    const char *unit;
-    int mixed;
-    int too_big;        /* total passed 2^63 */
-} series_stats;
+    store_reader *r;
+    query_series_stat *s;
+    int filtered;       /* the reader has the set's sample filter: kept stacks only */
+    int rc;             /* 0, QUERY_ETOOBIG, -1 damaged, -2 out of memory */
+} stat_ctx;
 
 static int stat_block(const store_block *b, void *arg)
 {
-    series_stats *s = arg;
+    stat_ctx *c = arg;
+    query_series_stat *s = c->s;
+    uint64_t counts = b->counts;
+    if (c->filtered) {
+        /* the stacks the filter keeps (store_part_node drops the others) */
+        const uint32_t *nodes;
+        const uint64_t *pc;
+        uint32_t np;
+        store_status ss = store_block_pairs(c->r, b, &nodes, &pc, &np);
+        if (ss) {
+            c->rc = ss == STORE_ENOMEM ? -2 : -1;
+            return 1;
+        }
+        counts = 0;
+        for (uint32_t i = 0; i < np; i++) counts += pc[i]; /* at most b->counts */
+        if (!np) return 0;      /* no stack kept: not a profile of the listing */
+        if (counts != b->counts) s->dropped = 1;
+    }
     uint64_t w;
     const char *unit = query_block_unit(b, &w);
     if (!s->unit) s->unit = unit;
@@ -111,36 +147,74 @@ static int stat_block(const store_block *b, void *arg)
     s->gauge |= b->gauge;
     if (b->samples_known) s->samples += b->samples;
     else s->samples_unknown += b->n_profiles;
-    if (query_add_weighted(&s->total, b->counts, w)) s->too_big = 1;
-    return s->too_big;
+    if (query_add_weighted(&s->total, counts, w)) c->rc = QUERY_ETOOBIG;
+    return c->rc != 0;
 }
 
-json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_t from_ms, int64_t until_ms,
-                          int *too_big)
+int query_series_stats(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                       size_t limit, query_series_list *out, char *err, size_t errlen)
 {
-    *too_big = 0;
+    memset(out, 0, sizeof *out);
+    stat_ctx c = { .r = r, .filtered = set->sample.n_matchers > 0 };
+    out->items = calloc(set->n_series ? set->n_series : 1, sizeof *out->items);
+    if (!out->items) {
+        query_set_err(err, errlen, "out of memory listing series");
+        return -1;
+    }
+    if (c.filtered) query_sample_install(r, set);
+    int rc = 0;
+    for (size_t i = 0; i < set->n_series && !rc; i++) {
+        if (store_reader_expired(r)) { /* nothing partial: the caller says why */
+            rc = query_stopped(r, err, errlen);
+            break;
+        }
+        query_series_stat *s = &out->items[out->n];
+        memset(s, 0, sizeof *s);
+        s->id = set->series[i];
+        c.s = s;
+        store_blocks_scan(r, s->id, from_ms, until_ms, stat_block, &c);
+        rc = c.rc;
+        if (rc || !s->profiles) continue; /* held no stack the filter keeps */
+        if (!room(out->n, limit, &out->cut)) break;
+        out->n++;
+    }
+    if (c.filtered) store_reader_sample_filter(r, NULL, NULL, NULL);
+    if (rc == QUERY_ETOOBIG)
+        query_set_err(err, errlen, "a series' profiles in this range add up to more than 2^63 in their unit: "
+                                   "too much for exact integers; narrow the range or the selector");
+    else if (rc == -2)
+        query_set_err(err, errlen, "out of memory listing series");
+    else if (rc == -1)
+        query_set_err(err, errlen, "a stored profile could not be decoded (damaged data file?)");
+    if (rc) query_series_list_free(out);
+    return rc;
+}
+
+void query_series_list_free(query_series_list *l)
+{
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+json_t *query_series_json(store_reader *r, const query_series_list *l)
+{
     json_t *arr = json_array(), *o = json_object();
     store_label labels[64];
     if (!arr || !o) goto fail;
-    for (size_t i = 0; i < n; i++) {
-        series_stats s = { 0 };
-        if (store_reader_expired(r)) goto fail; /* nothing partial: the caller says why */
-        store_blocks_scan(r, ids[i], from_ms, until_ms, stat_block, &s);
-        if (s.too_big) {
-            *too_big = 1;
-            goto fail;
-        }
+    for (size_t i = 0; i < l->n; i++) {
+        const query_series_stat *s = &l->items[i];
         json_t *lj = json_object();
-        int nl = store_series_labels(r, ids[i], labels, 64);
+        int nl = store_series_labels(r, s->id, labels, 64);
         for (int j = 0; lj && j < nl && j < 64; j++) json_object_set_new(lj, labels[j].name, json_string(labels[j].value));
         /* a gauge's total over time is the average of its snapshots */
-        json_t *total = s.gauge && s.profiles ? json_real((double)s.total / (double)s.profiles)
-                                              : json_integer((json_int_t)s.total);
-        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:s,s:s,s:o,s:o}", "labels", lj, "profiles", (json_int_t)s.profiles,
-                              "samples", query_samples_json(s.samples, s.samples_unknown), "total", total,
-                              "aggregation", s.gauge ? "average" : "sum",
-                              "unit", s.mixed ? "mixed" : (s.unit ? s.unit : "samples"),
-                              "first", query_time_json(s.first), "last", query_time_json(s.last));
+        json_t *total = s->gauge && s->profiles ? json_real((double)s->total / (double)s->profiles)
+                                                : json_integer((json_int_t)s->total);
+        /* a profile's samples are not split by stack: unknown once one was left out */
+        json_t *samples = s->dropped ? json_null() : query_samples_json(s->samples, s->samples_unknown);
+        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:s,s:s,s:o,s:o}", "labels", lj, "profiles", (json_int_t)s->profiles,
+                              "samples", samples, "total", total, "aggregation", s->gauge ? "average" : "sum",
+                              "unit", s->mixed ? "mixed" : (s->unit ? s->unit : "samples"),
+                              "first", query_time_json(s->first), "last", query_time_json(s->last));
         if (!e || json_array_append_new(arr, e)) goto fail;
     }
     json_object_set_new(o, "series", arr);
@@ -151,12 +225,14 @@ fail:
     return NULL;
 }
 
-json_t *query_sample_names_json(const query_sample_labels *l)
+json_t *query_sample_names_json(const query_sample_labels *l, size_t limit, int *cut)
 {
     json_t *arr = json_array();
+    *cut = 0;
     for (size_t i = 0; arr && i < l->n;) {
         size_t j = i;
         while (j < l->n && !strcmp(l->pairs[j].key, l->pairs[i].key)) j++;
+        if (!room(json_array_size(arr), limit, cut)) break;
         json_t *e = json_pack("{s:s,s:I}", "name", l->pairs[i].key, "values", (json_int_t)(j - i));
         if (!e || json_array_append_new(arr, e)) {
             json_decref(arr);
@@ -167,11 +243,13 @@ json_t *query_sample_names_json(const query_sample_labels *l)
     return arr;
 }
 
-json_t *query_sample_values_json(const query_sample_labels *l, const char *key)
+json_t *query_sample_values_json(const query_sample_labels *l, const char *key, size_t limit, int *cut)
 {
     json_t *arr = json_array();
+    *cut = 0;
     for (size_t i = 0; arr && i < l->n; i++) {
         if (strcmp(l->pairs[i].key, key)) continue;
+        if (!room(json_array_size(arr), limit, cut)) break;
         if (json_array_append_new(arr, json_string(l->pairs[i].value))) {
             json_decref(arr);
             return NULL;

@@ -484,19 +484,52 @@ void query_extent_json(json_t *o, const query_extent *e);
 
 /* ---- listings (listings.c) -------------------------------------------- */
 
-/* {"labels": [{"name", "values": distinct count}]} over the series, by name. */
-json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n);
+/* Every listing takes limit, the most items it lists (0: no bound), and
+ * sets *cut when it left some out (the first limit in its order are
+ * listed). */
+/* {"labels": [{"name", "values": distinct count}]} over the series, by
+ * name; hide (NULL: none) is a name left out. */
+json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n, const char *hide, size_t limit, int *cut);
 /* {"values": [...]} of label name over the series, sorted. */
-json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name);
+json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name, size_t limit,
+                                int *cut);
 /* [{"name", "values": distinct count}] of the sample labels found, by name. */
-json_t *query_sample_names_json(const query_sample_labels *l);
+json_t *query_sample_names_json(const query_sample_labels *l, size_t limit, int *cut);
 /* {"values": [...]} of sample label key, sorted. */
-json_t *query_sample_values_json(const query_sample_labels *l, const char *key);
-/* {"series": [{"labels", "profiles", "samples", "total", "unit", "first", "last"}]}
- * with statistics over the profiles in [from_ms, until_ms).  NULL with
- * *too_big set when a series' values add up past 2^63. */
-json_t *query_series_json(store_reader *r, const uint32_t *ids, size_t n, int64_t from_ms, int64_t until_ms,
-                          int *too_big);
+json_t *query_sample_values_json(const query_sample_labels *l, const char *key, size_t limit, int *cut);
+
+/* A series' figures over its profiles starting in a range. */
+typedef struct {
+    uint32_t id;
+    uint64_t profiles, samples, samples_unknown, total; /* total: counts times their weights */
+    int gauge;              /* some profile is a gauge: total / profiles is its average */
+    int mixed;              /* several units */
+    int dropped;            /* the sample filter left out some stack of a listed profile */
+    const char *unit;       /* the reader's; NULL: no profile */
+    int64_t first, last;    /* window starts */
+} query_series_stat;
+
+typedef struct {
+    query_series_stat *items;   /* owned */
+    size_t n;
+    int cut;                    /* limit left series out */
+} query_series_list;
+
+/* The figures of set's series, in set's order, from the block headers of
+ * their profiles in [from_ms, until_ms).  When set has sample matchers,
+ * from the stacks they keep instead (store_block_pairs under the set's
+ * filter): a profile counts when it holds such a stack, with their values
+ * only, and a series holding none is not listed.  At most limit series (0:
+ * all).  Answers 0, QUERY_ETOOBIG (a series' values past 2^63: no exact
+ * integer), query_stopped's code, or -1 (damaged data, out of memory),
+ * each with err; nothing partial. */
+int query_series_stats(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                       size_t limit, query_series_list *out, char *err, size_t errlen);
+void query_series_list_free(query_series_list *l);
+/* {"series": [{"labels", "profiles", "samples", "total", "unit", "first",
+ * "last"}]}: samples null for a series whose listed profiles lost a stack
+ * to the filter (a profile's samples are not split by stack). */
+json_t *query_series_json(store_reader *r, const query_series_list *l);
 
 /* acc += counts x weight, answering -1 (acc unchanged) past 2^63: the
  * checked sum every total over stored values uses (values past 2^63 are

@@ -247,10 +247,16 @@ int srv_group_by_sample(srv_request *rq, const char **key)
     char err[256];
     *key = srv_param(rq, "group_by_sample");
     if (!*key) return 0;
-    query_group_by one;
-    int bad = query_group_by_parse(*key, &one, err, sizeof err); /* frees what it made on error */
-    if (!bad && one.n_keys != 1) bad = snprintf(err, sizeof err, "one sample label name, not %zu", one.n_keys) > 0;
-    query_group_by_free(&one);
+    int bad = 0;
+    if (!**key) {
+        bad = snprintf(err, sizeof err, "expected one sample label name, like span_id") > 0;
+    } else if (strchr(*key, ',')) {
+        bad = snprintf(err, sizeof err, "one sample label name, not a list ('%.64s')", *key) > 0;
+    } else {
+        query_group_by one; /* the label name rules group_by checks */
+        bad = query_group_by_parse(*key, &one, err, sizeof err); /* frees what it made on error */
+        query_group_by_free(&one);
+    }
     if (bad) {
         srv_reply_error(rq, 400, "parameter 'group_by_sample': %s", err);
         return -1;

@@ -291,58 +291,74 @@ out:
     return res;
 }
 
-typedef enum { LIST_LABELS, LIST_VALUES, LIST_SERIES } list_kind;
+typedef enum { LIST_LABELS, LIST_VALUES } list_kind;
 
 /* Under --auth the tenant label is the server's, not the client's: left
- * out of label names and of each series' labels (its value is the
- * request's own tenant anyway: the selector was scoped to it). */
-static void hide_tenant(json_t *answer, list_kind kind)
+ * out of each series' labels (its value is the request's own tenant
+ * anyway: the selector was scoped to it; label names leave it out as they
+ * are listed, query_labels_json). */
+static void hide_tenant(json_t *answer)
 {
-    if (kind == LIST_LABELS) {
-        json_t *a = json_object_get(answer, "labels");
-        for (size_t i = 0; i < json_array_size(a); i++) {
-            const char *name = json_string_value(json_object_get(json_array_get(a, i), "name"));
-            if (name && !strcmp(name, SRV_TENANT_LABEL)) {
-                json_array_remove(a, i);
-                break;
-            }
-        }
-    } else if (kind == LIST_SERIES) {
-        json_t *a = json_object_get(answer, "series");
-        for (size_t i = 0; i < json_array_size(a); i++)
-            json_object_del(json_object_get(json_array_get(a, i), "labels"), SRV_TENANT_LABEL);
-    }
+    json_t *a = json_object_get(answer, "series");
+    for (size_t i = 0; i < json_array_size(a); i++)
+        json_object_del(json_object_get(json_array_get(a, i), "labels"), SRV_TENANT_LABEL);
 }
 
-/* The series of /series: matched by labels alone, as ever (a matcher on a
- * sample label matches like a missing label). */
+/* limit on a listing: the most items listed, 0 (the default) all of
+ * them; *given says whether the client asked, so that the answer says
+ * whether the list was cut ("truncated") only then and is otherwise what
+ * it always was. */
+static int read_limit(srv_request *rq, uint64_t *limit, int *given)
+{
+    *given = srv_param(rq, "limit") != NULL;
+    return srv_param_uint(rq, "limit", 0, UINT32_MAX, limit);
+}
+
+/* The series of /series, sorted by labels.  A selector's matchers on
+ * sample labels list the series holding a stack they keep, with the
+ * figures of those stacks alone (query_series_stats). */
 static enum MHD_Result list_series(srv_request *rq)
 {
     query_selector sel;
     int64_t from, until;
-    if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
+    uint64_t limit;
+    int limited;
+    if (read_limit(rq, &limit, &limited) || read_selector(rq, &sel, &from, &until)) return MHD_YES;
     store_reader *r;
     if (srv_reader_begin(rq, &r)) {
         query_selector_free(&sel);
         return MHD_YES;
     }
-    uint32_t *ids = NULL;
-    size_t n = 0;
-    json_t *answer = NULL;
-    int too_big = 0;
-    if (query_match(r, &sel, from, until, &ids, &n) == 0 && query_series_sort(r, ids, n) == 0) {
-        answer = query_series_json(r, ids, n, from, until, &too_big); /* by labels: ids follow push order */
-        query_extent ext;
-        if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
-        if (answer && rq->scoped) hide_tenant(answer, LIST_SERIES);
+    char err[512];
+    query_series_set set;
+    query_series_list l = { 0 };
+    enum MHD_Result res;
+    if (query_resolve_all(r, &sel, from, until, &set, err, sizeof err)) {
+        res = srv_reply_error(rq, 500, "%s", err);
+        goto out;
     }
-    free(ids);
+    if (query_series_sort(r, set.series, set.n_series)) { /* by labels: ids follow push order */
+        res = srv_reply_error(rq, 500, "out of memory sorting series");
+        goto out_set;
+    }
+    int rc = query_series_stats(r, &set, from, until, (size_t)limit, &l, err, sizeof err);
+    if (rc) {
+        res = srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
+        goto out_set;
+    }
+    json_t *answer = query_series_json(r, &l);
+    if (answer && limited) json_object_set_new(answer, "truncated", json_boolean(l.cut));
+    query_extent ext;
+    if (answer && !l.n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
+    if (answer && rq->scoped) hide_tenant(answer);
+    res = srv_reply_json(rq, 200, answer);
+out_set:
+    query_series_set_free(&set);
+out:
+    query_series_list_free(&l);
     srv_reader_end(rq, r);
     query_selector_free(&sel);
-    if (too_big)
-        return srv_reply_error(rq, 422, "a series' profiles in this range add up to more than 2^63 in their unit: "
-                                        "too much for exact integers; narrow the range or the selector");
-    return srv_reply_json(rq, 200, answer);
+    return res;
 }
 
 /* /labels and /label/NAME/values.  The selector splits as a query's does
@@ -351,14 +367,17 @@ static enum MHD_Result list_series(srv_request *rq)
  * stacks (query_sample_labels_scan, under the query bounds): their names
  * in "sample_labels" beside the series' when asked (sample_labels=1: the
  * viewer lists labels on every load, and a scan costs a merge), and the
- * values of NAME when no series carries it. */
+ * values of NAME when no series carries it.  limit bounds each list
+ * (labels and sample_labels apart), with "truncated" (and
+ * "sample_labels_truncated") saying whether it was cut. */
 static enum MHD_Result list(srv_request *rq, list_kind kind)
 {
     query_selector sel;
     int64_t from, until;
-    uint64_t want_names = 0;
+    uint64_t want_names = 0, limit;
+    int limited;
     if (kind == LIST_LABELS && srv_param_uint(rq, "sample_labels", 0, 1, &want_names)) return MHD_YES;
-    if (read_selector(rq, &sel, &from, &until)) return MHD_YES;
+    if (read_limit(rq, &limit, &limited) || read_selector(rq, &sel, &from, &until)) return MHD_YES;
     store_reader *r;
     if (srv_reader_begin(rq, &r)) {
         query_selector_free(&sel);
@@ -391,15 +410,21 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
     size_t n = 0;
     for (size_t i = 0; i < set.n_series; i++)
         if (!kept || kept[i]) set.series[n++] = set.series[i];
+    int cut = 0, sample_cut = 0;
     if (kind == LIST_LABELS) {
-        answer = query_labels_json(r, set.series, n);
-        if (answer && sl.n) json_object_set_new(answer, "sample_labels", query_sample_names_json(&sl));
+        /* under --auth the tenant label is the server's: not listed */
+        answer = query_labels_json(r, set.series, n, rq->scoped ? SRV_TENANT_LABEL : NULL, (size_t)limit, &cut);
+        if (answer && sl.n)
+            json_object_set_new(answer, "sample_labels", query_sample_names_json(&sl, (size_t)limit, &sample_cut));
+        if (answer && limited && want_names)
+            json_object_set_new(answer, "sample_labels_truncated", json_boolean(sample_cut));
     } else {
-        answer = sample_values ? query_sample_values_json(&sl, name) : query_label_values_json(r, set.series, n, name);
+        answer = sample_values ? query_sample_values_json(&sl, name, (size_t)limit, &cut)
+                               : query_label_values_json(r, set.series, n, name, (size_t)limit, &cut);
     }
+    if (answer && limited) json_object_set_new(answer, "truncated", json_boolean(cut));
     query_extent ext;
     if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
-    if (answer && rq->scoped) hide_tenant(answer, kind);
     res = srv_reply_json(rq, 200, answer);
 out_set:
     query_series_set_free(&set);

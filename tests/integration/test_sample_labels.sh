@@ -341,3 +341,106 @@ test_sample_labels_top_group_by_sample() {
     get /api/v1/top 'query={service="lab",type="samples"}' from=now-1h until=now group_by_sample=span_id
     assert_error "past --max-groups" 400 "group_by_sample" "--max-groups"
 }
+
+# group_by_sample takes one name: its errors say so (not group_by's "label
+# names separated by commas").
+test_sample_labels_group_by_sample_errors() {
+    it_tmp
+    start_server
+    local ep msg
+    for ep in /api/v1/query /api/v1/top; do
+        get $ep 'query={}' group_by_sample=
+        assert_error "$ep: empty" 400 "parameter 'group_by_sample'" "one sample label name"
+        get $ep 'query={}' group_by_sample=span_id,endpoint
+        assert_error "$ep: a list" 400 "parameter 'group_by_sample'" "one sample label name, not a list"
+        get $ep 'query={}' group_by_sample=bad-name
+        assert_error "$ep: no label name" 400 "parameter 'group_by_sample'" "not a label name"
+        msg=$(jq -r .error <<<"$BODY")
+        case $msg in *commas*) fail "$ep: group_by's wording: $msg" ;; esac
+    done
+}
+
+# /api/v1/series with a sample matcher: the series holding a stack it
+# keeps, each with the figures of those stacks alone (exact: they add up
+# to the query's total of the same selector); a profile's samples are
+# unknown once a stack of it was left out.
+test_sample_labels_series() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
+    assert_status "folded push" 200
+    local rows='[.series[]|"\(.labels.service)/\(.labels.type)=\(.total) \(.samples) \(.profiles)"]|join(",")'
+    get /api/v1/series 'query={span_id="a1"}' from=now-1h
+    assert_status "series of span a1" 200
+    assert_json "the two series of lab, with a1's stacks only" "$rows" \
+        "lab/cpu=170000000 null 1,lab/samples=17 null 1"
+    assert_json "no truncated flag unless a limit is asked" 'has("truncated")' false
+    get /api/v1/series 'query={span_id!="a1"}' from=now-1h
+    assert_json "a missing label matches \"\": plain listed, its samples known (nothing left out)" "$rows" \
+        "lab/cpu=80000000 null 1,lab/samples=8 null 1,plain/cpu=4 4 1"
+    get /api/v1/series 'query={service="lab",span_id="zz"}' from=now-1h
+    assert_status "no such span" 200
+    assert_json "no series" '.series|length' 0
+    get /api/v1/series 'query={service="lab"}' from=now-1h
+    assert_json "without a sample matcher: as before" "$rows" "lab/cpu=250000000 25 1,lab/samples=25 25 1"
+    local sel
+    for sel in '{type="samples",endpoint="/api"}' '{type="cpu",span_id=~"a1|b2"}' '{type="samples",span_id!="b2"}'; do
+        get /api/v1/series "query=$sel" from=now-1h
+        local sum
+        sum=$(jq '[.series[].total]|add' <<<"$BODY")
+        query "$sel" from=now-1h format=json
+        assert_json "$sel: the series' totals add up to the query's" '.total' "$sum"
+    done
+    get /api/v1/series 'query={span_id!="a1"}' from=now-1h limit=2
+    assert_json "limit 2 of 3" "$rows" "lab/cpu=80000000 null 1,lab/samples=8 null 1"
+    assert_json "cut" '.truncated' true
+    get /api/v1/series 'query={span_id!="a1"}' from=now-1h limit=3
+    assert_json "limit 3 of 3" '.series|length' 3
+    assert_json "not cut" '.truncated' false
+    get /api/v1/series 'query={}' from=now-1h limit=0
+    assert_json "limit 0: all" '.series|length' 3
+    assert_json "limit 0: not cut" '.truncated' false
+}
+
+# limit on the listings: the first LIMIT in their order, and "truncated"
+# (with sample_labels=1 also "sample_labels_truncated") saying whether some
+# were left out; bad values are refused naming the parameter.
+test_sample_labels_listing_limit() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
+    get /api/v1/labels 'query={}'
+    assert_eq "no limit: the answer of before" \
+        '{"labels":[{"name":"service","values":2},{"name":"type","values":2}]}' "$BODY"
+    get /api/v1/labels 'query={}' limit=1
+    assert_eq "limit 1" '{"labels":[{"name":"service","values":2}],"truncated":true}' "$BODY"
+    get /api/v1/labels 'query={}' limit=2
+    assert_json "limit 2: all" '.truncated' false
+    get /api/v1/labels 'query={service="lab"}' sample_labels=1 limit=1
+    assert_json "both lists cut" '[(.labels|map(.name)|join(",")), (.sample_labels|map(.name)|join(",")), .truncated, .sample_labels_truncated]|map(tostring)|join(" ")' \
+        "service endpoint true true"
+    get /api/v1/labels 'query={service="lab"}' sample_labels=1 limit=2
+    assert_json "neither cut" '[.truncated, .sample_labels_truncated]|map(tostring)|join(" ")' "false false"
+    get /api/v1/labels 'query={service="lab"}' sample_labels=1
+    assert_json "no limit: no flags" '[has("truncated"), has("sample_labels_truncated")]|map(tostring)|join(" ")' \
+        "false false"
+    get /api/v1/label/span_id/values 'query={service="lab"}' limit=1
+    assert_eq "a sample label's values, cut" '{"values":["a1"],"truncated":true}' "$BODY"
+    get /api/v1/label/span_id/values 'query={service="lab"}' limit=2
+    assert_eq "a sample label's values, whole" '{"values":["a1","b2"],"truncated":false}' "$BODY"
+    get /api/v1/label/service/values limit=1
+    assert_eq "a series label's values, cut" '{"values":["lab"],"truncated":true}' "$BODY"
+    get /api/v1/label/service/values limit=0
+    assert_eq "limit 0: all" '{"values":["lab","plain"],"truncated":false}' "$BODY"
+    local ep bad
+    for ep in /api/v1/labels /api/v1/label/service/values /api/v1/label/span_id/values /api/v1/series; do
+        for bad in -1 abc 1.5 4294967296 ''; do
+            get $ep "limit=$bad"
+            assert_error "$ep limit=$bad" 400 "parameter 'limit'"
+        done
+    done
+}

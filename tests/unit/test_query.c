@@ -250,15 +250,37 @@ static void test_listings(void **state)
     size_t n;
     assert_int_equal(query_match(r, &sel, 0, 100000, &ids, &n), 0);
     assert_int_equal(n, 4); /* api cpu i-1, api cpu i-2, api alloc i-1, web cpu w-1 */
-    json_t *labels = query_labels_json(r, ids, n);
+    int cut;
+    json_t *labels = query_labels_json(r, ids, n, NULL, 0, &cut);
     char *text = json_dumps(labels, JSON_COMPACT);
     assert_string_equal(text, "{\"labels\":[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2},"
                               "{\"name\":\"type\",\"values\":2}]}");
+    assert_int_equal(cut, 0);
     free(text);
     json_decref(labels);
-    json_t *values = query_label_values_json(r, ids, n, "instance");
+    /* a limit: the first in order, and whether some were left out */
+    labels = query_labels_json(r, ids, n, NULL, 2, &cut);
+    text = json_dumps(labels, JSON_COMPACT);
+    assert_string_equal(text, "{\"labels\":[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2}]}");
+    assert_int_equal(cut, 1);
+    free(text);
+    json_decref(labels);
+    labels = query_labels_json(r, ids, n, "instance", 2, &cut);
+    text = json_dumps(labels, JSON_COMPACT);
+    assert_string_equal(text, "{\"labels\":[{\"name\":\"service\",\"values\":2},{\"name\":\"type\",\"values\":2}]}");
+    assert_int_equal(cut, 0); /* the hidden name is no item */
+    free(text);
+    json_decref(labels);
+    json_t *values = query_label_values_json(r, ids, n, "instance", 3, &cut);
     text = json_dumps(values, JSON_COMPACT);
     assert_string_equal(text, "{\"values\":[\"i-1\",\"i-2\",\"w-1\"]}");
+    assert_int_equal(cut, 0);
+    free(text);
+    json_decref(values);
+    values = query_label_values_json(r, ids, n, "instance", 1, &cut);
+    text = json_dumps(values, JSON_COMPACT);
+    assert_string_equal(text, "{\"values\":[\"i-1\"]}");
+    assert_int_equal(cut, 1);
     free(text);
     json_decref(values);
     free(ids);
@@ -271,6 +293,18 @@ static void test_listings(void **state)
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* /api/v1/series's answer over the set: stats, then their JSON (NULL
+ * when the stats failed). */
+static json_t *series_json(store_reader *r, const query_series_set *set, int64_t from, int64_t until)
+{
+    query_series_list l;
+    char err[256];
+    if (query_series_stats(r, set, from, until, 0, &l, err, sizeof err)) return NULL;
+    json_t *o = query_series_json(r, &l);
+    query_series_list_free(&l);
+    return o;
 }
 
 static char *tree_text(store_reader *r, const query_tree *t)
@@ -498,8 +532,7 @@ static char *dump_range(const char *selector, int64_t from, int64_t until, int *
         free(txt);
         json_decref(tl);
     }
-    int big = 0;
-    json_t *ls = query_series_json(a.r, a.set.series, a.set.n_series, from, until, &big);
+    json_t *ls = series_json(a.r, &a.set, from, until);
     char *txt = ls ? json_dumps(ls, JSON_SORT_KEYS) : strdup("null");
     dump_add(&d, txt);
     free(txt);
@@ -656,8 +689,7 @@ static void test_late_data_into_a_segment_counts_once(void **state)
             int64_t f, u;
             assert_int_equal(store_series_last(a.r, a.set.series[0], base, &f, &u), 1);
             assert_int_equal(f, base + 595000);
-            int big;
-            json_t *ls = query_series_json(a.r, a.set.series, a.set.n_series, base, base + 3600000, &big);
+            json_t *ls = series_json(a.r, &a.set, base, base + 3600000);
             assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(ls, "series"), 0),
                                                                 "profiles")), 13);
             json_decref(ls);
@@ -936,7 +968,8 @@ static void test_deadline_gives_up_whole(void **state)
     assert_non_null(strstr(err, "--query-timeout"));
     int big;
     assert_null(query_timeline_json(a.r, &a.set, 0, 100000, 10000, unit, sizeof unit, &big));
-    assert_null(query_series_json(a.r, a.set.series, a.set.n_series, 0, 100000, &big));
+    query_series_list sl;
+    assert_int_equal(query_series_stats(a.r, &a.set, 0, 100000, 0, &sl, err, sizeof err), QUERY_ETIMEOUT);
     store_reader_set_deadline(a.r, 0);
     assert_false(store_reader_expired(a.r));
     assert_int_equal(query_merge(a.r, &a.set, 0, 100000, &t, err, sizeof err), 0);
