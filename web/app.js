@@ -8,6 +8,9 @@
 // (a whole node) is split by process by default (defaultSplit). A selection
 // with on-CPU and off-CPU profiles offers CPU | Off-CPU | side by side |
 // Wall (`pair`: pair.js draws the second pane, wall.js merges the trees).
+// Sample labels (pprof Sample.label) are listed only when asked (labels.js,
+// the split picker's "list them…"): split=sample:KEY splits by one
+// (group_by_sample), a value filters as a series label's does.
 //
 // All state lives in the URL, with the API's own parameter names (query,
 // from, until, group_by, left, right, left_from, ...), plus a few of the
@@ -30,7 +33,7 @@ import { initTable, ALL as TABLE_ALL } from './table.js';
 import { initLabels } from './labels.js';
 import { initKeys } from './keys.js';
 import { authFetch } from './auth.js';
-import { splitAnswer, nodesPerGroup } from './split.js';
+import { splitAnswer, sampleSplitAnswer, nodesPerGroup, sampleKeyOf, splitLabel, splitTitle, SAMPLE_SPLIT } from './split.js';
 import { initTimeline } from './timeline.js';
 import { rankGroups, MIN_SAMPLES, K as NOISE_K } from './outliers.js';
 import { initLines } from './lines.js';
@@ -156,6 +159,11 @@ function setMatcher(sel, name, value) {
   const inner = s.slice(1, -1).trim();
   return `{${name}=${quote(value)}${inner ? ', ' + inner : ''}}`;
 }
+// The names a selector's matchers are on (quoted values left out).
+function matcherNames(sel) {
+  const s = normSel(sel).replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  return [...s.matchAll(/([A-Za-z_][A-Za-z0-9_.]*)\s*(?:=~|!~|!=|=)/g)].map((m) => m[1]);
+}
 function selectorOfLabels(base, labels) {
   let s = base;
   for (const [k, v] of Object.entries(labels)) s = setMatcher(s, k, v === '' ? '\u0000' : v).replace(quote('\u0000'), '""');
@@ -272,7 +280,13 @@ function renderSearchResult() {
 const timeline = initTimeline({ commit, getState: () => state, fmtValue, fmtTime, esc });
 
 // ---------- views, table, labels, keys (views.js, table.js, labels.js, keys.js) ----------
-const views = initViews({ graph, commit, getState: () => state, fmtValue, pct, esc, showTooltip });
+// A split frame `label=value` (right-click "Filter: only"): the selector
+// keeps that value, a sample label's as a series label's.
+function filterSplit(name) {
+  const label = splitLabel(splitBy()), v = name.slice(label.length + 1);
+  commit({ query: selectorOfLabels(state.query || '{}', { [label]: v === '""' ? '' : v }), focus: undefined, groups: undefined });
+}
+const views = initViews({ graph, commit, getState: () => state, fmtValue, pct, esc, showTooltip, filterSplit });
 const pair = initPair({ graph, commit, getState: () => state, fmtValue, pct, esc, showTooltip, fmtSamples });
 // A row of the table selects its function (fn) and highlights it in the graph.
 function selectFunction(name) {
@@ -455,10 +469,25 @@ async function loadPickers() {
   fill($('#type'), types.values, 'auto');
   fill($('#group_by'), labels.labels.map((l) => l.name).filter((n) => n !== 'type'), 'none');
   fill($('#split'), labels.labels.map((l) => l.name).filter((n) => n !== 'type'), 'none');
+  sampleGroup = document.createElement('optgroup');
+  sampleGroup.label = 'sample labels';
+  $('#split').append(sampleGroup);
+  fillSampleSplits(null);
   syncPickers();
 }
-function ensureOption(sel, v) {
-  if (v && ![...sel.options].some((o) => o.value === v)) sel.append(new Option(v, v));
+// The split picker's sample labels (pprof Sample.label): listed when asked,
+// since finding them reads the stacks (/api/v1/labels?sample_labels=1,
+// labels.js keeps the answer); until then one entry that lists them.
+let sampleGroup = null;
+function fillSampleSplits(names) {
+  if (!sampleGroup) return;
+  sampleGroup.innerHTML = names === null ? `<option value="${SAMPLE_SPLIT}">list them… (reads the stacks)</option>`
+    : names.length ? names.map((l) => `<option value="${esc(SAMPLE_SPLIT + l.name)}">${esc(l.name)} (${l.values})</option>`).join('')
+      : '<option value="" disabled>none in this selection</option>';
+  $('#split').dataset.samples = names === null ? '' : String(names.length);
+}
+function ensureOption(sel, v, text) {
+  if (v && ![...sel.options].some((o) => o.value === v)) sel.append(new Option(text || v, v));
   sel.value = v || '';
 }
 function syncPickers() {
@@ -466,12 +495,19 @@ function syncPickers() {
   ensureOption($('#type'), matcherValue(state.query, 'type'));
   ensureOption($('#group_by'), state.group_by || '');
   const sp = $('#split');
-  ensureOption(sp, splitBy() || '');
+  ensureOption(sp, splitBy() || '', splitBy() ? splitTitle(splitBy()) : '');
   sp.dataset.auto = autoSplit ? autoSplit : '';
   sp.title = autoSplit ? `split by ${autoSplit} by default: the selector names no ${autoSplit} and its profiles are of ${autoSplitValues} ${autoSplit} values (a whole-node view); pick none to turn it off` : '';
 }
 // none while a default split is drawn is split=- (off, kept in the URL)
-$('#split').onchange = (e) => commit({ split: e.target.value || (autoSplit ? '-' : undefined), focus: undefined });
+$('#split').onchange = (e) => {
+  if (e.target.value === SAMPLE_SPLIT) {
+    syncPickers();      // the choice stays what it was while they load
+    labels.sampleLabels().then((names) => { fillSampleSplits(names); syncPickers(); }).catch(showError);
+    return;
+  }
+  commit({ split: e.target.value || (autoSplit ? '-' : undefined), focus: undefined });
+};
 $('#service').onchange = (e) => commit({ query: setMatcher(state.query, 'service', e.target.value), focus: undefined, groups: undefined });
 $('#type').onchange = (e) => commit({ query: setMatcher(state.query, 'type', e.target.value), focus: undefined });
 $('#group_by').onchange = (e) => commit({ group_by: e.target.value || undefined, groups: undefined, tab: e.target.value ? 'groups' : undefined });
@@ -801,8 +837,9 @@ async function loadFlame(mine) {
   if (pairMode()) return loadPair(mine, base, maxNodes, split, auto);
   pair.setOff(null);
   const qP = split ? querySplit(base, maxNodes, split, auto ? auto.values : undefined) : api('/api/v1/query', { ...base, max_nodes: maxNodes, format: 'levels' });
+  const tlLabel = state.group_by || (sampleKeyOf(split) ? undefined : split);
   const restP = Promise.all([
-    api('/api/v1/timeline', { ...base, group_by: state.group_by || split }),
+    timelineOf({ ...base, group_by: tlLabel }),
     api('/api/v1/top', { ...base, limit: TABLE_ALL }),
     api('/api/v1/stability', { ...base, step: stepStab }),
     state.group_by ? api('/api/v1/stability', { ...base, group_by: state.group_by }) : null,
@@ -814,7 +851,7 @@ async function loadFlame(mine) {
   // the levels answer as flat arrays (tree.js); split.js already made its tree
   if (!q.tree) { q.tree = fromLevels(q); delete q.levels; delete q.names; }
   current = q;
-  setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes, split }, q.total ? '' : 'No profiles match this selector in this range.');
+  setMainData(q.tree, { unit: q.unit, total: q.total, samples: q.samples, maxNodes, split: splitLabel(split) }, q.total ? '' : 'No profiles match this selector in this range.');
   renderLatest(q, base);
   const tr = $('#truncated');
   tr.hidden = !(q.truncated && q.truncated.nodes);
@@ -825,7 +862,7 @@ async function loadFlame(mine) {
   $('#legend').hidden = true;
   const others = q.other_types && q.other_types.length ? ` · other types: ${q.other_types.join(', ')}` : '';
   if (!q.type) $('#summary').textContent = 'no profiles in this range';
-  else $('#summary').innerHTML = `<b>${esc(q.type)}</b>${q.groups !== undefined ? ` · split by ${esc(split)}${autoSplit ? ' (whole node: by default)' : ''}: ${q.groups} value${q.groups === 1 ? '' : 's'}${q.skipped.groups ? ` (${q.skipped.groups} in ${esc(q.skipped.units.join(', '))} left out)` : ''}` : ''} · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
+  else $('#summary').innerHTML = `<b>${esc(q.type)}</b>${q.groups !== undefined ? ` · split by ${esc(splitTitle(split))}${autoSplit ? ' (whole node: by default)' : ''}: ${q.groups} value${q.groups === 1 ? '' : 's'}${q.skipped.groups ? ` (${q.skipped.groups} in ${esc(q.skipped.units.join(', '))} left out)` : ''}` : ''} · ${fmtSamples(q.samples)} · ${fmtValue(q.total, q.unit)}${q.aggregation === 'average' ? ' (snapshots averaged over time)' : ''} · ${q.profiles} profiles · ${q.series} series${esc(others)}${q.skipped_profiles ? ` · ${q.skipped_profiles} profiles in ${esc((q.other_units || []).join(', '))} skipped` : ''}`;
   $('#type').dataset.answer = q.type;
   syncPair();
   // the flamegraph first: a big tree's table (/api/v1/top) can take longer
@@ -833,7 +870,7 @@ async function loadFlame(mine) {
   document.body.dataset.flame = 'ready';
   const [tlAns, top, stab, gstab, gq] = await restP;
   if (mine !== loads) return;
-  timeline.draw(tlAns, { label: state.group_by || split });
+  drawTimeline(tlAns, { label: tlLabel });
   table.setData(top, base);
   lastStability = stab;
   renderStability(stab);
@@ -880,8 +917,8 @@ async function loadPair(mine, base, maxNodes, split, auto) {
   const onB = { query: setMatcher(base.query, 'type', ON), ...range }, offB = { query: setMatcher(base.query, 'type', OFF), ...range };
   const treeOf = (b) => (split ? querySplit(b, maxNodes, split, auto ? auto.values : undefined) : api('/api/v1/query', { ...b, max_nodes: maxNodes, format: 'levels' }));
   const restP = Promise.all([
-    api('/api/v1/timeline', { ...onB, group_by: state.group_by }),
-    state.group_by ? null : api('/api/v1/timeline', offB),
+    timelineOf({ ...onB, group_by: state.group_by }),
+    state.group_by ? null : timelineOf(offB),
     api('/api/v1/top', { ...onB, limit: TABLE_ALL }),
     wall ? api('/api/v1/top', { ...offB, limit: TABLE_ALL }) : null,
     api('/api/v1/stability', { ...onB, step: autoStep(range.from, range.until, 60) }),
@@ -902,7 +939,7 @@ async function loadPair(mine, base, maxNodes, split, auto) {
     $('#show-all').onclick = (e) => { e.preventDefault(); commit({ max_nodes: '0' }); };
   }
   renderLatest(a.total || b.total ? null : (a.latest ? a : b), base);
-  const splitText = split ? ` · split by ${esc(split)}${autoSplit ? ' (whole node: by default)' : ''}` : '';
+  const splitText = split ? ` · split by ${esc(splitTitle(split))}${autoSplit ? ' (whole node: by default)' : ''}` : '';
   const fig = (q) => `${fmtValue(q.total, q.unit)} · ${fmtSamples(q.samples)}`;
   lg.hidden = false;
   $('#type').dataset.answer = '';
@@ -919,15 +956,15 @@ async function loadPair(mine, base, maxNodes, split, auto) {
     }
     const T = a.total + b.total;
     current = { type: 'wall', unit: 'nanoseconds', total: T, samples: null, wall: true, on: a, off: b, profiles: (a.profiles || 0) + (b.profiles || 0) };
-    setMainData(wallTree(a.tree, b.tree), { unit: 'nanoseconds', total: T, samples: null, maxNodes, split, wall: true, onTotal: a.total, offTotal: b.total },
+    setMainData(wallTree(a.tree, b.tree), { unit: 'nanoseconds', total: T, samples: null, maxNodes, split: splitLabel(split), wall: true, onTotal: a.total, offTotal: b.total },
       T ? '' : 'No on-CPU or off-CPU profiles match this selector in this range.');
     pair.setOff(null);
     lg.innerHTML = `<span class="pair-note" id="wall-note" data-on="${a.total}" data-off="${b.total}" data-total="${T}">Wall time of the same stacks: <b class="on">on-CPU</b> ${fmtValue(a.total, 'nanoseconds')} + <b class="off">off-CPU</b> ${fmtValue(b.total, 'nanoseconds')} = <b>${fmtValue(T, 'nanoseconds')}</b> (both in nanoseconds, merged by path). <span class="muted">No intervals: off-CPU profiles have no sample count. Hover a frame for its two parts.</span></span>`;
     $('#summary').innerHTML = `<b>wall</b> (on-CPU + off-CPU)${splitText} · ${fmtValue(T, 'nanoseconds')} · no intervals · ${current.profiles} profiles`;
   } else {
     current = a;
-    setMainData(a.tree, { unit: a.unit, total: a.total, samples: a.samples, maxNodes, split }, a.total ? '' : `No on-CPU profiles (type="${ON}") match this selector in this range.`);
-    pair.setOff(b.tree, { unit: b.unit, total: b.total, samples: b.samples, maxNodes, split }, b.total ? '' : `No off-CPU profiles (type="${OFF}") match this selector in this range.`,
+    setMainData(a.tree, { unit: a.unit, total: a.total, samples: a.samples, maxNodes, split: splitLabel(split) }, a.total ? '' : `No on-CPU profiles (type="${ON}") match this selector in this range.`);
+    pair.setOff(b.tree, { unit: b.unit, total: b.total, samples: b.samples, maxNodes, split: splitLabel(split) }, b.total ? '' : `No off-CPU profiles (type="${OFF}") match this selector in this range.`,
       { on: { unit: a.unit, total: a.total, samples: a.samples }, off: { unit: b.unit, total: b.total, samples: b.samples } });
     lg.innerHTML = `<span class="pair-note" id="side-note">Side by side: <b class="on">on-CPU</b> (type="${ON}") left, <b class="off">off-CPU</b> (type="${OFF}") right, same selector and range, each in its own unit and total; transforms and inverted apply to both, the table is the on-CPU side's.</span>`;
     $('#summary').innerHTML = `<b>on-CPU</b> ${fig(a)} | <b>off-CPU</b> ${fig(b)}${splitText}`;
@@ -936,8 +973,8 @@ async function loadPair(mine, base, maxNodes, split, auto) {
   document.body.dataset.flame = 'ready';
   const [tlOn, tlOff, topOn, topOff, stab, gstab, gq] = await restP;
   if (mine !== loads) return;
-  if (tlOff) timeline.draw(wallTimeline(tlOn, tlOff), { label: 'type' });
-  else timeline.draw(tlOn, { label: state.group_by });
+  if (tlOff && !tlOn.refused && !tlOff.refused) timeline.draw(wallTimeline(tlOn, tlOff), { label: 'type' });
+  else drawTimeline(tlOn, { label: state.group_by });
   const wt = wall ? wallTop(topOn, topOff) : null;
   if (wt) table.setData(wt, null, 'Wall: each function\'s on-CPU + off-CPU self and total; no intervals (off-CPU profiles have no sample count).');
   else table.setData(topOn, onB, wall ? 'The table shows the on-CPU profiles only: too many functions to merge the two tables in the browser.' : 'The table shows the on-CPU profiles (the left pane).');
@@ -952,6 +989,8 @@ async function loadPair(mine, base, maxNodes, split, auto) {
 // Split by a label: the groups of one query as root frames (split.js). The
 // nodes kept per group share the budget by the label's number of values.
 async function querySplit(base, maxNodes, label, n) {
+  const key = sampleKeyOf(label);
+  if (key) return sampleSplitAnswer(await api('/api/v1/query', { ...base, group_by_sample: key, max_nodes: maxNodes, format: 'levels' }), key);
   let per = maxNodes;
   if (!state.max_nodes) {
     if (n === undefined) {
@@ -961,6 +1000,23 @@ async function querySplit(base, maxNodes, label, n) {
     per = String(nodesPerGroup(Number(maxNodes) * 2, n));
   }
   return splitAnswer(await api('/api/v1/query', { ...base, group_by: label, max_nodes: per, format: 'levels' }), label);
+}
+
+// A timeline reads profile totals, not stacks: the API refuses a selector
+// naming a sample label (a filter the label browser makes). The strip then
+// says so instead of the page showing an error.
+// Names of sample labels the page has listed are known: no request then.
+function timelineOf(params) {
+  const named = matcherNames(params.query || '{}').filter((n) => labels.isSampleLabel(n) || n === sampleKeyOf(state.split));
+  if (named.length) return Promise.resolve({ refused: `the selector names the sample label ${named.join(', ')}: a timeline reads profile totals, not stacks` });
+  return api('/api/v1/timeline', params).catch((e) => {
+    if (/names sample labels/.test(String(e.message || e))) return { refused: String(e.message || e) };
+    throw e;
+  });
+}
+function drawTimeline(ans, opts) {
+  if (ans.refused) timeline.refuse(ans.refused);
+  else timeline.draw(ans, opts);
 }
 
 // Whole-node views are split by process by default: a selector that names
@@ -1018,7 +1074,7 @@ async function loadDiff(mine) {
   const [d, c, tlAns] = await Promise.all([
     api('/api/v1/diff', sides),
     api('/api/v1/compare', { ...sides, limit: 100 }),
-    api('/api/v1/timeline', { query: sides.right, from: String(Math.floor(lo - pad)), until: String(Math.ceil(hi + pad)) }),
+    timelineOf({ query: sides.right, from: String(Math.floor(lo - pad)), until: String(Math.ceil(hi + pad)) }),
   ]);
   if (mine !== loads) return;
   current = { unit: d.right_unit, diff: d, compare: c, defaulted };
@@ -1038,7 +1094,7 @@ async function loadDiff(mine) {
     `<div class="muted sides" id="diff-sides"><span class="side left">baseline</span> ${side(sides.left, ranges.left)}${defaulted ? ' <i>(the previous period, by default)</i>' : ''} · ${fmtValue(d.left_total, d.left_unit)} · ${fmtSamples(c.left.samples)}
       &nbsp; <span class="side right">comparison</span> ${side(sides.right, ranges.right)} · ${fmtValue(d.right_total, d.right_unit)} · ${fmtSamples(c.right.samples)}</div>`;
   $('#summary').innerHTML = `diff · <b>${esc(d.left_type)}</b> vs <b>${esc(d.right_type)}</b> · Manhattan ${num(c.manhattan)} · JSD ${num(c.jsd)}`;
-  timeline.draw(tlAns, { bands: [{ side: 'left', from: ranges.left[0], until: ranges.left[1], colour: '#2563eb' }, { side: 'right', from: ranges.right[0], until: ranges.right[1], colour: '#dc2626' }] });
+  drawTimeline(tlAns, { bands: [{ side: 'left', from: ranges.left[0], until: ranges.left[1], colour: '#2563eb' }, { side: 'right', from: ranges.right[0], until: ranges.right[1], colour: '#dc2626' }] });
   table.setData(null);
   renderCompare(c);
   renderGroups(null, null);
@@ -1051,11 +1107,11 @@ async function loadInsights(mine) {
   autoSplit = null;
   const base = { query: state.query || '{}', from: state.from || 'now-1h', until: state.until || 'now' };
   const [tlAns, d] = await Promise.all([
-    api('/api/v1/timeline', base),
+    timelineOf(base),
     insights.load(base, autoStep(base.from, base.until, 60)),
   ]);
   if (mine !== loads) return;
-  timeline.draw(tlAns, {});
+  drawTimeline(tlAns, {});
   insights.render(d);
   $('#summary').innerHTML = `insights · <b>${esc(d.stab.type || 'no profiles')}</b> · ${d.stab.windows.length} windows of ${d.stab.step}s`;
   current = null;

@@ -7,11 +7,32 @@
 // descending). Each group picks its own unit in the API; groups in a unit
 // other than the largest group's cannot be added to it and are left out,
 // counted in `skipped`. Pure functions, no DOM.
+//
+// A sample label (pprof Sample.label: span_id, endpoint, ...) splits the
+// graph too: split=sample:KEY in the URL (`:` is in no label name), drawn
+// from one /api/v1/query?group_by_sample=KEY answer, whose root frames are
+// already `KEY=value` (the server keeps the label's frame at the root);
+// stacks without the label keep their own root beside them.
 import { fromLevels } from './tree.js';
 
 // The frame name of a group: `label=value`.
 export function splitName(label, value) {
   return `${label}=${value === '' || value === undefined ? '""' : value}`;
+}
+
+// split=sample:KEY: the sample label KEY, else null (a series label).
+export const SAMPLE_SPLIT = 'sample:';
+export function sampleKeyOf(split) {
+  return split && split.startsWith(SAMPLE_SPLIT) ? split.slice(SAMPLE_SPLIT.length) : null;
+}
+// The label a split's frames are named after (`label=value`).
+export function splitLabel(split) {
+  return sampleKeyOf(split) || split;
+}
+// How the viewer names a split: `span_id (sample label)`, `process`.
+export function splitTitle(split) {
+  const k = sampleKeyOf(split);
+  return k ? `${k} (sample label)` : split;
 }
 
 // Is `name` a split frame of `label`?
@@ -69,6 +90,22 @@ export function splitAnswer(answer, label) {
     skipped: { groups: skipped.length, units: [...new Set(skipped.map((g) => g.unit))] },
     latest: answer.latest,   // an empty range: where the newest profile is
   };
+}
+
+// answer: /api/v1/query?group_by_sample=key&format=levels, one merged tree
+// whose root children are `key=value` frames (and the roots of stacks
+// without the label). Returns the fields of a plain answer with `tree` a
+// Tree, groups (how many `key=value` frames) and skipped (none: one merge
+// has one unit).
+export function sampleSplitAnswer(answer, key) {
+  const tree = fromLevels(answer);
+  const L1 = (answer.levels && answer.levels[1]) || [];
+  let groups = 0;
+  for (let i = 3; i < L1.length; i += 4) if (isSplitFrame(answer.names[L1[i]], key)) groups++;
+  const out = { ...answer, tree, groups, skipped: { groups: 0, units: [] } };
+  delete out.levels;
+  delete out.names;
+  return out;
 }
 
 // max_nodes for each group: the viewer's budget shared by the values the

@@ -47,7 +47,21 @@ export function initTimeline(ctx) {
   const c = $('#timeline');
   let model = null;
 
+  // A selector the timeline cannot answer (one naming a sample label: a
+  // timeline reads profile totals, not stacks): an empty strip saying why.
+  function refuse(why) {
+    model = null;
+    c.getContext('2d').clearRect(0, 0, c.width, c.height);
+    c.title = why;
+    c.dataset.refused = '1';
+    $('#timeline-label').textContent = 'no timeline: a selector naming a sample label filters stacks, and a timeline reads profile totals';
+    $('#tl-legend').hidden = true;
+    $('#tl-mode').hidden = true;
+  }
+
   function draw(ans, opts = {}) {
+    delete c.dataset.refused;
+    c.title = '';
     const s = getState();
     const { unit, series, skipped } = seriesOf(ans, opts.label);
     const mode = s.tl === 'lines' && ans.groups ? 'lines' : 'stacked';
@@ -177,5 +191,5 @@ export function initTimeline(ctx) {
     setMode();
   }
 
-  return { draw, render, sync, get model() { return model; } };
+  return { draw, refuse, render, sync, get model() { return model; } };
 }

@@ -11,7 +11,7 @@ import { emptyTree } from './tree.js';
 const $ = (s) => document.querySelector(s);
 
 export function initViews(ctx) {
-  const { graph, commit, getState, fmtValue, pct, esc, showTooltip } = ctx;
+  const { graph, commit, getState, fmtValue, pct, esc, showTooltip, filterSplit } = ctx;
   let raw = null;            // {tree, meta}: the API's tree (a Tree of tree.js) behind the main graph
   let shownKey = null;       // transforms|invert of what the main graph shows
   let transformed = null;    // the tree after transforms (not inverted)
@@ -136,10 +136,13 @@ export function initViews(ctx) {
     e.preventDefault();
     const i = g.frameAtEvent(e);
     if (i <= 0 || g.t.other[i]) { menu.hidden = true; return; }
-    openMenu(g.nameOf(i), e.clientX, e.clientY);
+    openMenu(g.nameOf(i), e.clientX, e.clientY, g.meta && g.meta.split);
   }
-  function openMenu(name, x, y) {
-    const items = [['sandwich', 'Sandwich: callers and callees', 's'], ['ff', KINDS.ff.title, 'f'], ['mf', KINDS.mf.title, 'm'],
+  // split: the label the graph is split by; its `label=value` frames offer
+  // to filter the selector to that value
+  function openMenu(name, x, y, split) {
+    const only = split && name.startsWith(split + '=') ? [['only', `Filter: only ${name}`, '']] : [];
+    const items = [...only, ['sandwich', 'Sandwich: callers and callees', 's'], ['ff', KINDS.ff.title, 'f'], ['mf', KINDS.mf.title, 'm'],
       ['rec', KINDS.rec.title, 'r'], ['drec', KINDS.drec.title, ''], ['cf', KINDS.cf.title, 'c'], ['df', KINDS.df.title, 'd'], ['lines', 'Lines: its time per source line', ''], ['copy', 'Copy the function name', '']];
     menu.innerHTML = `<div class="ctx-head">${esc(name)}</div>` + items.map(([k, t, key]) =>
       `<a href="#" data-act="${k}">${esc(t)}${key ? `<kbd>${key}</kbd>` : ''}</a>`).join('');
@@ -160,6 +163,7 @@ export function initViews(ctx) {
   });
   function act(what, name) {
     if (what === 'sandwich') openSandwich(name);
+    else if (what === 'only') filterSplit(name);
     else if (what === 'lines') commit({ linesof: name, tab: 'top' });
     else if (what === 'copy') navigator.clipboard?.writeText(name).catch(() => {});
     else if (KINDS[what]) addTransform(what, name);

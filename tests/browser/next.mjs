@@ -32,7 +32,8 @@ export function registerNextTests({ test, open, ready, shot, flameURL, FROM, UNT
     await ready(page);
     const names = await page.$$eval('#split option', (o) => o.map((x) => x.value));
     const labels = await getJSON(url, '/api/v1/labels', range);
-    assert.deepEqual(names, ['', ...labels.labels.map((l) => l.name).filter((n) => n !== 'type')], 'every label name is offered');
+    assert.deepEqual(names, ['', ...labels.labels.map((l) => l.name).filter((n) => n !== 'type'), 'sample:'],
+      'every label name is offered, then the entry listing sample labels');
     await page.selectOption('#split', 'instance');
     await page.waitForFunction(() => new URL(location.href).searchParams.get('split') === 'instance');
     await ready(page);

@@ -18,6 +18,7 @@ import { registerLevelsTests } from './levels.mjs';
 import { registerAgentsTests } from './agents.mjs';
 import { registerPanelsTests, loadPanelsFixtures } from './panels.mjs';
 import { registerWallTests, loadWallFixtures } from './wall.mjs';
+import { registerSamplesTests, loadSamplesFixtures } from './samples.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '../..');
@@ -65,6 +66,7 @@ async function loadFixtures(url) {
   await loadNextFixtures(url, T);
   await loadPanelsFixtures(url, T);
   await loadWallFixtures(url, T);
+  await loadSamplesFixtures(url, T);
 }
 
 // ---------- helpers ----------
@@ -509,6 +511,7 @@ registerLevelsTests({ test, open, ready, shot, FROM, UNTIL });
 registerAgentsTests({ test, open, shot });
 registerPanelsTests({ test, open, ready, shot, FROM, UNTIL, T });
 registerWallTests({ test, open, ready, shot, FROM, UNTIL });
+registerSamplesTests({ test, open, ready, shot, FROM, UNTIL });
 
 // ---------- main ----------
 try {

@@ -318,7 +318,8 @@ export function registerViewTests({ test, open, ready, shot, flameURL, FROM, UNT
     await page.click('#labels-btn');
     await page.waitForSelector('#labels-pop:not([hidden]) .pop-item');
     const labels = await getJSON(url, '/api/v1/labels', range);
-    await listIs(page, '#labels-list .pop-item', 'label', labels.labels.map((l) => l.name), 'the label names');
+    await listIs(page, '#labels-list .pop-item[data-label]', 'label', labels.labels.map((l) => l.name), 'the label names');
+    assert.ok(await page.$('#labels-list .pop-item:last-child[data-sample-load]'), 'then the entry listing sample labels (samples.mjs)');
     // a name, then its values
     await page.keyboard.type('bui');
     await page.waitForFunction(() => [...document.querySelectorAll('#labels-list .pop-item')].some((x) => x.dataset.label === 'build'));
