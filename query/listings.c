@@ -114,7 +114,8 @@ typedef struct {
     store_reader *r;
     query_series_stat *s;
     int filtered;       /* the reader has the set's sample filter: kept stacks only */
-    int rc;             /* 0, QUERY_ETOOBIG, -1 damaged, -2 out of memory */
+    uint64_t blocks;
+    int rc;             /* 0, QUERY_ETOOBIG, -1 damaged, -2 out of memory, -4 stopped */
 } stat_ctx;
 
 static int stat_block(const store_block *b, void *arg)
@@ -123,6 +124,10 @@ static int stat_block(const store_block *b, void *arg)
     query_series_stat *s = c->s;
     uint64_t counts = b->counts;
     if (c->filtered) {
+        if (!(c->blocks++ & 255) && store_reader_expired(c->r)) { /* decoding costs what a merge does */
+            c->rc = -4;
+            return 1;
+        }
         /* the stacks the filter keeps (store_part_node drops the others) */
         const uint32_t *nodes;
         const uint64_t *pc;
@@ -179,7 +184,9 @@ int query_series_stats(store_reader *r, const query_series_set *set, int64_t fro
         out->n++;
     }
     if (c.filtered) store_reader_sample_filter(r, NULL, NULL, NULL);
-    if (rc == QUERY_ETOOBIG)
+    if (rc == -4)
+        rc = query_stopped(r, err, errlen);
+    else if (rc == QUERY_ETOOBIG)
         query_set_err(err, errlen, "a series' profiles in this range add up to more than 2^63 in their unit: "
                                    "too much for exact integers; narrow the range or the selector");
     else if (rc == -2)

@@ -402,6 +402,9 @@ test_sample_labels_series() {
     get /api/v1/series 'query={}' from=now-1h limit=0
     assert_json "limit 0: all" '.series|length' 3
     assert_json "limit 0: not cut" '.truncated' false
+    restart_server --max-pairs 3
+    get /api/v1/series 'query={span_id="a1"}' from=now-1h
+    assert_error "reading the stacks past --max-pairs: refused whole" 422 "--max-pairs"
 }
 
 # limit on the listings: the first LIMIT in their order, and "truncated"
