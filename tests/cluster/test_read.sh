@@ -136,7 +136,11 @@ JSON
         'query?query=%7Bservice%3D%22lab%22%7D&group_by_sample=span_id&format=json' \
         "labels?query=%7Bservice%3D%22lab%22%7D&sample_labels=1" "label/span_id/values?query=%7Bservice%3D%22lab%22%7D" \
         "label/service/values?query=%7Bendpoint%3D%22%2Fapi%22%7D" \
-        "top?query=%7Bservice%3D%22lab%22%7D&group_by_sample=span_id"; do
+        "top?query=%7Bservice%3D%22lab%22%7D&group_by_sample=span_id" \
+        "series?query=%7Bservice%3D%22lab%22%2Cspan_id%3D%22a1%22%7D" \
+        "series?query=%7Bservice%3D%22lab%22%7D&limit=1" \
+        "labels?query=%7Bservice%3D%22lab%22%7D&sample_labels=1&limit=1" \
+        "label/span_id/values?query=%7Bservice%3D%22lab%22%7D&limit=1"; do
         a=$(curl -s "$(sn_url)/api/v1/$q&from=$((t - 60))&until=$((t + 60))")
         b=$(curl -s "$(fe_url 1)/api/v1/$q&from=$((t - 60))&until=$((t + 60))")
         assert_eq "sample labels: $q" "$a" "$b"
@@ -144,6 +148,10 @@ JSON
     assert_eq "the front end lists the sample labels" "endpoint,span_id" \
         "$(curl -s "$(fe_url 1)/api/v1/labels?query=%7Bservice%3D%22lab%22%7D&sample_labels=1&from=$((t - 60))&until=$((t + 60))" |
             jq -r '[.sample_labels[].name]|join(",")')"
+    assert_eq "the front end lists the series holding span a1's stacks, with their totals" \
+        "lab/cpu=170000000,lab/samples=17" \
+        "$(curl -s "$(fe_url 1)/api/v1/series?query=%7Bspan_id%3D%22a1%22%7D&from=$((t - 60))&until=$((t + 60))" |
+            jq -r '[.series[]|"\(.labels.service)/\(.labels.type)=\(.total)"]|join(",")')"
     assert_eq "the span filter keeps span a1's stacks (type cpu)" $'main;idle 70000000\nmain;work 100000000' \
         "$(curl -s "$(fe_url 1)/api/v1/query?query=%7Bservice%3D%22lab%22%2Cspan_id%3D%22a1%22%7D&format=folded&from=$((t - 60))&until=$((t + 60))")"
 }

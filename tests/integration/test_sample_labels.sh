@@ -30,6 +30,17 @@ push_pprof() {
     assert_status "pprof ingest of $2" 200
 }
 
+# A server holding the labelled pprof file as service lab and one folded
+# stack without labels as service plain (main;plain 4).
+lab_and_plain_server() {
+    it_tmp
+    labels_pprof "$IT_TMP/lab.pb"
+    start_server
+    push_pprof "$IT_TMP/lab.pb" lab
+    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
+    assert_status "folded push" 200
+}
+
 # A server holding the labelled pprof file as service lab, for the tests
 # that speak Connect through tests/integration/grafana_client.py.
 grafana_lab_server() {
@@ -221,12 +232,7 @@ test_sample_labels_group_by_sample() {
 # carries NAME; a selector's sample-label matchers keep the series holding
 # such stacks; the scan obeys --max-pairs and says so.
 test_sample_labels_discovered() {
-    it_tmp
-    labels_pprof "$IT_TMP/lab.pb"
-    start_server
-    push_pprof "$IT_TMP/lab.pb" lab
-    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
-    assert_status "folded push" 200
+    lab_and_plain_server
     get /api/v1/labels 'query={service="lab"}'
     assert_eq "not asked: the series labels alone, as before" \
         '{"labels":[{"name":"service","values":1},{"name":"type","values":2}]}' "$BODY"
@@ -365,12 +371,7 @@ test_sample_labels_group_by_sample_errors() {
 # to the query's total of the same selector); a profile's samples are
 # unknown once a stack of it was left out.
 test_sample_labels_series() {
-    it_tmp
-    labels_pprof "$IT_TMP/lab.pb"
-    start_server
-    push_pprof "$IT_TMP/lab.pb" lab
-    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
-    assert_status "folded push" 200
+    lab_and_plain_server
     local rows='[.series[]|"\(.labels.service)/\(.labels.type)=\(.total) \(.samples) \(.profiles)"]|join(",")'
     get /api/v1/series 'query={span_id="a1"}' from=now-1h
     assert_status "series of span a1" 200
@@ -411,11 +412,7 @@ test_sample_labels_series() {
 # (with sample_labels=1 also "sample_labels_truncated") saying whether some
 # were left out; bad values are refused naming the parameter.
 test_sample_labels_listing_limit() {
-    it_tmp
-    labels_pprof "$IT_TMP/lab.pb"
-    start_server
-    push_pprof "$IT_TMP/lab.pb" lab
-    ingest "service=plain&from=$(($(now) - 60))&until=$(now)" $'main;plain 4\n'
+    lab_and_plain_server
     get /api/v1/labels 'query={}'
     assert_eq "no limit: the answer of before" \
         '{"labels":[{"name":"service","values":2},{"name":"type","values":2}]}' "$BODY"

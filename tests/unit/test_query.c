@@ -238,6 +238,15 @@ static void test_equal_totals_sort_by_name(void **state)
     done(&a);
 }
 
+/* o's compact JSON is want; frees o. */
+static void expect_json(json_t *o, const char *want)
+{
+    char *text = json_dumps(o, JSON_COMPACT);
+    assert_string_equal(text, want);
+    free(text);
+    json_decref(o);
+}
+
 static void test_listings(void **state)
 {
     (void)state;
@@ -251,38 +260,20 @@ static void test_listings(void **state)
     assert_int_equal(query_match(r, &sel, 0, 100000, &ids, &n), 0);
     assert_int_equal(n, 4); /* api cpu i-1, api cpu i-2, api alloc i-1, web cpu w-1 */
     int cut;
-    json_t *labels = query_labels_json(r, ids, n, NULL, 0, &cut);
-    char *text = json_dumps(labels, JSON_COMPACT);
-    assert_string_equal(text, "{\"labels\":[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2},"
-                              "{\"name\":\"type\",\"values\":2}]}");
+    expect_json(query_labels_json(r, ids, n, NULL, 0, &cut), "{\"labels\":[{\"name\":\"instance\",\"values\":3},"
+                "{\"name\":\"service\",\"values\":2},{\"name\":\"type\",\"values\":2}]}");
     assert_int_equal(cut, 0);
-    free(text);
-    json_decref(labels);
     /* a limit: the first in order, and whether some were left out */
-    labels = query_labels_json(r, ids, n, NULL, 2, &cut);
-    text = json_dumps(labels, JSON_COMPACT);
-    assert_string_equal(text, "{\"labels\":[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2}]}");
+    expect_json(query_labels_json(r, ids, n, NULL, 2, &cut),
+                "{\"labels\":[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2}]}");
     assert_int_equal(cut, 1);
-    free(text);
-    json_decref(labels);
-    labels = query_labels_json(r, ids, n, "instance", 2, &cut);
-    text = json_dumps(labels, JSON_COMPACT);
-    assert_string_equal(text, "{\"labels\":[{\"name\":\"service\",\"values\":2},{\"name\":\"type\",\"values\":2}]}");
+    expect_json(query_labels_json(r, ids, n, "instance", 2, &cut),
+                "{\"labels\":[{\"name\":\"service\",\"values\":2},{\"name\":\"type\",\"values\":2}]}");
     assert_int_equal(cut, 0); /* the hidden name is no item */
-    free(text);
-    json_decref(labels);
-    json_t *values = query_label_values_json(r, ids, n, "instance", 3, &cut);
-    text = json_dumps(values, JSON_COMPACT);
-    assert_string_equal(text, "{\"values\":[\"i-1\",\"i-2\",\"w-1\"]}");
+    expect_json(query_label_values_json(r, ids, n, "instance", 3, &cut), "{\"values\":[\"i-1\",\"i-2\",\"w-1\"]}");
     assert_int_equal(cut, 0);
-    free(text);
-    json_decref(values);
-    values = query_label_values_json(r, ids, n, "instance", 1, &cut);
-    text = json_dumps(values, JSON_COMPACT);
-    assert_string_equal(text, "{\"values\":[\"i-1\"]}");
+    expect_json(query_label_values_json(r, ids, n, "instance", 1, &cut), "{\"values\":[\"i-1\"]}");
     assert_int_equal(cut, 1);
-    free(text);
-    json_decref(values);
     free(ids);
     query_selector_free(&sel);
     store_reader_end(r);
