@@ -258,6 +258,10 @@ static ingest_status push_stack(ingest_profile *p, const char *f, size_t n, uint
         p->stacks = st;
         p->cap_stacks = cap;
     }
+    if (p->hashes) { /* they would no longer match the stacks */
+        free(p->hashes);
+        p->hashes = NULL;
+    }
     /* n fits: at most INGEST_MAX_DEPTH frames of INGEST_MAX_FRAME bytes. */
     p->stacks[p->n_stacks++] = (ingest_stack){ .frames = f, .len = (uint32_t)n, .count = count };
     p->total += count;

@@ -20,6 +20,7 @@
 #define FLAMEDB_INGEST_H
 
 #include "../common/utf8.h"
+#include "../storage/hash.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +100,10 @@ typedef struct {
     uint64_t sample_values_other;   /* values written as "other": past INGEST_MAX_SAMPLE_VALUES */
     char *arena;                /* owned bytes that stacks may point into */
     size_t arena_len, arena_cap;
+    hash128 *hashes;            /* owned, optional (pprof, OTLP): hashes[i] is storage's hash of
+                                   stacks[i]'s frames (hash_bytes128), taken while the text was
+                                   written; NULL when not taken.  Whatever changes the stacks
+                                   frees and clears it */
 } ingest_profile;
 
 /* Input formats of a stack body. */

@@ -41,6 +41,7 @@ void ingest_profile_free(ingest_profile *p)
     }
     free(p->stacks);
     free(p->arena);
+    free(p->hashes);
     ingest_profile_init(p);
 }
 

@@ -189,6 +189,16 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
     job_part_done(ctx, ss ? srv_status_of_store(ss) : 0, msg, 1);
 }
 
+/* store_resolve for the stacks of a profile of lead's group (lead's
+ * labels): with the stacks' hashes when the decoder took them (NULL: the
+ * store hashes the text). */
+static uint64_t resolve(store *st, const store_profile *lead, int64_t from_ms, const store_stack *stacks,
+                        const hash128 *hashes, size_t n, uint32_t *leaves)
+{
+    if (hashes) return store_resolve_hashed(st, lead->labels, lead->n_labels, from_ms, hashes, n, leaves);
+    return store_resolve(st, lead->labels, lead->n_labels, from_ms, stacks, n, leaves);
+}
+
 /* The leaves of stacks (n) of a profile of the group led by lead, starting
  * at from_ms; answers store_resolve's token.  A stack with the lead's
  * frames pointer and length is the same text as the lead's stack there,
@@ -197,12 +207,13 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
  * sample has both values), and the hash of ~3.5 MB of stack text, read
  * from memory once more a type, was half the cost of this step
  * (bench_pprof_ingest).  Stacks are matched in the order both lists keep
- * (the arena's); those not found are resolved together.  Leaves hold only
+ * (the arena's); those not found are resolved together, by the hashes
+ * the decoder took when it has (hashes, else NULL).  Leaves hold only
  * for the partition object their token names: when the lead's token and
  * the others' differ (the partition was made or dropped in between), or
  * the window is another one, everything is resolved again. */
 static uint64_t shared_leaves(store *st, const profile_prep *lead, int64_t from_ms, const store_stack *stacks,
-                              size_t n, uint32_t *leaves)
+                              const hash128 *hashes, size_t n, uint32_t *leaves)
 {
     const store_profile *lp = &lead->sp;
     size_t k = 0, left = 0;
@@ -216,23 +227,28 @@ static uint64_t shared_leaves(store *st, const profile_prep *lead, int64_t from_
     } else {
         left = n;
     }
-    if (left == n) return store_resolve(st, lp->labels, lp->n_labels, from_ms, stacks, n, leaves);
+    if (left == n) return resolve(st, lp, from_ms, stacks, hashes, n, leaves);
     if (!left) return lp->part_token;
     store_stack *rest = malloc(left * sizeof *rest);
+    hash128 *rest_h = hashes ? malloc(left * sizeof *rest_h) : NULL;
     uint32_t *found = malloc(left * sizeof *found);
     uint64_t token = 0;
-    if (rest && found) {
+    int ok = rest && found && (!hashes || rest_h);
+    if (ok) {
         size_t j = 0;
-        for (size_t i = 0; i < n; i++)
-            if (leaves[i] == UINT32_MAX) rest[j++] = stacks[i];
-        token = store_resolve(st, lp->labels, lp->n_labels, from_ms, rest, left, found);
+        for (size_t i = 0; i < n; i++) {
+            if (leaves[i] != UINT32_MAX) continue;
+            if (hashes) rest_h[j] = hashes[i];
+            rest[j++] = stacks[i];
+        }
+        token = resolve(st, lp, from_ms, rest, rest_h, left, found);
         for (size_t i = 0, j = 0; i < n; i++)
             if (leaves[i] == UINT32_MAX) leaves[i] = found[j++];
     }
     free(rest);
+    free(rest_h);
     free(found);
-    if (!rest || !found || token != lp->part_token)
-        token = store_resolve(st, lp->labels, lp->n_labels, from_ms, stacks, n, leaves);
+    if (!ok || token != lp->part_token) token = resolve(st, lp, from_ms, stacks, hashes, n, leaves);
     return token;
 }
 
@@ -265,7 +281,8 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const
         pr->stacks[i].count = p->stacks[i].count;
     }
     uint64_t token = 0;
-    if (st && lead) token = shared_leaves(st, lead, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
+    if (st && lead) token = shared_leaves(st, lead, p->from_ms, pr->stacks, p->hashes, p->n_stacks, pr->leaves);
+    else if (st && p->hashes) token = store_resolve_hashed(st, pr->labels, n, p->from_ms, p->hashes, p->n_stacks, pr->leaves);
     else if (st) token = store_resolve(st, pr->labels, n, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
     pr->sp = (store_profile){
         .labels = pr->labels, .n_labels = n, .from_ms = p->from_ms, .until_ms = p->until_ms,

@@ -239,8 +239,10 @@ int store_default_writers(void)
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
-uint64_t store_resolve(store *st, const store_label *labels, int n_labels, int64_t from_ms, const store_stack *stacks,
-                       size_t n, uint32_t *leaves)
+/* store_resolve's work: hashes[i] given, or (hashes NULL) taken here of
+ * stacks[i], 256 at a time. */
+static uint64_t resolve(store *st, const store_label *labels, int n_labels, int64_t from_ms, const store_stack *stacks,
+                        const hash128 *hashes, size_t n, uint32_t *leaves)
 {
     int64_t start = store_part_floor(st, from_ms);
     pthread_rwlock_rdlock(&st->parts_lock);
@@ -254,12 +256,28 @@ uint64_t store_resolve(store *st, const store_label *labels, int n_labels, int64
             memset(leaves + k, 0, m * sizeof *leaves);
             continue;
         }
+        if (hashes) {
+            pdict_w_resolve(w, hashes + k, m, leaves + k);
+            continue;
+        }
         for (size_t j = 0; j < m; j++) h[j] = hash_bytes128(stacks[k + j].frames, stacks[k + j].len);
         pdict_w_resolve(w, h, m, leaves + k);
     }
     uint64_t token = w ? part_token(p) : 0;
     pthread_rwlock_unlock(&st->parts_lock);
     return token;
+}
+
+uint64_t store_resolve(store *st, const store_label *labels, int n_labels, int64_t from_ms, const store_stack *stacks,
+                       size_t n, uint32_t *leaves)
+{
+    return resolve(st, labels, n_labels, from_ms, stacks, NULL, n, leaves);
+}
+
+uint64_t store_resolve_hashed(store *st, const store_label *labels, int n_labels, int64_t from_ms,
+                              const hash128 *hashes, size_t n, uint32_t *leaves)
+{
+    return resolve(st, labels, n_labels, from_ms, NULL, hashes, n, leaves);
 }
 
 /* Lists parts/ into the partition list (no file is opened). */

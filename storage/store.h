@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
+
 typedef struct store store;
 typedef struct store_reader store_reader;
 typedef struct store_part store_part;   /* a reader's view of one partition */
@@ -122,6 +124,12 @@ void store_close(store *st);
  * the writers run. */
 uint64_t store_resolve(store *st, const store_label *labels, int n_labels, int64_t from_ms, const store_stack *stacks,
                        size_t n, uint32_t *leaves);
+/* The same with the stacks' hashes given (hashes[i] = hash_bytes128 of
+ * stack i's frames, storage/hash.h), as a decoder that takes them while it
+ * writes each stack's text, still in cache, can: the text is not read
+ * again (issue 11, point 6). */
+uint64_t store_resolve_hashed(store *st, const store_label *labels, int n_labels, int64_t from_ms,
+                              const hash128 *hashes, size_t n, uint32_t *leaves);
 /* store_resolve answers a token naming the partition the leaves belong to
  * (0 when none was known); pass it as profile.part_token.  The writer uses
  * the leaves only if that partition is still the one the profile goes to

@@ -151,6 +151,14 @@ static void test_pprof_sample_types_and_inlining(void **state)
     assert_stack(&out[1], 0, "main;outer;inner;work", 20000000);
     assert_stack(&out[1], 1, "main", 5);
     assert_int_equal(out[1].total, 20000005);
+    /* each stack's hash, taken while its text was written, is storage's */
+    for (size_t t = 0; t < n; t++) {
+        assert_non_null(out[t].hashes);
+        for (size_t i = 0; i < out[t].n_stacks; i++) {
+            hash128 h = hash_bytes128(out[t].stacks[i].frames, out[t].stacks[i].len);
+            assert_true(h.lo == out[t].hashes[i].lo && h.hi == out[t].hashes[i].hi);
+        }
+    }
     /* samples are not nanoseconds: cpu's come from samples/count, over the
      * samples where cpu has a value and the count is known (2, not 20000005) */
     assert_int_equal(out[1].samples_how, INGEST_SAMPLES_KNOWN);

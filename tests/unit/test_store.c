@@ -770,6 +770,12 @@ static void test_resolve_and_async_write(void **state)
     uint32_t wl;
     store_resolve(st, api_labels, 3, 20000, &wrong, 1, &wl);
     assert_int_not_equal(wl, leaves[2]);
+    /* with the hashes given (a decoder's), the same answer */
+    hash128 hs[3];
+    uint32_t hl[3];
+    for (int i = 0; i < 3; i++) hs[i] = hash_bytes128(stacks[i].frames, stacks[i].len);
+    assert_int_equal(store_resolve_hashed(st, api_labels, 3, 20000, hs, 3, hl), token);
+    for (int i = 0; i < 3; i++) assert_int_equal(hl[i], leaves[i]);
 
     async_result a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, STORE_EIO, 0 };
     store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
