@@ -500,6 +500,39 @@ static void test_pprof_missing_names(void **state)
     ingest_profile_free(&base);
 }
 
+/* Names are copied eight bytes at a time: ';', line breaks and the
+ * location separator are replaced wherever they fall in a word, at its
+ * edges and in the bytes after the last whole word. */
+static void test_pprof_long_names_sanitized(void **state)
+{
+    (void)state;
+    static pb p;
+    static const char *const s[] = { "", "cpu", "nanoseconds", "abcdefg;hijklmn\nopqrstu\rvwxyz01\x1f" "23;",
+                                     "github.com/acme/platform/api/v1.(*Server).HandleRequest", ";\n\r\x1f;\n\r\x1f;" };
+    p.n = 0;
+    add_strings(&p, s, 6);
+    add_type(&p, 1, 2);
+    add_function(&p, 1, 3);
+    add_function(&p, 2, 4);
+    add_function(&p, 3, 5);
+    int fa[] = { 1 }, fb[] = { 2 }, fc[] = { 3 };
+    add_location(&p, 1, 0, 0x10, fa, 1);
+    add_location(&p, 2, 0, 0x20, fb, 1);
+    add_location(&p, 3, 0, 0x30, fc, 1);
+    uint64_t l1[] = { 1, 2, 3 };
+    int64_t v[] = { 4 };
+    add_sample(&p, l1, 3, v, 1);
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    ingest_status st = ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err);
+    if (st) fail_msg("parse: %s", err);
+    assert_stack(&out[0], 0, ":   :   :;github.com/acme/platform/api/v1.(*Server).HandleRequest;abcdefg:hijklmn opqrstu vwxyz01 23:", 4);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
+}
+
 static void test_pprof_empty(void **state)
 {
     (void)state;
@@ -913,6 +946,7 @@ int main(void)
         cmocka_unit_test(test_pprof_samples_from_period),
         cmocka_unit_test(test_pprof_frames_with_lines),
         cmocka_unit_test(test_pprof_missing_names),
+        cmocka_unit_test(test_pprof_long_names_sanitized),
         cmocka_unit_test(test_pprof_empty),
         cmocka_unit_test(test_pprof_malformed),
         cmocka_unit_test(test_pprof_gzip_and_bomb),
