@@ -107,8 +107,8 @@ static inline size_t varint(const unsigned char *p, const unsigned char *end, ui
     return varint_get(&q, end, v) < 0 ? 0 : (size_t)(q - p);
 }
 
-/* Reads the field at *p (before end) and moves *p past it. */
-static int next_field(wire *w, const where *at, const unsigned char **pp, const unsigned char *end, field *f)
+/* next_field's general case: any key, value and length, and the errors. */
+static int next_field_any(wire *w, const where *at, const unsigned char **pp, const unsigned char *end, field *f)
 {
     const unsigned char *p = *pp;
     size_t rem = (size_t)(end - p), used = 0;
@@ -167,6 +167,39 @@ static int next_field(wire *w, const where *at, const unsigned char **pp, const 
     }
     *pp = p + used;
     return 0;
+}
+
+/* Reads the field at *p (before end) and moves *p past it.  Most fields
+ * of a profile have a one-byte key and a varint, or a length of one or two
+ * bytes: those are read here, inline; the rest (and every error) by
+ * next_field_any, with the same outcome (the call per field was a fifth of
+ * the decode, bench_pprof_ingest). */
+static inline int next_field(wire *w, const where *at, const unsigned char **pp, const unsigned char *end, field *f)
+{
+    const unsigned char *p = *pp;
+    if (p < end && p[0] < 0x80 && (p[0] & 0xf8)) {
+        const unsigned char *q = p + 1;
+        int wt = p[0] & 7;
+        if (wt == WT_VARINT && varint_get(&q, end, &f->v) == 0) {
+            f->at = p;
+            f->wt = wt;
+            f->tag = (uint32_t)p[0] >> 3;
+            *pp = q;
+            return 0;
+        }
+        uint64_t len;
+        if (wt == WT_LEN && varint_get(&q, end, &len) == 0 && q - p <= 3 &&
+            len <= (uint64_t)(end - q)) {
+            f->at = p;
+            f->wt = wt;
+            f->tag = (uint32_t)p[0] >> 3;
+            f->data = q;
+            f->len = (size_t)len;
+            *pp = q + len;
+            return 0;
+        }
+    }
+    return next_field_any(w, at, pp, end, f);
 }
 
 static int want(wire *w, const where *at, const field *f, int wt, const char *name)
