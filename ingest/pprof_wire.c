@@ -23,7 +23,10 @@
  *   - a singular field given twice keeps the last (for period_type, the
  *     last message whole: protobuf-c merges proto3 scalars that way);
  *   - a string keeps its bytes up to its first NUL, as protobuf-c's
- *     NUL-terminated copy reads with strlen; UTF-8 is not checked here. */
+ *     NUL-terminated copy reads with strlen; UTF-8 is not checked here.
+ * A field with a one-byte key and a varint or a length of one or two bytes
+ * (nearly all of a profile's) is read inline by next_field; any other,
+ * and every error, by next_field_any. */
 #include "pprof_flat.h"
 
 #include "../common/varint.h"
