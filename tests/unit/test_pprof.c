@@ -75,6 +75,16 @@ static void add_location(pb *p, int id, int mapping, uint64_t address, const int
     }
     pb_msg(p, P_LOCATION, &m);
 }
+/* Functions 1..n named by strings first_name.., function i the one line
+ * of location i (address 0x10 * i). */
+static void add_one_line_locations(pb *p, int first_name, int n)
+{
+    for (int i = 1; i <= n; i++) {
+        int fn[] = { i };
+        add_function(p, i, first_name + i - 1);
+        add_location(p, i, 0, 0x10 * (uint64_t)i, fn, 1);
+    }
+}
 /* A sample (packed repeated fields, as Go writes them). */
 static void add_sample(pb *p, const uint64_t *locs, size_t nl, const int64_t *vals, size_t nv)
 {
@@ -103,6 +113,24 @@ static void assert_stack(const ingest_profile *p, size_t i, const char *frames, 
     if (p->stacks[i].len != strlen(frames) || memcmp(p->stacks[i].frames, frames, p->stacks[i].len) != 0)
         fail_msg("stack %zu is \"%.*s\", expected \"%s\"", i, (int)p->stacks[i].len, p->stacks[i].frames, frames);
     assert_int_equal(p->stacks[i].count, count);
+}
+
+/* p parsed with base's window (base_init), which must succeed; its one
+ * profile's stacks checked against frames[0..n) (each count `count`), then
+ * freed. */
+static void assert_one_profile(const pb *p, const char *const *frames, size_t n_frames, uint64_t count)
+{
+    ingest_profile base, *out;
+    size_t n;
+    char err[512] = "";
+    base_init(&base);
+    ingest_status st = ingest_pprof_parse(p->b, p->n, 1 << 20, &base, 1, &out, &n, err, sizeof err);
+    if (st) fail_msg("parse: %s", err);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].n_stacks, n_frames);
+    for (size_t i = 0; i < n_frames; i++) assert_stack(&out[0], i, frames[i], count);
+    ingest_pprof_free(out, n);
+    ingest_profile_free(&base);
 }
 
 /* Two sample types, an inlined location, a zero value. */
@@ -338,11 +366,7 @@ static void test_pprof_heap_samples_and_gauges(void **state)
     add_type(&p, 3, 4);
     add_type(&p, 5, 2);
     add_type(&p, 6, 4);
-    add_function(&p, 1, 7);
-    add_function(&p, 2, 8);
-    int f1[] = { 1 }, f2[] = { 2 };
-    add_location(&p, 1, 0, 0x10, f1, 1);
-    add_location(&p, 2, 0, 0x20, f2, 1);
+    add_one_line_locations(&p, 7, 2);
     uint64_t la[] = { 2, 1 }, lb[] = { 1 };
     int64_t va[] = { 7, 7000, 3, 3000 }, vb[] = { 5, 900, 0, 0 };
     add_sample(&p, la, 2, va, 4);
@@ -434,9 +458,7 @@ static void test_pprof_samples_from_period(void **state)
         add_strings(&p, s, 6);
         add_type(&p, 1, 2);
         add_type(&p, 4, 5);
-        add_function(&p, 1, 3);
-        int f1[] = { 1 };
-        add_location(&p, 1, 0, 0x10, f1, 1);
+        add_one_line_locations(&p, 3, 1);
         uint64_t la[] = { 1 };
         int64_t va[] = { 30000000, 64 };
         add_sample(&p, la, 1, va, 2);
@@ -487,17 +509,8 @@ static void test_pprof_missing_names(void **state)
     int64_t v[] = { 3 };
     add_sample(&p, l1, 4, v, 1);
     add_sample(&p, NULL, 0, v, 1);            /* no locations */
-    ingest_profile base, *out;
-    size_t n;
-    char err[512] = "";
-    base_init(&base);
-    ingest_status st = ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err);
-    if (st) fail_msg("parse: %s", err);
-    assert_int_equal(n, 1);
-    assert_stack(&out[0], 0, "0xdef;a:b c;libc.so.6+0x700;0xabc", 3);
-    assert_stack(&out[0], 1, "[unknown]", 3);
-    ingest_pprof_free(out, n);
-    ingest_profile_free(&base);
+    static const char *const want[] = { "0xdef;a:b c;libc.so.6+0x700;0xabc", "[unknown]" };
+    assert_one_profile(&p, want, 2, 3);
 }
 
 /* Names are copied eight bytes at a time: ';', line breaks and the
@@ -512,25 +525,13 @@ static void test_pprof_long_names_sanitized(void **state)
     p.n = 0;
     add_strings(&p, s, 6);
     add_type(&p, 1, 2);
-    add_function(&p, 1, 3);
-    add_function(&p, 2, 4);
-    add_function(&p, 3, 5);
-    int fa[] = { 1 }, fb[] = { 2 }, fc[] = { 3 };
-    add_location(&p, 1, 0, 0x10, fa, 1);
-    add_location(&p, 2, 0, 0x20, fb, 1);
-    add_location(&p, 3, 0, 0x30, fc, 1);
+    add_one_line_locations(&p, 3, 3);
     uint64_t l1[] = { 1, 2, 3 };
     int64_t v[] = { 4 };
     add_sample(&p, l1, 3, v, 1);
-    ingest_profile base, *out;
-    size_t n;
-    char err[512] = "";
-    base_init(&base);
-    ingest_status st = ingest_pprof_parse(p.b, p.n, 1 << 20, &base, 1, &out, &n, err, sizeof err);
-    if (st) fail_msg("parse: %s", err);
-    assert_stack(&out[0], 0, ":   :   :;github.com/acme/platform/api/v1.(*Server).HandleRequest;abcdefg:hijklmn opqrstu vwxyz01 23:", 4);
-    ingest_pprof_free(out, n);
-    ingest_profile_free(&base);
+    static const char *const want[] = {
+        ":   :   :;github.com/acme/platform/api/v1.(*Server).HandleRequest;abcdefg:hijklmn opqrstu vwxyz01 23:" };
+    assert_one_profile(&p, want, 1, 4);
 }
 
 static void test_pprof_empty(void **state)
@@ -761,9 +762,7 @@ static void test_pprof_duplicate_sample_types(void **state)
     add_type(&p, 5, 3);
     add_type(&p, 1, 2);
     add_type(&p, 1, 3); /* cpu again, in another unit */
-    add_function(&p, 1, 4);
-    int f[] = { 1 };
-    add_location(&p, 1, 0, 0x10, f, 1);
+    add_one_line_locations(&p, 4, 1);
     uint64_t l[] = { 1 };
     int64_t v[] = { 1, 10000000, 1 };
     add_sample(&p, l, 1, v, 3);
