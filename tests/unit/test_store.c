@@ -1141,6 +1141,80 @@ static uint64_t file_blocks(const char *path)
  * without them.  The file shrinks; new readers, and a reader that began
  * before, read the same profiles; late data goes into the sealed file; the
  * store checks sound and reads the same after a reopen. */
+static double rss_file_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssFile: %lf", &v) == 1) break;
+    if (f) fclose(f);
+    return v / 1024;
+}
+
+/* env_map_find finds an open environment's map once; env_map_release
+ * drops the pages a read mapped (RssFile falls back) and leaves every
+ * byte readable, through pointers taken before it too. */
+static void test_env_map_release(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/map.mdb", tmpdir);
+    MDB_env *env;
+    char err[256];
+    assert_int_equal(env_open(&env, path, UINT64_C(1) << 30, 1, 1, NULL, err, sizeof err), STORE_OK);
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, NULL, 0, &dbi), 0);
+    enum { N = 512, LEN = 16384 }; /* 8 MiB of overflow values, written in long runs */
+    unsigned char *val = malloc(LEN);
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t key = __builtin_bswap32(i);
+        for (int j = 0; j < LEN; j++) val[j] = (unsigned char)(i * 31 + j);
+        MDB_val k = { sizeof key, &key }, v = { LEN, val };
+        assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+    }
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    env_map m;
+    env_map_find(env, &m);
+    assert_non_null(m.addr);
+    MDB_envinfo info;
+    assert_int_equal(mdb_env_info(env, &info), 0);
+    assert_true(m.len >= info.me_mapsize);
+    env_map_release(&m);
+    double before = rss_file_mib();
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    const unsigned char *first = NULL;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t key = __builtin_bswap32(i);
+        MDB_val k = { sizeof key, &key }, v;
+        assert_int_equal(mdb_get(txn, dbi, &k, &v), 0);
+        const unsigned char *p = v.mv_data;
+        assert_true(p >= (const unsigned char *)m.addr && p < (const unsigned char *)m.addr + m.len);
+        for (size_t j = 0; j < v.mv_size; j += 512) sum += p[j];
+        if (!i) first = p;
+    }
+    double touched = rss_file_mib();
+    assert_true(touched - before >= 6); /* the 8 MiB read are mapped */
+    env_map_release(&m);
+    assert_true(rss_file_mib() - before < 2);
+    /* the same bytes, through the pointer taken before the release */
+    for (int j = 0; j < LEN; j++) assert_int_equal(first[j], (unsigned char)j);
+    uint64_t again = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t key = __builtin_bswap32(i);
+        MDB_val k = { sizeof key, &key }, v;
+        assert_int_equal(mdb_get(txn, dbi, &k, &v), 0);
+        for (size_t j = 0; j < v.mv_size; j += 512) again += ((const unsigned char *)v.mv_data)[j];
+    }
+    assert_true(again == sum);
+    mdb_txn_abort(txn);
+    free(val);
+    mdb_env_close(env);
+}
+
 static void test_sealing_keeps_answers(void **state)
 {
     (void)state;
@@ -1563,6 +1637,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_commit_wait_spares_a_closed_loop, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_sealing_keeps_answers, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_env_map_release, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_reader_limits, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_segment_versions, make_tmp, remove_tmp),
