@@ -114,6 +114,21 @@ static void dump_series(store *st, uint32_t sid, dump_ctx *c)
     store_reader_end(c->r);
 }
 
+/* The one series the store holds.  Not always id 1: retention running in
+ * the background while old profiles are written can drop their partition
+ * and the series with it (when the partition of "now - 2 h" has ended
+ * over an hour ago: between 01:00 and 02:00 UTC), and the next write
+ * brings the series back with a new id (store.h). */
+static uint32_t only_series(store *st)
+{
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    uint32_t n = store_series_count(r), sid = store_series_next(r, 0);
+    store_reader_end(r);
+    assert_int_equal(n, 1);
+    return sid;
+}
+
 static int count_profiles(const store_block *b, void *ctx)
 {
     *(int *)ctx += (int)b->n_profiles;
@@ -637,7 +652,7 @@ static void test_retention_deletes_old_profiles(void **state)
     store_get_stats(st, &s);
     assert_int_equal(s.retention_deleted, 10);
     dump_ctx c;
-    dump_series(st, 1, &c);
+    dump_series(st, only_series(st), &c);
     assert_int_equal(c.profiles, 1);
     assert_int_equal(store_retention_run(st, now, &deleted), STORE_OK);
     assert_int_equal(deleted, 0);
@@ -1084,7 +1099,7 @@ static void test_retention_over_segments(void **state)
     store_get_stats(st, &s);
     assert_int_equal(s.retention_deleted, (uint64_t)expire); /* the background pass's and this one's */
     dump_ctx c;
-    dump_series(st, 1, &c);
+    dump_series(st, only_series(st), &c);
     assert_int_equal(c.profiles, 21 - expire);
     assert_int_equal(store_retention_run(st, now, &deleted), STORE_OK);
     assert_int_equal(deleted, 0);
