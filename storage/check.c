@@ -38,8 +38,9 @@
  *                unit and gauge bit of its value, rate 0, the bucket's
  *                duration), every pending mark (13-byte key: level 0, 1
  *                or 2 (repack), known series, aligned bucket inside the
- *                partition, no value) and every segment (a known series,
- *                a 10-minute bucket inside the partition, its checksum,
+ *                partition, no value or a late write's 8-byte time) and
+ *                every segment (a known series, a 10-minute bucket
+ *                inside the partition, its checksum,
  *                its union of node ids below the node count and each
  *                once, its profiles' payloads where its version puts them
  *                (version 2: tiling its area), then each profile in it
@@ -995,7 +996,8 @@ static void check_pending(checker *c, MDB_txn *txn, MDB_dbi dbi)
             PROBLEM(c, "%s: series %u is not in the catalog (%llu series)", at, sid,
                     (unsigned long long)c->n->series);
         bucket_ok(c, at, level == ROLLUP_REPACK ? ROLLUP_LEVELS - 1 : level, bucket);
-        if (v.mv_size) PROBLEM(c, "%s: a value of %zu bytes (a mark has none)", at, v.mv_size);
+        if (v.mv_size && v.mv_size != 8)
+            PROBLEM(c, "%s: a value of %zu bytes (a mark has none, or a late write's time in 8)", at, v.mv_size);
     }
     if (rc != MDB_NOTFOUND) PROBLEM(c, "pending: reading it failed: %s", mdb_strerror(rc));
     if (cur) mdb_cursor_close(cur);

@@ -54,7 +54,7 @@
  * (bench_storage).  Not after every bucket: two fsyncs a small bucket
  * slowed a backfill's writer (bench_rollup). */
 #define PACK_TXN_BYTES (1u << 20)
-static store_status compact_txn(writer *wr, part *p, int64_t now_ms, uint32_t *budget, int *more,
+static store_status compact_txn(writer *wr, part *p, int64_t now_ms, int64_t quiet_ms, uint32_t *budget, int *more,
                                 unsigned char resume[ROLLUP_PENDING_LEN], int *resuming, int *packed)
 {
     store *st = wr->st;
@@ -91,7 +91,7 @@ static store_status compact_txn(writer *wr, part *p, int64_t now_ms, uint32_t *b
         rollup_pending_parse(k.mv_data, &level, &sid, &bucket);
         if (level > ROLLUP_REPACK || (level == ROLLUP_REPACK && writes_wait)) continue;
         int64_t size = rollup_size_ms[level == ROLLUP_REPACK ? ROLLUP_LEVELS - 1 : level];
-        if (bucket + size + ROLLUP_GRACE_MS > now_ms) continue;
+        if (bucket + size + ROLLUP_GRACE_MS > now_ms || rollup_pending_waits(&v, now_ms, quiet_ms)) continue;
         if (!*budget) {
             *more = 1;
             break;
@@ -138,12 +138,12 @@ static store_status compact_txn(writer *wr, part *p, int64_t now_ms, uint32_t *b
     return STORE_OK;
 }
 
-static store_status compact_part(writer *w, part *p, int64_t now_ms, uint32_t *budget, int *more)
+static store_status compact_part(writer *w, part *p, int64_t now_ms, int64_t quiet_ms, uint32_t *budget, int *more)
 {
     unsigned char resume[ROLLUP_PENDING_LEN];
     int resuming = 0, packed = 1;
     store_status ss = STORE_OK;
-    while (!ss && packed) ss = compact_txn(w, p, now_ms, budget, more, resume, &resuming, &packed);
+    while (!ss && packed) ss = compact_txn(w, p, now_ms, quiet_ms, budget, more, resume, &resuming, &packed);
     return ss;
 }
 
@@ -277,7 +277,7 @@ out:
     return ss;
 }
 
-store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int *more)
+store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int64_t quiet_ms, int *more)
 {
     store *st = w->st;
     *more = 0;
@@ -289,7 +289,7 @@ store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int
     store_status ss = STORE_OK;
     for (ssize_t i = 0; i < n; i++) {
         if (!part_is_open(v[i]) || !writer_owns(w, v[i])) continue;
-        if (!ss) ss = compact_part(w, v[i], now_ms, &budget, more);
+        if (!ss) ss = compact_part(w, v[i], now_ms, quiet_ms, &budget, more);
         if (!ss && !*more) ss = finish_part(v[i], now_ms);
         if (!ss && !*more) ss = seal_part(w, v[i], now_ms);
         part_release_map(v[i]);

@@ -19,7 +19,17 @@
  * into its segment, segment.c).  A profile that arrives for a bucket whose
  * rollup exists (a spool replayed after an outage) is added into it in the
  * write's own transaction, and its 10-minute bucket is marked for packing
- * again (level ROLLUP_REPACK).  An hour whose profiles all start in one
+ * again (level ROLLUP_REPACK).  Late data waits: a mark for a bucket
+ * that had closed when it was made carries the write's time, renewed by
+ * each late write, and background compaction leaves it until
+ * ROLLUP_LATE_QUIET_MS after the last one (an explicit store_compact_run
+ * does not wait).  Old data comes in bursts (a spool replayed, an import,
+ * bench_pprof_ingest's 500 profiles of five 10 s windows): building as
+ * each profile came rebuilt the same hour and repacked the same segment
+ * once a profile (1,188 builds for 500 requests), each between two of a
+ * client's requests; once the burst is over, each bucket is built once.
+ * Until then the bucket is read from raw blocks, like any unbuilt one.
+ * An hour whose profiles all start in one
  * 10-minute bucket gets no rollup of its own (rollup_build): the planner
  * reads that bucket's instead.  So a rollup, when present, holds exactly its
  * bucket's profiles; a bucket without one is read from finer levels or
@@ -173,9 +183,28 @@ static int bucket_built(MDB_txn *txn, MDB_dbi rollups, int level, uint32_t sid, 
     return rc && rc != MDB_NOTFOUND ? -rc : built;
 }
 
+/* A late mark's value: the write's wall time, 8 bytes big-endian. */
+static int put_mark(MDB_txn *txn, MDB_dbi pending, const unsigned char *key, int late, int64_t now_ms)
+{
+    unsigned char t[8];
+    for (int i = 0; i < 8; i++) t[i] = (unsigned char)((uint64_t)now_ms >> (56 - 8 * i));
+    MDB_val k = { ROLLUP_PENDING_LEN, (void *)key }, v = { late ? sizeof t : 0, late ? (void *)t : "" };
+    int rc = mdb_put(txn, pending, &k, &v, late ? 0 : MDB_NOOVERWRITE);
+    return rc == MDB_KEYEXIST ? 0 : rc;
+}
+
+int rollup_pending_waits(const MDB_val *v, int64_t now_ms, int64_t quiet_ms)
+{
+    if (v->mv_size != 8 || quiet_ms <= 0) return 0;
+    const unsigned char *t = v->mv_data;
+    uint64_t at = 0;
+    for (int i = 0; i < 8; i++) at = at << 8 | t[i];
+    return (int64_t)at > now_ms - quiet_ms;
+}
+
 store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdict_w *d, void *zcctx, uint32_t sid,
-                             int64_t from_ms, const char *unit, const block_header *raw, const uint32_t *nodes,
-                             const uint64_t *counts, uint32_t n)
+                             int64_t from_ms, int64_t now_ms, const char *unit, const block_header *raw,
+                             const uint32_t *nodes, const uint64_t *counts, uint32_t n)
 {
     uint64_t weight;
     const char *vunit = store_value_unit(unit, raw->rate, &weight);
@@ -183,27 +212,25 @@ store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdi
     store_status ss = pdict_w_string(d, vunit, (uint32_t)strlen(vunit), &unit_id);
     for (int level = 0; !ss && level < ROLLUP_LEVELS; level++) {
         int64_t bucket = rollup_floor(from_ms, rollup_size_ms[level]);
+        int late = bucket + rollup_size_ms[level] + ROLLUP_GRACE_MS <= now_ms;
         int built = bucket_built(txn, rollups, level, sid, bucket);
         if (built < 0) return env_status(-built);
+        unsigned char key[ROLLUP_KEY_LEN];
+        int rc = 0;
         if (built) {
             ss = add_level(txn, rollups, zcctx, level, sid, from_ms, unit_id, weight, nodes, counts, n, raw);
             /* The 10-minute bucket may be packed into a segment already:
              * this profile stays a raw block, and compaction packs the
              * bucket again (segment.c). */
             if (!ss && level == ROLLUP_LEVELS - 1) {
-                unsigned char key[ROLLUP_KEY_LEN];
                 rollup_key(key, ROLLUP_REPACK, sid, bucket, 0);
-                MDB_val k = { ROLLUP_PENDING_LEN, key }, v = { 0, "" };
-                int rc = mdb_put(txn, pending, &k, &v, MDB_NOOVERWRITE);
-                if (rc && rc != MDB_KEYEXIST) ss = env_status(rc);
+                rc = put_mark(txn, pending, key, 1, now_ms);
             }
-            continue;
+        } else {
+            rollup_key(key, level, sid, bucket, 0);
+            rc = put_mark(txn, pending, key, late, now_ms);
         }
-        unsigned char key[ROLLUP_KEY_LEN];
-        rollup_key(key, level, sid, bucket, 0);
-        MDB_val k = { ROLLUP_PENDING_LEN, key }, v = { 0, "" };
-        int rc = mdb_put(txn, pending, &k, &v, MDB_NOOVERWRITE);
-        if (rc && rc != MDB_KEYEXIST) ss = env_status(rc);
+        if (rc) ss = env_status(rc);
     }
     return ss;
 }

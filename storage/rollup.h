@@ -21,13 +21,24 @@ void rollup_key_parse(const unsigned char *key, int *level, uint32_t *sid, int64
 #define ROLLUP_GRACE_MS 60000
 
 /* On a raw write of a profile (pairs sorted, unweighted; raw its block's
- * header, unit its unit string): a bucket that already has its rollup
- * (late data) gets the pairs added; any other bucket is marked pending in
- * the partition's "pending" database, for rollup_build.  The value unit is
+ * header, unit its unit string) at wall time now_ms: a bucket that already
+ * has its rollup (late data) gets the pairs added; any other bucket is
+ * marked pending in the partition's "pending" database, for rollup_build.
+ * A mark for a bucket that has closed already (late data) carries now_ms,
+ * renewed by every late write (rollup_pending_waits).  The value unit is
  * interned in d. */
 store_status rollup_on_write(MDB_txn *txn, MDB_dbi rollups, MDB_dbi pending, pdict_w *d, void *zcctx, uint32_t sid,
-                             int64_t from_ms, const char *unit, const block_header *raw, const uint32_t *nodes,
-                             const uint64_t *counts, uint32_t n);
+                             int64_t from_ms, int64_t now_ms, const char *unit, const block_header *raw,
+                             const uint32_t *nodes, const uint64_t *counts, uint32_t n);
+
+/* Late data waits this long after its bucket's last late write before
+ * compaction builds or repacks the bucket (rollup.c says why). */
+#define ROLLUP_LATE_QUIET_MS 10000
+
+/* Whether the pending mark whose value is v waits at now_ms: a late mark
+ * less than quiet_ms old.  Marks of data that came in time have no value
+ * (as every mark written before late marks had one) and never wait. */
+int rollup_pending_waits(const MDB_val *v, int64_t now_ms, int64_t quiet_ms);
 
 /* Pending markers: level, series, bucket (13 bytes).  Level ROLLUP_REPACK
  * marks a 10-minute bucket built already that got late data: compaction

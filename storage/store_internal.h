@@ -145,7 +145,7 @@ pdict_w *writer_maps(writer *w, part *p, MDB_txn *txn, store_status *ss);
 void evict_writer_maps(writer *w);
 /* compact.c: one bounded step on w's partitions; *more when closed
  * buckets remain. */
-store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int *more);
+store_status writer_compact_step(writer *w, int64_t now_ms, uint32_t budget, int64_t quiet_ms, int *more);
 
 /* migrate.c: moves a flamedb-4 data.mdb in dir into st (open, writer
  * running); answers 0 when there was nothing to migrate. */

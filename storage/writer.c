@@ -271,7 +271,7 @@ static store_status write_profile(writer *wr, batch_part *bp, MDB_txn *txn, writ
     }
     if (!ss)
         ss = rollup_on_write(txn, part_dbi(bp->p, PART_ROLLUPS), part_dbi(bp->p, PART_PENDING), w, wr->zcctx, sid,
-                             p->from_ms, p->unit, &h, pr->nodes, pr->counts, pr->n);
+                             p->from_ms, now_ms(), p->unit, &h, pr->nodes, pr->counts, pr->n);
     if (!ss)
         ss = pdict_w_flush(w, txn, part_dbi(bp->p, PART_META), part_dbi(bp->p, PART_STRINGS),
                            part_dbi(bp->p, PART_NODES));
@@ -451,7 +451,7 @@ static void run_compact_now(writer *w, write_req *rq)
     uint64_t before = w->built;
     int more = 1;
     rq->status = STORE_OK;
-    while (more && !rq->status) rq->status = writer_compact_step(w, rq->now_ms, 1000, &more);
+    while (more && !rq->status) rq->status = writer_compact_step(w, rq->now_ms, 1000, 0, &more);
     rq->deleted = w->built - before;
 }
 
@@ -527,7 +527,7 @@ static void background(writer *w)
     }
     if (now >= w->next_compact_ms) {
         int more = 0;
-        store_status ss = writer_compact_step(w, now, 64, &more);
+        store_status ss = writer_compact_step(w, now, 64, ROLLUP_LATE_QUIET_MS, &more);
         /* More closed buckets: go on after the next batch; otherwise look
          * again in a few seconds (buckets close as time passes). */
         w->next_compact_ms = more && !ss ? now : now + 2000;

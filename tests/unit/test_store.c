@@ -1113,6 +1113,61 @@ static void test_retention_over_segments(void **state)
     assert_int_equal(n.blocks, (uint64_t)(21 - expire));
 }
 
+/* Late data waits for its burst to end: a profile for a bucket closed
+ * long ago leaves a mark with its time that background compaction leaves
+ * alone for ROLLUP_LATE_QUIET_MS (it built it right after the batch
+ * before), `flamedb check` takes the timed mark, and an explicit
+ * compaction builds it at once, answers unchanged. */
+static void test_late_data_waits(void **state)
+{
+    (void)state;
+    unsigned char t[8];
+    MDB_val v = { sizeof t, t };
+    int64_t at = INT64_C(1796170000000);
+    for (int i = 0; i < 8; i++) t[i] = (unsigned char)((uint64_t)at >> (56 - 8 * i));
+    assert_true(rollup_pending_waits(&v, at, ROLLUP_LATE_QUIET_MS));
+    assert_true(rollup_pending_waits(&v, at + ROLLUP_LATE_QUIET_MS - 1, ROLLUP_LATE_QUIET_MS));
+    assert_false(rollup_pending_waits(&v, at + ROLLUP_LATE_QUIET_MS, ROLLUP_LATE_QUIET_MS));
+    assert_false(rollup_pending_waits(&v, at, 0)); /* an explicit compaction */
+    MDB_val none = { 0, "" };
+    assert_false(rollup_pending_waits(&none, at, ROLLUP_LATE_QUIET_MS)); /* data in time */
+
+    store *st = open_store_n(0, 0, 1);
+    const char *f[] = { "a;b", "a;c" };
+    uint64_t counts[] = { 3, 4 };
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000, old = (now - 3 * 3600 * 1000) / 600000 * 600000;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(write_stacks(st, api_labels, 3, old + i * 10000, f, counts, 2, 0), STORE_OK);
+    usleep(1500 * 1000); /* a background step runs after each batch that leaves closed buckets */
+    store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.rollups_built, 0);
+    dump_ctx c;
+    dump_series(st, 1, &c);
+    assert_int_equal(c.profiles, 3);
+    uint64_t built = 0;
+    assert_int_equal(store_compact_run(st, now, &built), STORE_OK);
+    assert_true(built >= 2); /* its 10-minute bucket and its hour's, now */
+    dump_series(st, 1, &c);
+    assert_int_equal(c.profiles, 3);
+    store_close(st);
+    /* again, the marks left on disk this time: check takes them */
+    st = open_store_n(0, 0, 1);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now = (int64_t)ts.tv_sec * 1000;
+    assert_int_equal(write_stacks(st, api_labels, 3, old - 600000, f, counts, 2, 0), STORE_OK);
+    store_close(st);
+    findings fd = { .n = 0 };
+    store_check_counts n;
+    char err[256];
+    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
+    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
+    assert_int_equal(n.problems, 0);
+    assert_true(n.pending >= 2);
+}
+
 /* A digest of every profile of series 1..n_series (window, pairs by
  * path), read through r, which may have begun before a seal. */
 typedef struct { store_reader *r; uint64_t digest, pairs; int profiles; } digest_ctx;
@@ -1653,6 +1708,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_sealing_keeps_answers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_env_map_release, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_late_data_waits, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_other_directories, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_reader_limits, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_segment_versions, make_tmp, remove_tmp),
