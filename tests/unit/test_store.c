@@ -905,6 +905,18 @@ static void collect(void *ctx, store_check_kind kind, const char *file, const ch
                  file, what);
 }
 
+/* store_check of the test directory: prints what it found, asserts no
+ * problem, answers how many findings (notes included). */
+static int check_no_problems(store_check_counts *n)
+{
+    findings fd = { .n = 0 };
+    char err[256];
+    assert_int_equal(store_check(tmpdir, collect, &fd, n, err, sizeof err), STORE_OK);
+    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
+    assert_int_equal(n->problems, 0);
+    return fd.n;
+}
+
 /* Asserts one finding holds both fragments. */
 static void assert_found(const findings *f, const char *a, const char *b)
 {
@@ -941,13 +953,10 @@ static void test_check_finds_damage(void **state)
     assert_true(built >= 2);
     store_close(st);
 
-    findings fd = { .n = 0 };
     store_check_counts n;
+    assert_int_equal(check_no_problems(&n), 0);
+    findings fd = { .n = 0 };
     char err[256];
-    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
-    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
-    assert_int_equal(n.problems, 0);
-    assert_int_equal(fd.n, 0);
     assert_string_equal(n.format, "flamedb-7");
     assert_int_equal(n.needs_upgrade, 0);
     assert_int_equal(n.partition_ms, 86400000);
@@ -1104,12 +1113,8 @@ static void test_retention_over_segments(void **state)
     assert_int_equal(store_retention_run(st, now, &deleted), STORE_OK);
     assert_int_equal(deleted, 0);
     store_close(st);
-    findings fd = { .n = 0 };
     store_check_counts n;
-    char err[256];
-    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
-    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
-    assert_int_equal(n.problems, 0);
+    check_no_problems(&n);
     assert_int_equal(n.blocks, (uint64_t)(21 - expire));
 }
 
@@ -1159,12 +1164,8 @@ static void test_late_data_waits(void **state)
     now = (int64_t)ts.tv_sec * 1000;
     assert_int_equal(write_stacks(st, api_labels, 3, old - 600000, f, counts, 2, 0), STORE_OK);
     store_close(st);
-    findings fd = { .n = 0 };
     store_check_counts n;
-    char err[256];
-    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
-    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
-    assert_int_equal(n.problems, 0);
+    check_no_problems(&n);
     assert_true(n.pending >= 2);
 }
 
@@ -1349,12 +1350,8 @@ static void test_sealing_keeps_answers(void **state)
     store_reader_end(r);
     assert_int_equal(after.profiles, 361);
     store_close(st);
-    findings fd = { .n = 0 };
     store_check_counts n;
-    char err[256];
-    assert_int_equal(store_check(tmpdir, collect, &fd, &n, err, sizeof err), STORE_OK);
-    for (int i = 0; i < fd.n; i++) print_message("  finding: %s\n", fd.line[i]);
-    assert_int_equal(n.problems, 0);
+    check_no_problems(&n);
     assert_int_equal(n.blocks, 361);
     st = open_store(0, 0);
     assert_int_equal(store_reader_begin(st, &r), STORE_OK);
