@@ -1212,6 +1212,49 @@ static uint64_t file_blocks(const char *path)
  * without them.  The file shrinks; new readers, and a reader that began
  * before, read the same profiles; late data goes into the sealed file; the
  * store checks sound and reads the same after a reopen. */
+/* The open node chunk is encoded as nodes come (pdict.c): many commits
+ * each adding nodes, across the 8,192-node chunk boundary, read back the
+ * same after a reopen, and a node chunk completed mid-commit is whole. */
+static void test_node_chunks_grow_across_commits(void **state)
+{
+    (void)state;
+    store *st = open_store_n(0, 0, 1);
+    enum { BATCHES = 30, STACKS = 100 };
+    static char frames[BATCHES][STACKS][64];
+    uint64_t counts[STACKS];
+    for (int b = 0; b < BATCHES; b++) {
+        const char *f[STACKS];
+        for (int i = 0; i < STACKS; i++) {
+            /* four new nodes a stack: 400 a commit, 12,000 in all */
+            snprintf(frames[b][i], sizeof frames[b][i], "r;a%d_%d;b%d_%d;c%d;d%d", b, i, b, i, i % 5, i);
+            f[i] = frames[b][i];
+            counts[i] = (uint64_t)(b * STACKS + i + 1);
+        }
+        assert_int_equal(write_stacks(st, api_labels, 3, b * 10000, f, counts, STACKS, 0), STORE_OK);
+    }
+    store_stats before;
+    store_get_stats(st, &before);
+    assert_true(before.nodes > 8192 + 400);
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    digest_ctx d1 = { .r = r };
+    store_blocks_scan(r, 1, INT64_MIN, INT64_MAX, digest_block, &d1);
+    store_reader_end(r);
+    store_close(st);
+    st = open_store_n(0, 0, 1);
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    digest_ctx d2 = { .r = r };
+    store_blocks_scan(r, 1, INT64_MIN, INT64_MAX, digest_block, &d2);
+    assert_true(d1.digest == d2.digest);
+    assert_int_equal(d2.profiles, BATCHES);
+    assert_int_equal(d2.pairs, (uint64_t)BATCHES * STACKS);
+    for (uint32_t id = 1; id <= store_node_max(r); id++) assert_true(store_node_parent(r, id) < id);
+    store_reader_end(r);
+    store_close(st);
+    store_check_counts n;
+    check_no_problems(&n);
+}
+
 static double rss_file_mib(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -1697,6 +1740,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_profiles_refused, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_resolve_and_async_write, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_dictionary_chunks_survive_reopen, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_node_chunks_grow_across_commits, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_prepared_blocks_and_stale_leaves, make_tmp, remove_tmp),
         cmocka_unit_test(test_block_verify),
         cmocka_unit_test_setup_teardown(test_commit_wait_groups_a_stream, make_tmp, remove_tmp),
