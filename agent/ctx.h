@@ -119,6 +119,18 @@ static inline double agent_wall_s(void)  /* CLOCK_REALTIME, unix seconds */
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* CLOCK_REALTIME in whole unix seconds, the clock of every window and of
+ * the fleet plan.  Not time(2): it may read the coarse clock, up to a tick
+ * behind, and a plan step starting at second S, received a millisecond
+ * after S on the server's clock, was then taken at S - 1, before the step:
+ * an agent sampled from S - 1, in the period before its turn. */
+static inline int64_t agent_wall_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
 /* Whether the agent samples in this fleet state (its plan says so, or
  * there is no plan). */
 static inline int ctx_sampling(agent_fleet_state s)

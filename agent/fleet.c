@@ -117,6 +117,17 @@ void agent_fleet_set_plan(agent_fleet *f, const agent_fleet_plan *plan, double s
      * answer: a slow answer alone must not move the plan's seconds). */
     double off = plan->now < sent ? sent - plan->now : plan->now > received ? received - plan->now : 0;
     int64_t shift = (int64_t)llround(off);
+    /* The seconds before the new plan's first step: what the plan before
+     * said of them; without one, every agent samples only at duty 1.  An
+     * agent whose clock is behind the server's by less than the rounding
+     * (or one that read a coarse clock a tick late) is there when the
+     * answer names a step that has just begun: taking the step's word then
+     * started its turn in the period before, beside that period's own
+     * agents. */
+    double r;
+    int64_t before = plan->step[0].from + shift - 1;
+    agent_fleet_state was = f->have_plan && !f->ceased ? agent_fleet_state_at(f, before, &r) : AGENT_FLEET_UNMANAGED;
+    f->before_sample = was == AGENT_FLEET_UNMANAGED ? plan->duty >= 1 : was == AGENT_FLEET_SAMPLING;
     f->plan = *plan;
     f->plan.now = received;
     for (int k = 0; k < 2; k++) {
@@ -138,10 +149,11 @@ agent_fleet_state agent_fleet_state_at(const agent_fleet *f, int64_t now, double
             return s->sample ? AGENT_FLEET_SAMPLING : AGENT_FLEET_IDLE;
         }
     }
-    /* before the first step (a clock step back): the first step's word */
+    /* before the first step (a clock behind, or stepped back): the word
+     * of the plan before for that second (agent_fleet_set_plan) */
     if (now < f->plan.step[0].from) {
         *rate = f->plan.step[0].rate;
-        return f->plan.step[0].sample ? AGENT_FLEET_SAMPLING : AGENT_FLEET_IDLE;
+        return f->before_sample ? AGENT_FLEET_SAMPLING : AGENT_FLEET_IDLE;
     }
     return AGENT_FLEET_UNMANAGED;   /* the plan ran out: the server is silent */
 }

@@ -55,6 +55,7 @@ typedef enum {
 typedef struct {
     int have_plan;
     agent_fleet_plan plan;          /* times already in the agent's clock */
+    int before_sample;              /* the word for the seconds before plan.step[0] */
     uint32_t attempts[AGENT_FLEET_WINDOW], failures[AGENT_FLEET_WINDOW];
     unsigned slot;                  /* next interval's slot in the ring */
     int ceased;                     /* intervals of cool-off left; 0: not ceased */
@@ -70,7 +71,9 @@ typedef struct {
 void agent_fleet_set_plan(agent_fleet *f, const agent_fleet_plan *plan, double sent, double received);
 /* What to do at `now` (agent's unix seconds): the plan's step holding it;
  * UNMANAGED when there is none (no plan, or past its last step: the server
- * has not answered since); CEASED over everything while ceased.  *rate
+ * has not answered since); before its first step, what the plan before
+ * said of that second (sampling without one only at duty 1); CEASED over
+ * everything while ceased.  *rate
  * receives the step's rate (0: the agent's own). */
 agent_fleet_state agent_fleet_state_at(const agent_fleet *f, int64_t now, double *rate);
 /* When the state may next change after `now` (a step's boundary), or

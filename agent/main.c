@@ -99,7 +99,14 @@ static void heartbeat(agent_ctx *c)
         if (!c->fleet.have_plan || c->hb_failing)   /* duty 1: every agent, always: no news */
             agent_log(plan.duty >= 1 && !c->hb_failing, "fleet control: %s%g of the fleet samples at a time, %lld s periods",
                       c->fleet.have_plan ? "the server answers again; " : "", plan.duty, (long long)plan.period);
+        agent_fleet_plan before = c->fleet.plan;
+        int had = c->fleet.have_plan;
         agent_fleet_set_plan(&c->fleet, &plan, sent, agent_wall_s());
+        const agent_fleet_step *s = c->fleet.plan.step;
+        if (!had || memcmp(before.step, s, sizeof before.step))
+            agent_log(1, "fleet control: plan %s [%lld, %lld), %s [%lld, %lld) (server now %.3f, sent %.3f)",
+                      s[0].sample ? "sample" : "idle", (long long)s[0].from, (long long)s[0].until,
+                      s[1].sample ? "sample" : "idle", (long long)s[1].from, (long long)s[1].until, plan.now, sent);
         c->hb_failing = 0;
         return;
     }
@@ -179,13 +186,31 @@ static void fleet_account(agent_ctx *c)
     else if (r < 0) agent_log(0, "fleet control: sampling again after the cool-off");
 }
 
-/* Applies the fleet state at time t: pauses or resumes the perf events; a
- * window starts when sampling does (the one before was flushed when it
- * stopped). */
-static void fleet_switch(agent_ctx *c, double t, double *win_start, int64_t *win_from)
+/* The fleet state at `now` (unix seconds).  A plan that ran out while the
+ * server still answers (the loop was held up past it, by a slow push say)
+ * is renewed first: falling back to sampling as configured is for a
+ * server that does not answer, not for an agent that did not ask. */
+static agent_fleet_state fleet_state(agent_ctx *c, int64_t *now, double *rate)
 {
-    double rate;
-    agent_fleet_state st = agent_fleet_state_at(&c->fleet, (int64_t)time(NULL), &rate);
+    agent_fleet_state st = agent_fleet_state_at(&c->fleet, *now, rate);
+    if (st == AGENT_FLEET_UNMANAGED && c->fleet.have_plan && !c->hb_failing && c->deliver) {
+        heartbeat(c);
+        c->next_heartbeat = agent_now_s() + heartbeat_every(c);
+        *now = agent_wall_sec();
+        st = agent_fleet_state_at(&c->fleet, *now, rate);
+    }
+    return st;
+}
+
+/* Applies the fleet state st, that of `now`: pauses or resumes the perf
+ * events; a window starts when sampling does (the one before was flushed
+ * when it stopped).  The loop decides a turn with one `now`: a second read
+ * anew here could lie past a boundary the flush before did not see, and
+ * the window that flush opened (at the boundary) would take the samples
+ * read until the next turn, in a period the agent had no turn in. */
+static void fleet_switch(agent_ctx *c, agent_fleet_state st, double rate, double t, int64_t now,
+                         double *win_start, int64_t *win_from)
+{
     int was = ctx_sampling(c->fstate), is = ctx_sampling(st);
     if (st != c->fstate)
         agent_log(st != AGENT_FLEET_SAMPLING && st != AGENT_FLEET_IDLE ? 0 : 1, "fleet control: %s -> %s",
@@ -194,7 +219,7 @@ static void fleet_switch(agent_ctx *c, double t, double *win_start, int64_t *win
     if (!was && is) {
         if (c->perf && agent_perf_pause(c->perf, 0) < 0) agent_log(0, "fleet control: could not resume sampling");
         *win_start = t;
-        *win_from = (int64_t)time(NULL);
+        *win_from = now;
         c->sim_last = t;
     }
     c->fstate = st;
@@ -349,13 +374,18 @@ int main(int argc, char **argv)
            c.o.unwind == AGENT_UNWIND_FP ? "fp" : c.o.unwind == AGENT_UNWIND_DWARF ? "dwarf" : "auto",
            c.o.output ? "writing to" : "pushing to", c.o.output ? c.o.output : c.o.server);
     double start = agent_now_s(), win_start = start;
-    int64_t win_from = (int64_t)time(NULL);
+    int64_t win_from = agent_wall_sec();
     c.m.start_time = win_from;
     interval_metrics(&c);
     c.fstate = AGENT_FLEET_UNMANAGED;
     heartbeat(&c);                      /* registers, and brings the plan */
     c.next_heartbeat = start + heartbeat_every(&c);
-    fleet_switch(&c, start, &win_start, &win_from);
+    {
+        double rate;
+        int64_t now = agent_wall_sec();
+        agent_fleet_state st = fleet_state(&c, &now, &rate);
+        fleet_switch(&c, st, rate, start, now, &win_start, &win_from);
+    }
     if (ctx_sampling(c.fstate)) start_adapters(&c, c.o.interval);
     c.alloc_rng = (unsigned)getpid() ^ (unsigned)win_from;
     c.alloc_since = start;
@@ -374,11 +404,12 @@ int main(int argc, char **argv)
             c.next_heartbeat = t + heartbeat_every(&c);
         }
         double rate;
-        agent_fleet_state st = agent_fleet_state_at(&c.fleet, (int64_t)time(NULL), &rate);
+        int64_t now = agent_wall_sec();          /* this turn's second (fleet_switch) */
+        agent_fleet_state st = fleet_state(&c, &now, &rate);
         int off = ctx_sampling(c.fstate) && !ctx_sampling(st);   /* the window ends here */
         int done = c.o.duration && t - start >= c.o.duration;
         if (t - win_start >= c.o.interval || done || off) {
-            int64_t until = (int64_t)time(NULL);
+            int64_t until = now;
             if (off) until = agent_fleet_window_end(&c.fleet, win_from, until);
             if (until <= win_from) until = win_from + 1;
             allocduty_interval_end(&c, win_start, t);
@@ -390,11 +421,11 @@ int main(int argc, char **argv)
             double left = c.o.duration ? c.o.duration - (t - start) : c.o.interval;
             if (ctx_sampling(c.fstate)) start_adapters(&c, (int)(left < c.o.interval ? left + 0.5 : c.o.interval));
         } else if (c.deliver) agent_deliver_drain(c.deliver, 0);
-        fleet_switch(&c, t, &win_start, &win_from);
+        fleet_switch(&c, st, rate, t, now, &win_start, &win_from);
     }
     if (agent_stop) {                       /* push what is left */
         if (c.perf) agent_perf_poll(c.perf, 0, procs_on_sample, &c);
-        int64_t until = (int64_t)time(NULL);
+        int64_t until = agent_wall_sec();
         if (until <= win_from) until = win_from + 1;
         allocduty_interval_end(&c, win_start, agent_now_s());
         interval_flush(&c, win_from, until, 1);

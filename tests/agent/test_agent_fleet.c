@@ -103,6 +103,50 @@ static void plan_states(void **state)
     assert_int_equal(agent_fleet_window_end(&f, 1080, 1083), 1083);
 }
 
+/* A plan whose first step has just begun on the server's clock, answered
+ * to an agent whose clock still reads the second before (behind by less
+ * than the shift's rounding, or a coarse clock a tick late): that second
+ * keeps the word the plan before gave it, not the new step's (sampling
+ * there put a sixth agent into a period planned for five:
+ * test_fleet.sh). */
+static void plan_second_before(void **state)
+{
+    (void)state;
+    static const char *TURN =
+        "{\"agent\": \"n1\", \"now\": 1020.001, \"period\": 60, \"duty\": 0.1, \"sample\": true,"
+        " \"from\": 1020, \"until\": 1080, \"rate\": 0, \"next_sample\": false, \"next_until\": 1140}";
+    static const char *ALL =
+        "{\"agent\": \"n1\", \"now\": 1020.001, \"period\": 60, \"duty\": 1, \"sample\": true,"
+        " \"from\": 1020, \"until\": 1080, \"rate\": 0, \"next_sample\": true, \"next_until\": 1140}";
+    agent_fleet_plan before, turn, all;
+    char err[200];
+    double rate;
+    assert_int_equal(agent_fleet_plan_parse(ANSWER, strlen(ANSWER), &before, err, sizeof err), 0);
+    assert_int_equal(agent_fleet_plan_parse(TURN, strlen(TURN), &turn, err, sizeof err), 0);
+    assert_int_equal(agent_fleet_plan_parse(ALL, strlen(ALL), &all, err, sizeof err), 0);
+    agent_fleet f;
+    /* idle before, by the plan before: idle in 1019, sampling from 1020 */
+    memset(&f, 0, sizeof f);
+    agent_fleet_set_plan(&f, &before, 999.9, 1000.0);
+    agent_fleet_set_plan(&f, &turn, 1019.7, 1019.71);     /* the server's now is 0.29 s ahead */
+    assert_int_equal(agent_fleet_state_at(&f, 1019, &rate), AGENT_FLEET_IDLE);
+    assert_int_equal(agent_fleet_state_at(&f, 1020, &rate), AGENT_FLEET_SAMPLING);
+    /* sampling before, by the plan before: goes on sampling in 1019 */
+    agent_fleet_plan was_sampling = before;
+    was_sampling.step[0].sample = 1;
+    memset(&f, 0, sizeof f);
+    agent_fleet_set_plan(&f, &was_sampling, 999.9, 1000.0);
+    agent_fleet_set_plan(&f, &turn, 1019.7, 1019.71);
+    assert_int_equal(agent_fleet_state_at(&f, 1019, &rate), AGENT_FLEET_SAMPLING);
+    /* no plan before: only a fleet where every agent samples samples */
+    memset(&f, 0, sizeof f);
+    agent_fleet_set_plan(&f, &turn, 1019.7, 1019.71);
+    assert_int_equal(agent_fleet_state_at(&f, 1019, &rate), AGENT_FLEET_IDLE);
+    memset(&f, 0, sizeof f);
+    agent_fleet_set_plan(&f, &all, 1019.7, 1019.71);
+    assert_int_equal(agent_fleet_state_at(&f, 1019, &rate), AGENT_FLEET_SAMPLING);
+}
+
 static void ceasing(void **state)
 {
     (void)state;
@@ -174,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plan_parse),
         cmocka_unit_test(plan_states),
+        cmocka_unit_test(plan_second_before),
         cmocka_unit_test(ceasing),
         cmocka_unit_test(report_json),
     };

@@ -29,7 +29,7 @@ test_fleet_duty_rotates_and_covers() {
     local pids=() i t0 t1 dur=$((FL_PERIOD * 13)) maxplan=0 n
     t0=$(date +%s)
     for i in $(seq -w 1 "$FL_AGENTS"); do
-        "$AGENT" --server "$BASE" --simulate --service sim --labels "node=sim-$i" --interval 1 \
+        "$AGENT" --server "$BASE" --simulate --service sim --labels "node=sim-$i" --interval 1 --verbose \
             --duration "$dur" --frequency 50 >"$AT_TMP/agent-$i.log" 2>&1 &
         pids+=($!)
     done
@@ -86,9 +86,15 @@ test_fleet_duty_rotates_and_covers() {
     local reg
     reg=$(jq '[.agents[].first_seen] | max' <<<"$list")
     reg=$(( (reg - from) / FL_PERIOD + 1 ))
-    assert_eq "nodes sampling in two periods in a row, from period $reg (all registered)" 0 \
-        "$(jq --argjson r "$reg" '[.groups[] | [.points | to_entries[] | select(.value[1] > 0 and .key >= $r) | .key]
-                | select(length > 1) | [range(1; length) as $i | .[$i] - .[$i - 1]] | select(any(. == 1))] | length' <<<"$tl")"
+    local twice
+    twice=$(jq -r --argjson r "$reg" '.groups[] | select([.points | to_entries[] | select(.value[1] > 0 and .key >= $r) | .key]
+                | [range(1; length) as $i | .[$i] - .[$i - 1]] | any(. == 1)) | .labels.node' <<<"$tl")
+    assert_eq "nodes sampling in two periods in a row, from period $reg (all registered)" "" "$twice"
+    # what such an agent's log says of its plan, to tell why
+    for n in $twice; do
+        echo "  $n: $(jq -c --arg n "$n" '.groups[] | select(.labels.node == $n) | [.points[] | .[1] > 0 | if . then 1 else 0 end]' <<<"$tl")"
+        grep -E 'fleet control|heartbeat' "$AT_TMP/agent-${n#sim-}.log" | tail -30 | sed 's/^/    /'
+    done
 }
 
 test_failing_pushes_cease_sampling() {
