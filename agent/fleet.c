@@ -13,8 +13,11 @@
  * turns on or off at the boundary even when its heartbeat comes later.
  *
  * No plan (the server never answered, or answers no more: past the last
- * step) is today's behaviour: the agent samples as configured and spools
- * what it cannot push.  FDA adapts the frequency within the plan's rate.
+ * step with the heartbeats failing; a plan that ran out while they are
+ * answered is asked for again first) is today's behaviour: the agent
+ * samples as configured and spools what it cannot push.  FDA adapts the
+ * frequency within the plan's rate.  Every time here is CLOCK_REALTIME
+ * (agent_wall_sec), the server's clock; time(2) may read a coarse one.
  *
  * An agent whose pushes keep failing while the server still answers its
  * heartbeats (e.g. every push refused) stops sampling and says so in its
