@@ -188,6 +188,24 @@ struct ProtobufCMessage *ingest_protojson_parse(const struct ProtobufCMessageDes
  * ingest_pprof_free. */
 ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, const ingest_profile *base,
                                  int window_given, ingest_profile **out, size_t *n_out, char *err, size_t errlen);
+
+/* Other threads a decode may use: run(ctx, n, task, arg) calls task(arg,
+ * i) once for every i in [0, n), in any order and on any threads (the
+ * caller's among them), and returns when all have returned; width is how
+ * many threads may run them at once.  The server's parse pool lends its
+ * idle threads (server/workpool.c). */
+typedef struct {
+    void (*run)(void *ctx, size_t n, void (*task)(void *arg, size_t i), void *arg);
+    void *ctx;
+    unsigned width;
+} ingest_par;
+
+/* ingest_pprof_parse, writing the locations' and the stacks' text (and
+ * hashing the stacks) on par's threads; par NULL: on the caller's alone.
+ * The same profiles either way. */
+ingest_status ingest_pprof_parse_par(const void *body, size_t len, size_t max_out, const ingest_profile *base,
+                                     int window_given, const ingest_par *par, ingest_profile **out, size_t *n_out,
+                                     char *err, size_t errlen);
 void ingest_pprof_free(ingest_profile *profiles, size_t n);
 
 /* ---- OpenTelemetry profiles (otlp.c) ------------------------------------ */

@@ -43,7 +43,10 @@
  * text is written, while in cache, into the profiles' hashes: the store
  * then resolves stacks by them (store_resolve_hashed) instead of reading
  * 5.6 MB of text back from memory for a gen_pprof.py profile (parse
- * thread 4.4-4.6 -> 4.1 ms a profile, bench_pprof_ingest).
+ * thread 4.4-4.6 -> 4.1 ms a profile, bench_pprof_ingest).  The passes
+ * that write the locations' and the stacks' text run in ranges on the
+ * threads an ingest_par lends (ingest_pprof_parse_par; "the passes that
+ * write text" below).
  *
  * Deep stacks are cut before any text is built, so memory follows what is
  * kept, not the samples times their depth (issue 12: a 184-byte gzip'd
@@ -192,6 +195,10 @@ typedef struct {
     size_t *lab_off;    /* n_sample + 1 offsets into lab_text; NULL without sample labels */
     uint64_t lab_kept, lab_dropped, lab_other;
     size_t max_text;    /* the most bytes of stack text (max_out): INGEST_ETOOBIG beyond */
+    const ingest_par *par; /* threads for the passes that write text; NULL: this one */
+    size_t *text_off;   /* n_sample + 1 offsets of the stacks' text in the arena (unused samples: none) */
+    hash128 *text_hash; /* per used sample: its stack's hash */
+    char *arena;
     char *err;
     size_t errlen;
 } decoder;
@@ -417,11 +424,59 @@ static ingest_status location_frames(decoder *d, size_t li, uint32_t need, char 
     return INGEST_OK;
 }
 
+/* ---- the passes that write text, on several threads ----
+ *
+ * Rendering the locations and writing (and hashing) the stacks are most of
+ * a decode after gunzip (bench_pprof_ingest); both write at offsets that a
+ * measuring pass before fixed, and read only what earlier passes left (a
+ * function's lengths, the locations' text), so ranges of locations or
+ * samples go to the threads par lends, each writing its own bytes.  One
+ * client's request is serial (decode, store, answer): on a machine whose
+ * other cores wait, its decode is what they can take.  Errors are all
+ * found by the measuring passes, which stay on the caller's thread. */
+
+#define PAR_MIN_ITEMS 64 /* locations or samples a range takes at least */
+
+typedef struct {
+    decoder *d;
+    void (*fn)(decoder *d, size_t lo, size_t hi);
+    size_t n, parts;
+} par_span;
+
+static void span_task(void *arg, size_t i)
+{
+    const par_span *s = arg;
+    s->fn(s->d, s->n * i / s->parts, s->n * (i + 1) / s->parts);
+}
+
+/* fn over [0, n) in ranges, on d->par's threads when there are enough
+ * items for several (four ranges a thread: one that starts late leaves
+ * its share to the others). */
+static void par_ranges(decoder *d, size_t n, void (*fn)(decoder *d, size_t lo, size_t hi))
+{
+    size_t parts = d->par && d->par->run && d->par->width > 1 ? (size_t)d->par->width * 4 : 1;
+    if (parts > n / PAR_MIN_ITEMS) parts = n / PAR_MIN_ITEMS;
+    if (parts <= 1) {
+        fn(d, 0, n);
+        return;
+    }
+    par_span s = { d, fn, n, parts };
+    d->par->run(d->par->ctx, parts, span_task, &s);
+}
+
 static ingest_status too_much_text(decoder *d)
 {
     snprintf(d->err, d->errlen, "pprof body: its stacks as text would take more than %zu bytes, the most a body "
              "may have (--max-body)", d->max_text);
     return INGEST_ETOOBIG;
+}
+
+/* Writes the text of locations [lo, hi), measured before: every length
+ * (fn_len, fn_file) is known, nothing shared is written, nothing fails. */
+static void locations_write(decoder *d, size_t lo, size_t hi)
+{
+    size_t len;
+    for (size_t i = lo; i < hi; i++) location_frames(d, i, d->loc_need[i], d->loc_text + d->loc_off[i], &len);
 }
 
 /* Renders, once, the frames of each location that kept stacks use
@@ -441,7 +496,7 @@ static ingest_status render_locations(decoder *d)
     d->loc_off[n] = total;
     d->loc_text = malloc(total ? total : 1);
     if (!d->loc_text) return INGEST_ENOMEM;
-    for (size_t i = 0; i < n; i++) location_frames(d, i, d->loc_need[i], d->loc_text + d->loc_off[i], &len);
+    par_ranges(d, n, locations_write);
     return INGEST_OK;
 }
 
@@ -810,6 +865,19 @@ static void set_samples(const decoder *d, size_t t, ingest_profile *p)
 }
 
 /* Builds every profile: stacks into out[0]'s arena. */
+/* Writes the stacks of samples [lo, hi) at their offsets and hashes each
+ * while its text is in cache (the store, taking the hashes after the
+ * arena was whole, read it back from memory). */
+static void stacks_write(decoder *d, size_t lo, size_t hi)
+{
+    int trunc;
+    for (size_t i = lo; i < hi; i++) {
+        if (!sample_used(d, &d->pb->sample[i])) continue;
+        size_t len = sample_write(d, i, d->arena + d->text_off[i], &trunc);
+        d->text_hash[i] = hash_bytes128(d->arena + d->text_off[i], len);
+    }
+}
+
 static ingest_status build(decoder *d, const ingest_profile *base, int window_given, ingest_profile *out)
 {
     const pprof_flat *pb = d->pb;
@@ -828,10 +896,15 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     if ((s = render_locations(d))) return s;
     if (base->sample_labels && (s = render_sample_labels(d))) return s;
     int trunc;
+    d->text_off = malloc((pb->n_sample + 1) * sizeof *d->text_off);
+    d->text_hash = malloc((pb->n_sample ? pb->n_sample : 1) * sizeof *d->text_hash);
+    if (!d->text_off || !d->text_hash) return INGEST_ENOMEM;
     for (size_t i = 0; i < pb->n_sample; i++) {
+        d->text_off[i] = total;
         if (sample_used(d, &pb->sample[i])) total += sample_write(d, i, NULL, &trunc);
         if (total > d->max_text) return too_much_text(d);
     }
+    d->text_off[pb->n_sample] = total;
     for (size_t t = 0; t < nt; t++) {
         size_t n = 0;
         for (size_t i = 0; i < pb->n_sample; i++) n += pb->values[pb->sample[i].val0 + t] != 0;
@@ -844,13 +917,14 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     if (!arena) return INGEST_ENOMEM;
     out[0].arena = arena;
     out[0].arena_cap = total ? total : 1;
+    d->arena = arena;
+    par_ranges(d, pb->n_sample, stacks_write);
     size_t pos = 0;
     for (size_t i = 0; i < pb->n_sample; i++) {
         if (!sample_used(d, &pb->sample[i])) continue;
-        size_t len = sample_write(d, i, arena + pos, &trunc);
-        /* while the text just written is in cache (taken by the store
-         * after the arena was whole, it was read back from memory) */
-        hash128 h = hash_bytes128(arena + pos, len);
+        size_t len = d->text_off[i + 1] - d->text_off[i];
+        hash128 h = d->text_hash[i];
+        trunc = d->cut[i];
         for (size_t t = 0; t < nt; t++) {
             uint64_t v = (uint64_t)pb->values[pb->sample[i].val0 + t];
             if (!v) continue;
@@ -909,9 +983,9 @@ static ingest_status check_tables(decoder *d)
 }
 
 static ingest_status decode(const pprof_flat *pb, size_t max_out, const ingest_profile *base, int window_given,
-                            ingest_profile *out, char *err, size_t errlen)
+                            const ingest_par *par, ingest_profile *out, char *err, size_t errlen)
 {
-    decoder d = { .pb = pb, .max_text = max_out, .err = err, .errlen = errlen };
+    decoder d = { .pb = pb, .max_text = max_out, .par = par, .err = err, .errlen = errlen };
     ingest_status s = INGEST_ENOMEM;
     if (index_build(&d.locs, pb->n_location, pb->n_location ? &pb->location[0].id : NULL, sizeof *pb->location) ||
         index_build(&d.fns, pb->n_function, pb->n_function ? &pb->function[0].id : NULL, sizeof *pb->function) ||
@@ -939,6 +1013,8 @@ done:
     free(d.loc_need);
     free(d.lab_text);
     free(d.lab_off);
+    free(d.text_off);
+    free(d.text_hash);
     return s;
 }
 
@@ -949,7 +1025,7 @@ ingest_status pprof_flat_decode(const pprof_flat *f, size_t max_out, const inges
         snprintf(err, errlen, "%zu sample types (1 to %d)", f->n_sample_type, MAX_SAMPLE_TYPES);
         return INGEST_EINVAL;
     }
-    return decode(f, max_out, base, window_given, out, err, errlen);
+    return decode(f, max_out, base, window_given, NULL, out, err, errlen);
 }
 
 /* protobuf-c structs (OTLP's, built by hand) in the flat form: the arrays
@@ -1026,7 +1102,7 @@ ingest_status ingest_pprof_decode(const struct Perftools__Profiles__Profile *pb,
     pprof_flat f;
     ingest_status s = flat_from_pb(pb, &f);
     if (s) snprintf(err, errlen, "out of memory decoding the pprof profile");
-    else s = decode(&f, max_out, base, window_given, out, err, errlen);
+    else s = decode(&f, max_out, base, window_given, NULL, out, err, errlen);
     f.string_table = NULL; /* the caller's */
     pprof_flat_free(&f);
     return s;
@@ -1040,6 +1116,13 @@ void ingest_pprof_free(ingest_profile *profiles, size_t n)
 
 ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, const ingest_profile *base,
                                  int window_given, ingest_profile **out, size_t *n_out, char *err, size_t errlen)
+{
+    return ingest_pprof_parse_par(body, len, max_out, base, window_given, NULL, out, n_out, err, errlen);
+}
+
+ingest_status ingest_pprof_parse_par(const void *body, size_t len, size_t max_out, const ingest_profile *base,
+                                     int window_given, const ingest_par *par, ingest_profile **out, size_t *n_out,
+                                     char *err, size_t errlen)
 {
     const unsigned char *b = body;
     char *plain = NULL;
@@ -1080,7 +1163,7 @@ ingest_status ingest_pprof_parse(const void *body, size_t len, size_t max_out, c
         snprintf(err, errlen, "out of memory decoding the pprof profile");
         s = INGEST_ENOMEM;
     } else {
-        s = decode(&f, max_out, base, window_given, ps, err, errlen);
+        s = decode(&f, max_out, base, window_given, par, ps, err, errlen);
     }
     pprof_flat_free(&f);
     if (s) {

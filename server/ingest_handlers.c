@@ -368,6 +368,12 @@ static int apply_type_config(const char *text, size_t len, ingest_profile *pp, s
 
 static void store_all(ingest_job *job);
 
+/* ingest_par's run: the parse pool's idle threads (workpool.c). */
+static void pool_lend(void *pool, size_t n, void (*task)(void *arg, size_t i), void *arg)
+{
+    srv_workpool_lend(pool, n, task, arg);
+}
+
 static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
 {
     srv_request *rq = job->rq;
@@ -389,8 +395,10 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
      * in both modes: a front end's stacks carry them into ClickHouse and
      * its readers skip or filter them as a store's do */
     job->p.sample_labels = 1;
-    ingest_status s = ingest_pprof_parse(body, len, rq->srv->max_body, &job->p, job->window_given, &job->pp,
-                                         &job->n_pp, err, sizeof err);
+    ingest_par par = { pool_lend, rq->srv->pool, rq->srv->pool ? srv_workpool_threads(rq->srv->pool) : 1 };
+    ingest_status s = ingest_pprof_parse_par(body, len, rq->srv->max_body, &job->p, job->window_given,
+                                             rq->srv->pool ? &par : NULL,
+                                             &job->pp, &job->n_pp, err, sizeof err);
     if (s) return job_finish(job, ingest_status_http(s), err);
     if (config && apply_type_config(config, config_len, job->pp, job->n_pp, err, sizeof err))
         return job_finish(job, 400, err);

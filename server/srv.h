@@ -375,6 +375,11 @@ void srv_protojson_write(query_buf *b, const struct ProtobufCMessage *m);
 /* workpool.c */
 int srv_workpool_start(srv_workpool **out, unsigned n_threads);
 int srv_workpool_submit(srv_workpool *wp, srv_work_fn fn, void *arg);
+/* Runs task(arg, i) for every i in [0, n) on the calling thread and on
+ * the pool's idle ones, and returns when all have returned (ingest_par's
+ * run: a job's own tasks, called from a job). */
+void srv_workpool_lend(srv_workpool *wp, size_t n, void (*task)(void *arg, size_t i), void *arg);
+unsigned srv_workpool_threads(const srv_workpool *wp);
 /* Runs what is queued, joins the threads, frees the pool. */
 void srv_workpool_stop(srv_workpool *wp);
 

@@ -801,6 +801,119 @@ static char *guarded_copy(const char *s, size_t n)
     return m + page - n;
 }
 
+/* ---- the text passes on several threads (ingest_par) ---- */
+
+#include <pthread.h>
+
+/* A runner of ingest_par's tasks on three threads, each taking its share
+ * from the last index down (an order unlike the serial one). */
+typedef struct { size_t n; void (*task)(void *, size_t); void *arg; unsigned t; } par_thread;
+static unsigned par_calls;
+
+static void *par_thread_main(void *a)
+{
+    par_thread *pt = a;
+    for (size_t i = pt->n; i-- > 0;)
+        if (i % 3 == pt->t) pt->task(pt->arg, i);
+    return NULL;
+}
+
+static void par_run_threads(void *ctx, size_t n, void (*task)(void *arg, size_t i), void *arg)
+{
+    (void)ctx;
+    par_calls++;
+    pthread_t th[3];
+    par_thread pt[3];
+    for (unsigned t = 0; t < 3; t++) {
+        pt[t] = (par_thread){ n, task, arg, t };
+        assert_int_equal(pthread_create(&th[t], NULL, par_thread_main, &pt[t]), 0);
+    }
+    for (unsigned t = 0; t < 3; t++) pthread_join(th[t], NULL);
+}
+
+/* 400 functions with files and lines, 600 samples of 1-20 locations and
+ * two sample types: decoded on one thread and with ingest_par, the
+ * profiles are the same, text, hashes and totals (the passes run in
+ * ranges on several threads only past PAR_MIN_ITEMS items a range). */
+static void test_pprof_par_same_profiles(void **state)
+{
+    (void)state;
+    static pb p;
+    enum { NF = 400, NS = 600 };
+    static char names[NF + 8][24];
+    const char *strs[NF + 8];
+    int ns = 0;
+    strs[ns++] = "";
+    strs[ns++] = "samples";
+    strs[ns++] = "count";
+    strs[ns++] = "cpu";
+    strs[ns++] = "nanoseconds";
+    strs[ns++] = "/src/app/main.go";
+    for (int i = 0; i < NF; i++) {
+        snprintf(names[i], sizeof names[i], "pkg.fn_%03d", i);
+        strs[ns++] = names[i];
+    }
+    p.n = 0;
+    add_strings(&p, strs, (size_t)ns);
+    add_type(&p, 1, 2);
+    add_type(&p, 3, 4);
+    for (int i = 1; i <= NF; i++) {
+        pb m = { .n = 0 };
+        pb_int(&m, 1, (uint64_t)i);
+        pb_int(&m, 2, (uint64_t)(6 + i - 1));
+        pb_int(&m, 4, 5); /* filename */
+        pb_msg(&p, P_FUNCTION, &m);
+        pb l = { .n = 0 }, loc = { .n = 0 };
+        pb_int(&l, 1, (uint64_t)i);
+        pb_int(&l, 2, (uint64_t)(10 * i));
+        pb_int(&loc, 1, (uint64_t)i);
+        pb_int(&loc, 3, 0x10 * (uint64_t)i);
+        pb_msg(&loc, 4, &l);
+        pb_msg(&p, P_LOCATION, &loc);
+    }
+    uint64_t rng = 12345;
+    for (int i = 0; i < NS; i++) {
+        uint64_t locs[20];
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t depth = 1 + (rng >> 33) % 20;
+        for (size_t k = 0; k < depth; k++) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            locs[k] = 1 + (rng >> 33) % NF;
+        }
+        int64_t vals[] = { 1 + i % 7, i % 5 ? 1000 * (i + 1) : 0 };
+        add_sample(&p, locs, depth, vals, 2);
+    }
+    assert_true(p.n < sizeof p.b);
+    ingest_profile base, *one, *many;
+    size_t n1, n2;
+    char err[512] = "";
+    base_init(&base);
+    if (ingest_pprof_parse(p.b, p.n, 1 << 24, &base, 1, &one, &n1, err, sizeof err)) fail_msg("parse: %s", err);
+    ingest_par par = { par_run_threads, NULL, 3 };
+    par_calls = 0;
+    if (ingest_pprof_parse_par(p.b, p.n, 1 << 24, &base, 1, &par, &many, &n2, err, sizeof err))
+        fail_msg("parse with threads: %s", err);
+    assert_int_equal(par_calls, 2); /* the locations' pass and the stacks' */
+    assert_int_equal(n1, 2);
+    assert_int_equal(n2, 2);
+    for (size_t t = 0; t < 2; t++) {
+        assert_int_equal(one[t].n_stacks, many[t].n_stacks);
+        assert_int_equal(one[t].total, many[t].total);
+        assert_true(one[t].n_stacks > 400);
+        for (size_t i = 0; i < one[t].n_stacks; i++) {
+            assert_int_equal(one[t].stacks[i].len, many[t].stacks[i].len);
+            assert_memory_equal(one[t].stacks[i].frames, many[t].stacks[i].frames, one[t].stacks[i].len);
+            assert_int_equal(one[t].stacks[i].count, many[t].stacks[i].count);
+            assert_memory_equal(&one[t].hashes[i], &many[t].hashes[i], sizeof one[t].hashes[i]);
+        }
+    }
+    /* and the frames are the ones written: a sample's leaf is its first location */
+    assert_non_null(memmem(one[0].stacks[0].frames, one[0].stacks[0].len, "pkg.fn_", 7));
+    ingest_pprof_free(one, n1);
+    ingest_pprof_free(many, n2);
+    ingest_profile_free(&base);
+}
+
 static void guarded_free(char *p, size_t n)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -952,6 +1065,7 @@ int main(void)
         cmocka_unit_test(test_pprof_deep_stacks_cut_before_text),
         cmocka_unit_test(test_pprof_stack_text_bounded),
         cmocka_unit_test(test_pprof_duplicate_sample_types),
+        cmocka_unit_test(test_pprof_par_same_profiles),
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_multipart_ends_after_delimiter),
         cmocka_unit_test(test_perf_script),
