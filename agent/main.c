@@ -190,12 +190,13 @@ static void fleet_account(agent_ctx *c)
  * server still answers (the loop was held up past it, by a slow push say)
  * is renewed first: falling back to sampling as configured is for a
  * server that does not answer, not for an agent that did not ask. */
-static agent_fleet_state fleet_state(agent_ctx *c, int64_t *now, double *rate)
+static agent_fleet_state fleet_state(agent_ctx *c, int64_t *now, double *t, double *rate)
 {
     agent_fleet_state st = agent_fleet_state_at(&c->fleet, *now, rate);
     if (st == AGENT_FLEET_UNMANAGED && c->fleet.have_plan && !c->hb_failing && c->deliver) {
         heartbeat(c);
-        c->next_heartbeat = agent_now_s() + heartbeat_every(c);
+        *t = agent_now_s();
+        c->next_heartbeat = *t + heartbeat_every(c);
         *now = agent_wall_sec();
         st = agent_fleet_state_at(&c->fleet, *now, rate);
     }
@@ -383,8 +384,9 @@ int main(int argc, char **argv)
     {
         double rate;
         int64_t now = agent_wall_sec();
-        agent_fleet_state st = fleet_state(&c, &now, &rate);
-        fleet_switch(&c, st, rate, start, now, &win_start, &win_from);
+        double t0 = start;
+        agent_fleet_state st = fleet_state(&c, &now, &t0, &rate);
+        fleet_switch(&c, st, rate, t0, now, &win_start, &win_from);
     }
     if (ctx_sampling(c.fstate)) start_adapters(&c, c.o.interval);
     c.alloc_rng = (unsigned)getpid() ^ (unsigned)win_from;
@@ -401,11 +403,17 @@ int main(int argc, char **argv)
         allocduty_tick(&c, t);
         if (c.deliver && t >= c.next_heartbeat) {
             heartbeat(&c);
+            /* its answer may have come seconds later (a slow server): a
+             * turn that starts now starts its window and its samples now,
+             * not before the heartbeat (the window would be stamped a
+             * second ahead of the clock from then on, and its last one
+             * after the turn) */
+            t = agent_now_s();
             c.next_heartbeat = t + heartbeat_every(&c);
         }
         double rate;
         int64_t now = agent_wall_sec();          /* this turn's second (fleet_switch) */
-        agent_fleet_state st = fleet_state(&c, &now, &rate);
+        agent_fleet_state st = fleet_state(&c, &now, &t, &rate);
         int off = ctx_sampling(c.fstate) && !ctx_sampling(st);   /* the window ends here */
         int done = c.o.duration && t - start >= c.o.duration;
         if (t - win_start >= c.o.interval || done || off) {

@@ -11,6 +11,8 @@
 #   ceil(50 / 5) = 10 periods of the start), and none samples in two
 #   periods in a row (rotation).  GET /api/v1/agents lists the 50 with
 #   their counters; the plan's own count never passes 5 while they run.
+# * The server stopped for 4 s mid-run (20 agents, 2 a period): still at
+#   most 2 a period and no turn twice in a row.
 # * Pushes that keep failing while heartbeats are answered (--ingest-rate
 #   too small for any push: 429) stop the agent's sampling: it says so in
 #   its log and the server lists it as ceased with the error.
@@ -95,6 +97,47 @@ test_fleet_duty_rotates_and_covers() {
         echo "  $n: $(jq -c --arg n "$n" '.groups[] | select(.labels.node == $n) | [.points[] | .[1] > 0 | if . then 1 else 0 end]' <<<"$tl")"
         grep -E 'fleet control|heartbeat' "$AT_TMP/agent-${n#sim-}.log" | tail -30 | sed 's/^/    /'
     done
+}
+
+# A server that stops answering for 4 s (SIGSTOP) while 20 agents run at
+# --fleet-duty 0.1: heartbeats and pushes wait for it, and afterwards no
+# period has more than its 2 nodes sampling and no node samples two
+# periods in a row (an agent whose heartbeat answer came late once started
+# its turn's windows before the answer and stamped every later one a
+# second ahead of the clock, its last one after its turn).
+test_fleet_server_stall_keeps_the_plan() {
+    AT_SERVER_ARGS="--fleet-duty 0.1 --fleet-period ${FL_PERIOD}s"
+    start_server
+    local pids=() i t0 t1 dur=$((FL_PERIOD * 9)) n=20
+    t0=$(date +%s)
+    for i in $(seq -w 1 "$n"); do
+        "$AGENT" --server "$BASE" --simulate --service sim --labels "node=st-$i" --interval 1 --verbose \
+            --duration "$dur" --frequency 50 >"$AT_TMP/agent-$i.log" 2>&1 &
+        pids+=($!)
+    done
+    sleep $((FL_PERIOD * 3))
+    kill -STOP "$SPID"
+    sleep 4
+    kill -CONT "$SPID"
+    local failed=0
+    for i in "${pids[@]}"; do wait "$i" || failed=$((failed + 1)); done
+    assert_eq "agents that exited non-zero" 0 "$failed"
+    t1=$(date +%s)
+    local from=$(( t0 / FL_PERIOD * FL_PERIOD )) until=$(( (t1 / FL_PERIOD + 1) * FL_PERIOD )) tl
+    tl=$(curl -sS -G "$BASE/api/v1/timeline" --data-urlencode 'query={service="sim"}' \
+        -d from="$from" -d until="$until" -d step="$FL_PERIOD" -d group_by=node)
+    local per
+    per=$(jq -c '[.groups[] | [.points[] | .[1] > 0]] | transpose | map([.[] | select(.)] | length)' <<<"$tl")
+    [ -n "$per" ] && [ "$per" != null ] || die "no timeline: $(head -c 300 <<<"$tl")"
+    assert_eq "periods with more than 2 nodes sampling ($per)" 0 "$(jq '[.[] | select(. > 2)] | length' <<<"$per")"
+    assert_ge "periods with a node sampling" 5 "$(jq '[.[] | select(. > 0)] | length' <<<"$per")"
+    local reg twice
+    reg=$(agents_json | jq '[.agents[].first_seen] | max')
+    reg=$(( (reg - from) / FL_PERIOD + 1 ))
+    twice=$(jq -r --argjson r "$reg" '.groups[] | select([.points | to_entries[] | select(.value[1] > 0 and .key >= $r) | .key]
+                | [range(1; length) as $i | .[$i] - .[$i - 1]] | any(. == 1)) | .labels.node' <<<"$tl")
+    assert_eq "nodes sampling in two periods in a row, from period $reg" "" "$twice"
+    for i in $twice; do grep -E 'fleet control|heartbeat|stacks ->' "$AT_TMP/agent-${i#st-}.log" | tail -14 | sed 's/^/    /'; done
 }
 
 test_failing_pushes_cease_sampling() {
