@@ -290,6 +290,37 @@ static void test_frames_every_offset(void **state)
             ingest_profile_free(&p);
         }
     }
+    /* a valid 4-byte UTF-8 character at every offset (across the 16-byte
+     * steps of the fast pass) is accepted, the same cut short refused */
+    for (size_t at = 0; at + 4 <= 40; at++) {
+        for (int cut = 0; cut < 2; cut++) {
+            char b[64];
+            memset(b, 'x', 40);
+            memcpy(b + at, "\xf0\x9f\x94\xa5", 4);
+            if (cut) b[at + 3] = 'x';
+            memcpy(b + 40, " 1", 2);
+            ingest_profile p;
+            ingest_profile_init(&p);
+            assert_int_equal(ingest_parse_stacks(&p, INGEST_FORMAT_FOLDED, b, 42, err, sizeof err),
+                             cut ? INGEST_EINVAL : INGEST_OK);
+            ingest_profile_free(&p);
+        }
+    }
+    /* exactly INGEST_MAX_DEPTH one-letter frames (2,047 bytes, within the
+     * fast pass) are kept whole; one more loses its root */
+    for (int extra = 0; extra < 2; extra++) {
+        char b[2100];
+        size_t m = 0;
+        for (int i = 0; i < INGEST_MAX_DEPTH + extra; i++) { if (i) b[m++] = ';'; b[m++] = i ? 'b' : 'r'; }
+        memcpy(b + m, " 1", 2);
+        ingest_profile p;
+        ingest_profile_init(&p);
+        assert_int_equal(ingest_parse_stacks(&p, INGEST_FORMAT_FOLDED, b, m + 2, err, sizeof err), INGEST_OK);
+        assert_int_equal(p.truncated_stacks, extra);
+        assert_int_equal(p.stacks[0].len, 2 * INGEST_MAX_DEPTH - 1);
+        assert_int_equal(p.stacks[0].frames[0], extra ? 'b' : 'r');
+        ingest_profile_free(&p);
+    }
     /* 1,200 one-letter frames: 2,399 bytes, deeper than kept */
     char deep[2500];
     size_t n = 0;
