@@ -273,6 +273,13 @@ struct pdict_w {
     unsigned char *nbuf;
     size_t nbuf_len, nbuf_cap;
     uint32_t nbuf_chunk, nbuf_end;
+    /* the last stack interned frame by frame (pdict_w_stack): its text,
+     * and for each depth d the node of its frame d and the offset where
+     * that frame ends */
+    char *path_text;
+    uint32_t path_len, path_depth;
+    size_t path_text_cap, path_cap;
+    uint32_t *path_node, *path_end;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -453,6 +460,38 @@ store_status pdict_w_stacks_grow(pdict_w *w, size_t more)
     return STORE_OK;
 }
 
+/* The frames stack `frames` shares whole with the last stack interned
+ * frame by frame: their count, and the node and the offset after the last
+ * of them.  Frame d of the last path is shared when the two texts agree up
+ * to its end and the new one has a frame boundary (';' or its end) there. */
+static uint32_t path_shared(const pdict_w *w, const char *frames, uint32_t len, uint32_t *node, uint32_t *pos)
+{
+    uint32_t m = len < w->path_len ? len : w->path_len, same = 0;
+    while (same + 8 <= m && !memcmp(frames + same, w->path_text + same, 8)) same += 8;
+    while (same < m && frames[same] == w->path_text[same]) same++;
+    uint32_t d = 0;
+    while (d < w->path_depth && w->path_end[d] <= same && (w->path_end[d] == len || frames[w->path_end[d]] == ';'))
+        d++;
+    if (d) {
+        *node = w->path_node[d - 1];
+        *pos = w->path_end[d - 1] + 1;
+    }
+    return d;
+}
+
+/* Makes room for a path of depth frames and text of len bytes. */
+static int path_room(pdict_w *w, uint32_t len, uint32_t depth)
+{
+    size_t cap = w->path_cap;
+    if (grow((void **)&w->path_text, &w->path_text_cap, (size_t)len + 1, 1) ||
+        grow((void **)&w->path_node, &cap, depth, sizeof *w->path_node))
+        return -1;
+    cap = w->path_cap;
+    if (grow((void **)&w->path_end, &cap, depth, sizeof *w->path_end)) return -1;
+    w->path_cap = cap;
+    return 0;
+}
+
 store_status pdict_w_stack(pdict_w *w, const char *frames, uint32_t len, hash128 h, uint32_t *leaf)
 {
     uint32_t found = stack_find(w, h);
@@ -460,16 +499,29 @@ store_status pdict_w_stack(pdict_w *w, const char *frames, uint32_t len, hash128
         *leaf = found;
         return STORE_OK;
     }
-    uint32_t node = 0, pos = 0;
+    /* A new stack's walk starts below the frames it shares with the last
+     * one walked: a new stack is mostly a known path with a new tip, and
+     * each frame's string and node lookups are cache misses in maps of
+     * millions (a third of the writer's CPU under bench_fleet).  The
+     * writer hands a profile's new stacks in the order of their text
+     * (writer.c), so neighbours share their longest prefixes. */
+    uint32_t node = 0, pos = 0, d = path_shared(w, frames, len, &node, &pos);
+    w->path_depth = 0; /* invalid until this walk is done */
     while (pos <= len) {
         const char *semi = memchr(frames + pos, ';', len - pos);
         uint32_t flen = semi ? (uint32_t)(semi - (frames + pos)) : len - pos;
         uint32_t func;
         store_status ss = pdict_w_string(w, frames + pos, flen, &func);
         if (!ss) ss = intern_node(w, node, func, &node);
+        if (!ss && path_room(w, len, d + 1)) ss = STORE_ENOMEM;
         if (ss) return ss;
+        w->path_node[d] = node;
+        w->path_end[d++] = pos + flen;
         pos += flen + 1;
     }
+    memcpy(w->path_text, frames, len);
+    w->path_len = len;
+    w->path_depth = d;
     /* Remembered while there is room (the store grows the table before a
      * profile's stacks, under its lock); otherwise only interned. */
     if (!pdict_w_stacks_full(w, 1)) {
@@ -643,6 +695,9 @@ void pdict_w_free(pdict_w *w)
     free(w->sbytes);
     free(w->soff);
     free(w->nbuf);
+    free(w->path_text);
+    free(w->path_node);
+    free(w->path_end);
     free(w);
 }
 

@@ -49,6 +49,7 @@
 
 typedef struct {
     uint32_t *leaves;
+    const store_stack **order; /* a profile's new stacks, by their text */
     size_t cap;
 } writer_scratch;
 
@@ -87,8 +88,18 @@ static int scratch_reserve(writer_scratch *s, size_t n)
     uint32_t *l = realloc(s->leaves, cap * sizeof *l);
     if (!l) return -1;
     s->leaves = l;
+    const store_stack **o = realloc(s->order, cap * sizeof *o);
+    if (!o) return -1;
+    s->order = o;
     s->cap = cap;
     return 0;
+}
+
+static int stack_text_cmp(const void *a, const void *b)
+{
+    const store_stack *x = *(const store_stack *const *)a, *y = *(const store_stack *const *)b;
+    int c = memcmp(x->frames, y->frames, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
 /* Puts the block under (sid, from, seq) with the first free seq. */
@@ -247,11 +258,20 @@ static store_status write_profile(writer *wr, batch_part *bp, MDB_txn *txn, writ
     if (!pr) {
         if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
         if ((ss = store_part_reserve_stacks(st, bp->p, p->n_stacks))) return ss;
+        /* The stacks not resolved before queueing are interned in the
+         * order of their text: each walk starts below the frames it shares
+         * with the one before (pdict_w_stack). */
+        size_t n_new = 0;
         for (size_t i = 0; i < p->n_stacks; i++) {
-            const store_stack *k = &p->stacks[i];
             uint32_t known = same_part && p->leaves ? p->leaves[i] : 0;
-            if (known) s->leaves[i] = known;
-            else if ((ss = pdict_w_stack(w, k->frames, k->len, hash_bytes128(k->frames, k->len), &s->leaves[i])))
+            s->leaves[i] = known;
+            if (!known) s->order[n_new++] = &p->stacks[i];
+        }
+        if (n_new > 1) qsort(s->order, n_new, sizeof *s->order, stack_text_cmp);
+        for (size_t j = 0; j < n_new; j++) {
+            const store_stack *k = s->order[j];
+            if ((ss = pdict_w_stack(w, k->frames, k->len, hash_bytes128(k->frames, k->len),
+                                    &s->leaves[k - p->stacks])))
                 return ss;
         }
         if ((ss = prep_build(p->stacks, s->leaves, p->n_stacks, wr->zcctx, &own))) return ss;
@@ -643,6 +663,7 @@ void *writer_main(void *arg)
     rollup_scratch_free(w->compact_scratch);
     w->compact_scratch = NULL;
     free(s.leaves);
+    free(s.order);
     return NULL;
 }
 
