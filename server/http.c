@@ -31,6 +31,8 @@
 
 #include "srv.h"
 
+#define SRV_BODY_AHEAD ((size_t)1 << 20) /* body bytes allocated before they come */
+
 /* The routing table: every endpoint, its methods, and the scope a token
  * needs (--auth) for GET and HEAD, and for the other methods.  A route
  * whose scope is 0 for a method it allows is refused at start
@@ -279,9 +281,17 @@ static enum MHD_Result begin_request(srv_ctx *srv, struct MHD_Connection *conn, 
     if (w.bad)
         return srv_reply_error(rq, MHD_HTTP_BAD_REQUEST, "parameter '%s': contains a NUL byte (%%00)", w.bad);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > srv->max_body)
+    unsigned long long body = cl ? strtoull(cl, NULL, 10) : 0;
+    if (body > srv->max_body)
         return srv_reply_error(rq, MHD_HTTP_CONTENT_TOO_LARGE, "body of %s bytes exceeds the limit of %zu bytes (--max-body)",
                                cl, srv->max_body);
+    /* The body comes in pieces of the connection's read buffer (a few KB
+     * each): with its length announced it goes into one allocation of that
+     * size (up to SRV_BODY_AHEAD before any of it came), not one realloc a
+     * piece. */
+    size_t ahead = body < SRV_BODY_AHEAD ? (size_t)body : SRV_BODY_AHEAD;
+    if (ahead && !(rq->body = malloc(ahead + 1))) return MHD_NO;
+    rq->body_cap = ahead ? ahead + 1 : 0;
     return MHD_YES;
 }
 
@@ -304,10 +314,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
             rq->body_too_big = 1;
             return MHD_YES;
         }
-        char *b = realloc(rq->body, rq->body_len + n + 1);
-        if (!b) return MHD_NO;
-        memcpy(b + rq->body_len, upload_data, n);
-        rq->body = b;
+        if (rq->body_len + n + 1 > rq->body_cap) { /* no length announced, or more than it said */
+            size_t cap = rq->body_cap ? rq->body_cap : 4096;
+            while (cap < rq->body_len + n + 1) cap *= 2;
+            char *b = realloc(rq->body, cap);
+            if (!b) return MHD_NO;
+            rq->body = b;
+            rq->body_cap = cap;
+        }
+        memcpy(rq->body + rq->body_len, upload_data, n);
         rq->body_len += n;
         rq->body[rq->body_len] = '\0';
         return MHD_YES;

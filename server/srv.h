@@ -154,6 +154,7 @@ typedef struct {
     srv_route route;
     char *body;            /* the whole body, NUL-terminated */
     size_t body_len;
+    size_t body_cap;       /* bytes allocated at body */
     int body_too_big;
     int begun;             /* the access handler has seen the request */
     size_t uri_len;        /* the request target as sent (MHD_OPTION_URI_LOG_CALLBACK) */
