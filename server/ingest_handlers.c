@@ -83,6 +83,7 @@ static int read_unit(srv_request *rq, ingest_profile *p, const char *param)
 typedef struct profile_prep {
     store_label labels[INGEST_MAX_LABELS + 1]; /* the client's, and the tenant's (--auth) */
     store_stack *stacks;
+    hash128 *hashes;                          /* the stacks' hashes when the decoder took none */
     uint32_t *leaves;
     store_prep *prep;
     store_profile sp;
@@ -118,6 +119,7 @@ static void job_free(void *arg)
     ingest_profile_free(&job->p);
     for (size_t i = 0; job->preps && i < job->n_pp; i++) {
         free(job->preps[i].stacks);
+        free(job->preps[i].hashes);
         free(job->preps[i].leaves);
         store_prep_free(job->preps[i].prep);
     }
@@ -125,6 +127,7 @@ static void job_free(void *arg)
     if (job->pp) ingest_pprof_free(job->pp, job->n_pp);
     free(job->plain);
     free(job->one.stacks);
+    free(job->one.hashes);
     free(job->one.leaves);
     store_prep_free(job->one.prep);
     pthread_mutex_destroy(&job->lock);
@@ -189,29 +192,17 @@ static void job_part_committed(void *ctx, store_status ss, uint32_t series, cons
     job_part_done(ctx, ss ? srv_status_of_store(ss) : 0, msg, 1);
 }
 
-/* store_resolve for the stacks of a profile of lead's group (lead's
- * labels): with the stacks' hashes when the decoder took them (NULL: the
- * store hashes the text). */
-static uint64_t resolve(store *st, const store_profile *lead, int64_t from_ms, const store_stack *stacks,
-                        const hash128 *hashes, size_t n, uint32_t *leaves)
-{
-    if (hashes) return store_resolve_hashed(st, lead->labels, lead->n_labels, from_ms, hashes, n, leaves);
-    return store_resolve(st, lead->labels, lead->n_labels, from_ms, stacks, n, leaves);
-}
-
-/* The leaves of stacks (n) of a profile of the group led by lead, starting
- * at from_ms; answers store_resolve's token.  A stack with the lead's
- * frames pointer and length is the same text as the lead's stack there,
- * so it takes the lead's leaf instead of being hashed and looked up again:
- * a pprof file's sample types share their stacks (Go's CPU profile: every
- * sample has both values), and the hash of ~3.5 MB of stack text, read
- * from memory once more a type, was half the cost of this step
- * (bench_pprof_ingest).  Stacks are matched in the order both lists keep
- * (the arena's); those not found are resolved together, by the hashes
- * the decoder took when it has (hashes, else NULL).  Leaves hold only
- * for the partition object their token names: when the lead's token and
- * the others' differ (the partition was made or dropped in between), or
- * the window is another one, everything is resolved again. */
+/* The leaves of stacks (n, their hashes beside them) of a profile of the
+ * group led by lead, starting at from_ms; answers store_resolve's token.
+ * A stack with the lead's frames pointer and length is the same text as
+ * the lead's stack there, so it takes the lead's leaf instead of being
+ * looked up again: a pprof file's sample types share their stacks (Go's
+ * CPU profile: every sample has both values).  Stacks are matched in the
+ * order both lists keep (the arena's); those not found are resolved
+ * together.  Leaves hold only for the partition object their token names:
+ * when the lead's token and the others' differ (the partition was made or
+ * dropped in between), or the window is another one, everything is
+ * resolved again. */
 static uint64_t shared_leaves(store *st, const profile_prep *lead, int64_t from_ms, const store_stack *stacks,
                               const hash128 *hashes, size_t n, uint32_t *leaves)
 {
@@ -227,28 +218,24 @@ static uint64_t shared_leaves(store *st, const profile_prep *lead, int64_t from_
     } else {
         left = n;
     }
-    if (left == n) return resolve(st, lp, from_ms, stacks, hashes, n, leaves);
+    if (left == n) return store_resolve_hashed(st, lp->labels, lp->n_labels, from_ms, hashes, n, leaves);
     if (!left) return lp->part_token;
-    store_stack *rest = malloc(left * sizeof *rest);
-    hash128 *rest_h = hashes ? malloc(left * sizeof *rest_h) : NULL;
+    hash128 *rest = malloc(left * sizeof *rest);
     uint32_t *found = malloc(left * sizeof *found);
     uint64_t token = 0;
-    int ok = rest && found && (!hashes || rest_h);
+    int ok = rest && found;
     if (ok) {
         size_t j = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (leaves[i] != UINT32_MAX) continue;
-            if (hashes) rest_h[j] = hashes[i];
-            rest[j++] = stacks[i];
-        }
-        token = resolve(st, lp, from_ms, rest, rest_h, left, found);
+        for (size_t i = 0; i < n; i++)
+            if (leaves[i] == UINT32_MAX) rest[j++] = hashes[i];
+        token = store_resolve_hashed(st, lp->labels, lp->n_labels, from_ms, rest, left, found);
         for (size_t i = 0, j = 0; i < n; i++)
             if (leaves[i] == UINT32_MAX) leaves[i] = found[j++];
     }
     free(rest);
-    free(rest_h);
     free(found);
-    if (!ok || token != lp->part_token) token = resolve(st, lp, from_ms, stacks, hashes, n, leaves);
+    if (!ok || token != lp->part_token)
+        token = store_resolve_hashed(st, lp->labels, lp->n_labels, from_ms, hashes, n, leaves);
     return token;
 }
 
@@ -280,13 +267,24 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const
         pr->stacks[i].len = p->stacks[i].len;
         pr->stacks[i].count = p->stacks[i].count;
     }
+    /* The stacks' hashes, taken once: the decoder's (pprof, OTLP: while
+     * each stack's text was in cache), else here; the writer interns a new
+     * stack under the same hash instead of hashing its text again (a
+     * quarter of its CPU under bench_pprof_ingest). */
+    const hash128 *hashes = p->hashes;
+    if (st && !hashes) {
+        hash128 *h = malloc((p->n_stacks ? p->n_stacks : 1) * sizeof *h);
+        if (!h) return -1;
+        for (size_t i = 0; i < p->n_stacks; i++) h[i] = hash_bytes128(p->stacks[i].frames, p->stacks[i].len);
+        hashes = pr->hashes = h;
+    }
     uint64_t token = 0;
-    if (st && lead) token = shared_leaves(st, lead, p->from_ms, pr->stacks, p->hashes, p->n_stacks, pr->leaves);
-    else if (st && p->hashes) token = store_resolve_hashed(st, pr->labels, n, p->from_ms, p->hashes, p->n_stacks, pr->leaves);
-    else if (st) token = store_resolve(st, pr->labels, n, p->from_ms, pr->stacks, p->n_stacks, pr->leaves);
+    if (st && lead) token = shared_leaves(st, lead, p->from_ms, pr->stacks, hashes, p->n_stacks, pr->leaves);
+    else if (st) token = store_resolve_hashed(st, pr->labels, n, p->from_ms, hashes, p->n_stacks, pr->leaves);
     pr->sp = (store_profile){
         .labels = pr->labels, .n_labels = n, .from_ms = p->from_ms, .until_ms = p->until_ms,
-        .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .leaves = pr->leaves,
+        .rate = p->rate, .unit = p->unit, .stacks = pr->stacks, .n_stacks = p->n_stacks, .hashes = hashes,
+        .leaves = pr->leaves,
         .part_token = token,
         .samples_kind = p->samples_how != INGEST_SAMPLES_KNOWN ? STORE_SAMPLES_UNKNOWN
                         : p->samples                      ? STORE_SAMPLES_GIVEN

@@ -231,10 +231,11 @@ static job *make_job(v4 *o, uint32_t sid, int64_t from, const MDB_val *val, int 
         }
         j->stacks[i] = (store_stack){ start, (uint32_t)(w - start), counts[i] };
     }
-    j->p = (store_profile){ j->labels, n_labels, from, from + h.duration_ms, h.rate, o->str[h.unit], j->stacks,
-                            h.n_pairs, NULL, 0, NULL,
-                            block_samples_known(&h, o->str[h.unit]) ? STORE_SAMPLES_COUNTS : STORE_SAMPLES_UNKNOWN,
-                            0, 0 };
+    j->p = (store_profile){
+        .labels = j->labels, .n_labels = n_labels, .from_ms = from, .until_ms = from + h.duration_ms, .rate = h.rate,
+        .unit = o->str[h.unit], .stacks = j->stacks, .n_stacks = h.n_pairs,
+        .samples_kind = block_samples_known(&h, o->str[h.unit]) ? STORE_SAMPLES_COUNTS : STORE_SAMPLES_UNKNOWN,
+    };
     free(nodes);
     free(counts);
     free(scratch);

@@ -77,6 +77,8 @@ typedef struct {
     store_samples_kind samples_kind;
     uint64_t samples;           /* with STORE_SAMPLES_GIVEN: > 0 */
     int gauge;                  /* a snapshot (heap in use, goroutines): averaged over time */
+    const hash128 *hashes;      /* optional: hashes[i] = hash_bytes128 of stacks[i]'s frames, taken
+                                 * by the caller (the writer then hashes no new stack again) */
 } store_profile;
 
 typedef struct {

@@ -270,8 +270,9 @@ static store_status write_profile(writer *wr, batch_part *bp, MDB_txn *txn, writ
         if (n_new > 1) qsort(s->order, n_new, sizeof *s->order, stack_text_cmp);
         for (size_t j = 0; j < n_new; j++) {
             const store_stack *k = s->order[j];
-            if ((ss = pdict_w_stack(w, k->frames, k->len, hash_bytes128(k->frames, k->len),
-                                    &s->leaves[k - p->stacks])))
+            size_t i = (size_t)(k - p->stacks);
+            hash128 h = p->hashes ? p->hashes[i] : hash_bytes128(k->frames, k->len);
+            if ((ss = pdict_w_stack(w, k->frames, k->len, h, &s->leaves[i])))
                 return ss;
         }
         if ((ss = prep_build(p->stacks, s->leaves, p->n_stacks, wr->zcctx, &own))) return ss;

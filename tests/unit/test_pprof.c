@@ -831,17 +831,18 @@ static void par_run_threads(void *ctx, size_t n, void (*task)(void *arg, size_t 
     for (unsigned t = 0; t < 3; t++) pthread_join(th[t], NULL);
 }
 
-/* 400 functions with files and lines, 600 samples of 1-20 locations and
- * two sample types: decoded on one thread and with ingest_par, the
- * profiles are the same, text, hashes and totals (the passes run in
- * ranges on several threads only past PAR_MIN_ITEMS items a range). */
-static void test_pprof_par_same_profiles(void **state)
+/* The profile both tests below decode: 400 functions with files and
+ * lines, 600 samples of 1-20 locations and two sample types.  defect
+ * spoils it where a decode with ingest_par must answer what one without
+ * does (the least failing item): 1 samples 450 and 200 name a location
+ * the profile lacks, 2 sample 300 has a negative value, 3 the names of
+ * functions 390 and 350 (each its own location's) are not UTF-8. */
+enum { PAR_NF = 400, PAR_NS = 600 };
+
+static void par_profile(pb *p, int defect)
 {
-    (void)state;
-    static pb p;
-    enum { NF = 400, NS = 600 };
-    static char names[NF + 8][24];
-    const char *strs[NF + 8];
+    static char names[PAR_NF + 8][24];
+    const char *strs[PAR_NF + 8];
     int ns = 0;
     strs[ns++] = "";
     strs[ns++] = "samples";
@@ -849,41 +850,55 @@ static void test_pprof_par_same_profiles(void **state)
     strs[ns++] = "cpu";
     strs[ns++] = "nanoseconds";
     strs[ns++] = "/src/app/main.go";
-    for (int i = 0; i < NF; i++) {
+    for (int i = 0; i < PAR_NF; i++) {
         snprintf(names[i], sizeof names[i], "pkg.fn_%03d", i);
+        if (defect == 3 && (i + 1 == 350 || i + 1 == 390)) names[i][3] = (char)0xC0; /* a lead byte cut short */
         strs[ns++] = names[i];
     }
-    p.n = 0;
-    add_strings(&p, strs, (size_t)ns);
-    add_type(&p, 1, 2);
-    add_type(&p, 3, 4);
-    for (int i = 1; i <= NF; i++) {
+    p->n = 0;
+    add_strings(p, strs, (size_t)ns);
+    add_type(p, 1, 2);
+    add_type(p, 3, 4);
+    for (int i = 1; i <= PAR_NF; i++) {
         pb m = { .n = 0 };
         pb_int(&m, 1, (uint64_t)i);
         pb_int(&m, 2, (uint64_t)(6 + i - 1));
         pb_int(&m, 4, 5); /* filename */
-        pb_msg(&p, P_FUNCTION, &m);
+        pb_msg(p, P_FUNCTION, &m);
         pb l = { .n = 0 }, loc = { .n = 0 };
         pb_int(&l, 1, (uint64_t)i);
         pb_int(&l, 2, (uint64_t)(10 * i));
         pb_int(&loc, 1, (uint64_t)i);
         pb_int(&loc, 3, 0x10 * (uint64_t)i);
         pb_msg(&loc, 4, &l);
-        pb_msg(&p, P_LOCATION, &loc);
+        pb_msg(p, P_LOCATION, &loc);
     }
     uint64_t rng = 12345;
-    for (int i = 0; i < NS; i++) {
+    for (int i = 0; i < PAR_NS; i++) {
         uint64_t locs[20];
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
         size_t depth = 1 + (rng >> 33) % 20;
         for (size_t k = 0; k < depth; k++) {
             rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-            locs[k] = 1 + (rng >> 33) % NF;
+            locs[k] = 1 + (rng >> 33) % PAR_NF;
         }
+        if (defect == 1 && (i == 450 || i == 200)) locs[depth - 1] = 9000 + (uint64_t)i;
+        if (defect == 3 && (i == 20 || i == 40)) locs[0] = i == 20 ? 390 : 350;
         int64_t vals[] = { 1 + i % 7, i % 5 ? 1000 * (i + 1) : 0 };
-        add_sample(&p, locs, depth, vals, 2);
+        if (defect == 2 && i == 300) vals[1] = -5;
+        add_sample(p, locs, depth, vals, 2);
     }
-    assert_true(p.n < sizeof p.b);
+    assert_true(p->n < sizeof p->b);
+}
+
+/* Decoded on one thread and with ingest_par, the profiles are the same,
+ * text, hashes and totals (the passes run in ranges on several threads
+ * only past PAR_MIN_ITEMS items a range). */
+static void test_pprof_par_same_profiles(void **state)
+{
+    (void)state;
+    static pb p;
+    par_profile(&p, 0);
     ingest_profile base, *one, *many;
     size_t n1, n2;
     char err[512] = "";
@@ -912,6 +927,58 @@ static void test_pprof_par_same_profiles(void **state)
     ingest_pprof_free(one, n1);
     ingest_pprof_free(many, n2);
     ingest_profile_free(&base);
+}
+
+/* A runner that takes every task in order on the caller's thread. */
+static void par_run_in_order(void *ctx, size_t n, void (*task)(void *arg, size_t i), void *arg)
+{
+    (void)ctx;
+    par_calls++;
+    for (size_t i = 0; i < n; i++) task(arg, i);
+}
+
+/* A spoiled profile is refused with the same message on one thread and
+ * with ingest_par, whatever order its runner takes the tasks in: the
+ * least failing sample or location, and a text limit met before the bad
+ * item wins, as in order.  (The measuring passes that find every error
+ * stay on the caller's thread: passes of a few hundred microseconds did
+ * not pay for lending a thread, bench_pprof_ingest.) */
+static void test_pprof_par_same_errors(void **state)
+{
+    (void)state;
+    static pb p;
+    const struct { int defect; size_t max; const char *want; } cases[] = {
+        { 1, 1 << 24, "sample 200: location 9200 is not in the profile" },
+        { 2, 1 << 24, "sample 300: value -5 is negative" },
+        { 3, 1 << 24, "location 350: function name is not valid UTF-8" },
+        { 0, 2000, "its stacks as text would take more than 2000 bytes" },  /* the locations' text */
+        { 0, 60000, "its stacks as text would take more than 60000 bytes" }, /* the stacks' */
+        { 3, 2000, "its stacks as text would take more than 2000 bytes" },  /* before location 350 */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        par_profile(&p, cases[c].defect);
+        ingest_profile base, *one = NULL, *many = NULL;
+        size_t n1 = 9, n2 = 9;
+        char err1[512] = "", err2[512] = "";
+        base_init(&base);
+        assert_int_not_equal(ingest_pprof_parse(p.b, p.n, cases[c].max, &base, 1, &one, &n1, err1, sizeof err1),
+                             INGEST_OK);
+        assert_err_contains(err1, cases[c].want);
+        assert_null(one);
+        assert_int_equal(n1, 0);
+        for (int r = 0; r < 2; r++) {
+            ingest_par par = { r ? par_run_in_order : par_run_threads, NULL, 3 };
+            par_calls = 0;
+            err2[0] = '\0';
+            assert_int_not_equal(ingest_pprof_parse_par(p.b, p.n, cases[c].max, &base, 1, &par, &many, &n2, err2,
+                                                        sizeof err2),
+                                 INGEST_OK);
+            assert_string_equal(err1, err2);
+            assert_null(many);
+            assert_int_equal(n2, 0);
+        }
+        ingest_profile_free(&base);
+    }
 }
 
 static void guarded_free(char *p, size_t n)
@@ -1066,6 +1133,7 @@ int main(void)
         cmocka_unit_test(test_pprof_stack_text_bounded),
         cmocka_unit_test(test_pprof_duplicate_sample_types),
         cmocka_unit_test(test_pprof_par_same_profiles),
+        cmocka_unit_test(test_pprof_par_same_errors),
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_multipart_ends_after_delimiter),
         cmocka_unit_test(test_perf_script),

@@ -65,7 +65,16 @@ static store_status write_stacks(store *st, const store_label *labels, int n_lab
         stacks[i].len = (uint32_t)strlen(frames[i]);
         stacks[i].count = counts[i];
     }
-    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    char err[256];
+    return store_write(st, &p, NULL, err, sizeof err);
+}
+
+/* One profile of api_labels' series at from, its stacks' hashes given. */
+static store_status write_profile_hashed(store *st, int64_t from, const store_stack *stacks, const hash128 *hashes)
+{
+    store_profile p = { .labels = api_labels, .n_labels = 3, .from_ms = from, .until_ms = from + 10000,
+                        .unit = "samples", .stacks = stacks, .n_stacks = 1, .hashes = hashes };
     char err[256];
     return store_write(st, &p, NULL, err, sizeof err);
 }
@@ -229,7 +238,7 @@ static void test_lossless_roundtrip_and_reopen(void **state)
     uint32_t sid;
     store_stack stacks[5];
     for (int i = 0; i < 5; i++) stacks[i] = (store_stack){ frames[i], (uint32_t)strlen(frames[i]), counts[i] };
-    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
     const char *expect = "main;a 5\nmain;a;b 7\nmain;x y z;c 9007199254740991\nother 1\n";
@@ -533,8 +542,9 @@ static void test_commit_wait_groups_a_stream(void **state)
         labels[i][1] = (store_label){ "service", "api" };
         labels[i][2] = (store_label){ "type", "cpu" };
         stacks[i] = (store_stack){ "main;work", 9, 3 };
-        prof[i] = (store_profile){ labels[i], 3, (int64_t)i * 10000, (int64_t)i * 10000 + 10000, 0, "samples",
-                                   &stacks[i], 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+        prof[i] = (store_profile){ .labels = labels[i], .n_labels = 3, .from_ms = (int64_t)i * 10000,
+                                   .until_ms = (int64_t)i * 10000 + 10000, .unit = "samples", .stacks = &stacks[i],
+                                   .n_stacks = 1, .samples_kind = STORE_SAMPLES_COUNTS };
         assert_int_equal(store_write_async(st, &prof[i], stream_done, &c), STORE_OK);
         usleep(2000);
     }
@@ -596,8 +606,8 @@ static void test_write_all_or_none(void **state)
         len = random_chars(big, len, 900, &x);
     }
     store_stack huge = { big, (uint32_t)len, 1 };
-    store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
-    store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
     const store_profile *group[] = { &pa, &pb };
     stream_ctx c = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
     void *ctx[] = { &c, &c };
@@ -615,8 +625,8 @@ static void test_write_all_or_none(void **state)
     store_reader_end(r);
     assert_int_equal(profiles, 0); /* the first, small one left no trace */
     /* two that fit: both stored */
-    store_profile pc = { api_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
-    store_profile pd = { a_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile pc = { api_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile pd = { a_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
     const store_profile *fit[] = { &pc, &pd };
     c.done = c.failed = 0;
     assert_int_equal(store_write_async_all(st, fit, 2, stream_done, ctx), STORE_OK);
@@ -627,7 +637,7 @@ static void test_write_all_or_none(void **state)
     assert_int_equal(d.profiles, 2);
     /* members in two partitions (a day apart) cannot share a transaction */
     store_profile pe = { api_labels, 3, 86400000 + 40000, 86400000 + 50000, 0, "samples", &small, 1, NULL, 0, NULL,
-                         STORE_SAMPLES_COUNTS, 0, 0 };
+                         STORE_SAMPLES_COUNTS, 0, 0, NULL };
     const store_profile *apart[] = { &pc, &pe };
     assert_int_equal(store_write_async_all(st, apart, 2, stream_done, ctx), STORE_EINVAL);
     free(big);
@@ -664,7 +674,7 @@ static void test_invalid_profiles_refused(void **state)
     (void)state;
     store *st = open_store(0, 0);
     store_stack s = { "a", 1, 0 };
-    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* zero count */
     s.count = 1;
@@ -793,7 +803,9 @@ static void test_resolve_and_async_write(void **state)
     for (int i = 0; i < 3; i++) assert_int_equal(hl[i], leaves[i]);
 
     async_result a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, STORE_EIO, 0 };
-    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    /* the hashes go with the profile: the writer interns the new stack
+     * (index 1) under hs[1], its own */
+    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, hs };
     assert_int_equal(store_write_async(st, &p, async_done, &a), STORE_OK);
     pthread_mutex_lock(&a.lock);
     while (!a.calls) pthread_cond_wait(&a.cond, &a.lock);
@@ -805,6 +817,21 @@ static void test_resolve_and_async_write(void **state)
     dump_ctx c;
     dump_series(st, 1, &c);
     assert_string_equal(c.out, "main;a;b 1\nmain;c 2\nmain;a;b 11\nmain;c 5\nmain;new;leaf 7\n");
+    uint32_t nl;
+    store_resolve(st, api_labels, 3, 20000, &stacks[1], 1, &nl);
+    assert_int_not_equal(nl, 0);
+    assert_int_not_equal(nl, leaves[0]);
+    assert_int_not_equal(nl, leaves[2]);
+    /* and it takes the hash it is given, without hashing the text again:
+     * a stack written with another hash is found by that one only */
+    store_stack odd = { "main;odd", 8, 1 };
+    hash128 other = hash_bytes128("not main;odd", 12);
+    uint32_t ol;
+    assert_int_equal(write_profile_hashed(st, 40000, &odd, &other), STORE_OK);
+    store_resolve_hashed(st, api_labels, 3, 40000, &other, 1, &ol);
+    assert_int_not_equal(ol, 0);
+    store_resolve(st, api_labels, 3, 40000, &odd, 1, &ol);
+    assert_int_equal(ol, 0);
     store_close(st);
 }
 
@@ -832,7 +859,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
     uint32_t leaves[3];
     uint64_t token = store_resolve(st, api_labels, 3, t0, known, 3, leaves);
     assert_int_not_equal(token, 0);
-    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
     store_prep *prep = store_prepare(&p);
     assert_non_null(prep);
     p.prep = prep;
@@ -845,7 +872,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
 
     store_stack partly[2] = { { "main;c", 6, 1 }, { "main;new", 8, 1 } };
     uint32_t pl[2];
-    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, api_labels, 3, t0, partly, 2, pl), NULL, STORE_SAMPLES_COUNTS, 0, 0 };
+    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, api_labels, 3, t0, partly, 2, pl), NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
     assert_null(store_prepare(&q)); /* a new stack: the writer makes the block */
 
     /* Retention drops the partition; the same hour is written anew with
