@@ -119,11 +119,6 @@ $(BUILD)/tests/test_auth: tests/unit/test_auth.c $(BUILD)/server/auth.o tests/un
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/server/auth.o $(LDFLAGS) $(PKG_LIBS) -lcmocka
 
-# Where the parse pool runs a job (server/workpool.c), on its own.
-$(BUILD)/tests/test_workpool: tests/unit/test_workpool.c $(BUILD)/server/workpool.o tests/unit/testutil.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/server/workpool.o $(LDFLAGS) $(PKG_LIBS) -lcmocka
-
 $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ) tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(PKG_LIBS) -lcmocka

@@ -74,9 +74,8 @@ static int read_unit(srv_request *rq, ingest_profile *p, const char *param)
 /* An ingest across its suspension: the parsed profile (pointing into the
  * request body), its store form, and the outcome.  The MHD thread reads the
  * parameters, suspends the connection and queues the job; a pool thread
- * (or, for a small body while the pool waits for work, the MHD thread
- * itself: srv_workpool_submit_here) parses and validates the body and
- * queues the profile for the group commit; the writer's callback (or the pool thread, on a bad body)
+ * parses and validates the body and queues the profile for the group
+ * commit; the writer's callback (or the pool thread, on a bad body)
  * records the outcome and resumes the connection, and the MHD thread,
  * called again, answers.  The suspension comes before anything that could
  * resume it, so the two never cross. */
@@ -577,11 +576,7 @@ static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
     job->window_given = srv_param(rq, "from") || srv_param(rq, "until");
     job->suspended = 1;
     MHD_suspend_connection(rq->conn);
-    /* a small body is parsed here rather than waking a pool thread for it
-     * (workpool.c); a larger one, or this thread busy, goes to the pool */
-    int rc = rq->body_len <= SRV_PARSE_HERE_MAX ? srv_workpool_submit_here(rq->srv->pool, job_parse, job)
-                                                : srv_workpool_submit(rq->srv->pool, job_parse, job);
-    if (rc) job_finish(job, 500, "out of memory");
+    if (srv_workpool_submit(rq->srv->pool, job_parse, job)) job_finish(job, 500, "out of memory");
     return MHD_YES;
 }
 

@@ -59,7 +59,6 @@ typedef enum {
 #define SRV_MAX_PARAMS 256                 /* parameters in the query string */
 #define SRV_MAX_HEADER_BYTES (8u << 10)    /* header fields, "Name: value\r\n" each */
 #define SRV_CONNECTION_MEMORY (16u << 10)  /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
-#define SRV_PARSE_HERE_MAX (64u << 10)     /* bodies parsed on their MHD thread when it can (workpool.c) */
 
 /* The per-tenant counters of /metrics under --auth (metrics.c). */
 typedef struct srv_metrics_tenants srv_metrics_tenants;
@@ -377,14 +376,6 @@ void srv_protojson_write(query_buf *b, const struct ProtobufCMessage *m);
 /* workpool.c */
 int srv_workpool_start(srv_workpool **out, unsigned n_threads);
 int srv_workpool_submit(srv_workpool *wp, srv_work_fn fn, void *arg);
-/* A short job: run on the calling thread now when a pool thread is idle
- * (fewer jobs run this way than threads are idle) and the calling thread
- * has spent less than 1/share of the current window in such jobs (100 ms
- * and 4 unless set); else queued as srv_workpool_submit does. */
-int srv_workpool_submit_here(srv_workpool *wp, srv_work_fn fn, void *arg);
-void srv_workpool_set_here_budget(srv_workpool *wp, int64_t window_ns, unsigned share);
-/* Pool threads waiting for a job now. */
-unsigned srv_workpool_idle(srv_workpool *wp);
 /* Runs task(arg, i) for every i in [0, n) on the calling thread and on
  * the pool's idle ones, and returns when all have returned (ingest_par's
  * run: a job's own tasks, called from a job). */

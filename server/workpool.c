@@ -3,10 +3,9 @@
  * libmicrohttpd keeps each keep-alive connection on the worker thread that
  * accepted it, and under load a few workers accept most connections.  If
  * those threads also parsed bodies, a handful of busy clients would share
- * one core.  So MHD threads move bytes: an ingest suspends its
+ * one core.  So MHD threads only move bytes: an ingest suspends its
  * connection and queues its parsing here, where one thread per core takes
- * jobs in order of arrival (short ones, below, excepted while the pool
- * waits for work).  stop() runs what is queued, then joins.
+ * jobs in order of arrival.  stop() runs what is queued, then joins.
  *
  * A job may lend the pool's idle threads for its own tasks
  * (srv_workpool_lend: one pprof body's text passes, ingest_par): as many
@@ -14,21 +13,9 @@
  * take the tasks one by one until none is left; the caller returns when
  * every task has.  A helper that a worker takes late finds nothing left
  * and is done, so the caller never waits for a thread busy elsewhere;
- * under load no thread is idle and the caller runs all its tasks.
- *
- * A short job (a small body: srv_workpool_submit_here) runs on the
- * calling MHD thread instead, when a pool thread is idle and so would
- * have had to be woken for it: waking a sleeping thread, and the caller
- * handing the body's bytes to another core, cost more than parsing a
- * fleet agent's push (bench_fleet: the server's CPU 9.4-10.6 -> 8.4-8.6 %
- * of a core).  Two bounds keep workpool's reason for being: inline jobs
- * never outnumber the idle pool threads (no more parses at once than the
- * pool has threads), and a calling thread runs them only while it has
- * spent less than a quarter of the last 100 ms in them, so an MHD thread
- * that keeps many busy connections hands their bodies to the pool. */
+ * under load no thread is idle and the caller runs all its tasks. */
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "srv.h"
 
@@ -44,9 +31,6 @@ struct srv_workpool {
     work_item *head, *tail;
     int stopping;
     unsigned idle;                  /* workers waiting for a job */
-    unsigned here;                  /* jobs running on their callers' threads (submit_here) */
-    int64_t here_window_ns;         /* submit_here's budget: a share of each window... */
-    unsigned here_share;            /* ...of 1 / here_share */
     unsigned n_threads;
     pthread_t threads[];
 };
@@ -81,8 +65,6 @@ int srv_workpool_start(srv_workpool **out, unsigned n_threads)
     if (!wp) return -1;
     pthread_mutex_init(&wp->lock, NULL);
     pthread_cond_init(&wp->cond, NULL);
-    wp->here_window_ns = 100000000;
-    wp->here_share = 4;
     for (unsigned i = 0; i < n_threads; i++) {
         if (pthread_create(&wp->threads[i], NULL, worker, wp)) {
             wp->n_threads = i;
@@ -109,55 +91,6 @@ int srv_workpool_submit(srv_workpool *wp, srv_work_fn fn, void *arg)
     pthread_cond_signal(&wp->cond);
     pthread_mutex_unlock(&wp->lock);
     return 0;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* What the calling thread spent in jobs run here, in its current window. */
-static _Thread_local struct { int64_t start, busy; } here_use;
-
-int srv_workpool_submit_here(srv_workpool *wp, srv_work_fn fn, void *arg)
-{
-    int64_t t0 = mono_ns();
-    if (t0 - here_use.start >= wp->here_window_ns) {
-        here_use.start = t0;
-        here_use.busy = 0;
-    }
-    int run_here = 0;
-    if (here_use.busy * (int64_t)wp->here_share < wp->here_window_ns) {
-        pthread_mutex_lock(&wp->lock);
-        run_here = wp->here < wp->idle && !wp->stopping;
-        wp->here += (unsigned)run_here;
-        pthread_mutex_unlock(&wp->lock);
-    }
-    if (!run_here) return srv_workpool_submit(wp, fn, arg);
-    fn(arg);
-    pthread_mutex_lock(&wp->lock);
-    wp->here--;
-    pthread_mutex_unlock(&wp->lock);
-    here_use.busy += mono_ns() - t0;
-    return 0;
-}
-
-void srv_workpool_set_here_budget(srv_workpool *wp, int64_t window_ns, unsigned share)
-{
-    pthread_mutex_lock(&wp->lock);
-    wp->here_window_ns = window_ns;
-    wp->here_share = share ? share : 1;
-    pthread_mutex_unlock(&wp->lock);
-}
-
-unsigned srv_workpool_idle(srv_workpool *wp)
-{
-    pthread_mutex_lock(&wp->lock);
-    unsigned n = wp->idle;
-    pthread_mutex_unlock(&wp->lock);
-    return n;
 }
 
 /* The tasks of one srv_workpool_lend: on the heap, as a helper taken
