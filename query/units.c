@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../storage/remote.h"
 #include "query_internal.h"
 
 size_t query_window_count(int64_t from_ms, int64_t until_ms, int64_t step_ms)
@@ -43,6 +44,8 @@ int query_window_profiles(store_reader *r, const query_series_set *set, int64_t 
     size_t n = query_window_count(from_ms, until_ms, step_ms);
     query_fprofile *u = calloc(n ? n : 1, sizeof *u);
     if (!u) return -1;
+    /* a remote reader (cluster mode) loads short windows' profiles at once */
+    store_reader_prefetch_windows(r, set->series, set->n_series, from_ms, until_ms, step_ms);
     for (size_t w = 0; w < n; w++) {
         int64_t ws = from_ms + (int64_t)w * step_ms, we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
         if (unit_profile(r, set, ws, we, unit, &u[w])) {

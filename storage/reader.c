@@ -471,6 +471,26 @@ oom:
     remote_fail(r, "out of memory loading profiles");
 }
 
+void store_reader_prefetch_windows(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms,
+                                   int64_t until_ms, int64_t step_ms)
+{
+    if (!r->rcat || from_ms >= until_ms || atomic_load(&r->stop) == STORE_STOP_REMOTE) return;
+    /* windows of merge_min_ms or more are summed where the data is, one
+     * merge each (store_reader_prefetch_merged) */
+    if (r->src.merge && step_ms >= r->src.merge_min_ms) return;
+    store_rmem *m = r->parts[0].m;
+    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) {
+        remote_fail(r, "out of memory loading profiles");
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rmem_presence(m, sids[i], from_ms, until_ms) != 0) ids[k++] = sids[i];
+    remote_load(r, ids, k, from_ms, until_ms);
+    free(ids);
+}
+
 const char *store_reader_error(const store_reader *r) { return r->rerr; }
 
 void store_reader_prefetch_extent(store_reader *r, const uint32_t *sids, size_t n)

@@ -27,10 +27,13 @@
  *     loaded on the first scan that misses, for the series asked and every
  *     wanted series that has profiles there, in one go.  Only the part of a
  *     range not yet loaded is asked for, so a profile is never loaded
- *     twice.  A failed load stops the reader (STORE_STOP_REMOTE, with the
- * source's message in store_reader_error): the query gives up whole and
- * the server answers 503 with the message, never a partial answer unless
- * the source was asked for one (and says so).
+ *     twice.  Stability and variance announce the windows they merge
+ *     (store_reader_prefetch_windows): windows too short to sum are loaded
+ *     as raw profiles over the whole range at once.
+ * A failed load stops the reader (STORE_STOP_REMOTE, with the source's
+ * message in store_reader_error): the query gives up whole and the server
+ * answers 503 with the message, never a partial answer unless the source
+ * was asked for one (and says so).
  *
  * The loaded partition's ids are its own: store_part_node folds them into
  * the reader's tree like an LMDB partition's, so answers are built by the
@@ -141,6 +144,15 @@ void store_reader_prefetch(store_reader *r, const uint32_t *sids, size_t n, int6
  * nothing: its rollups serve). */
 void store_reader_prefetch_merged(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms,
                                   int64_t until_ms);
+
+/* Announces merges of the series sids[0..n) over every window of step_ms
+ * in [from_ms, until_ms) (the units of stability and variance): windows
+ * shorter than the source's merge_min_ms read raw profiles, so a remote
+ * reader loads those of the whole range now, in one go, rather than one
+ * load a window; longer windows are summed one merge each (a store's
+ * reader does nothing). */
+void store_reader_prefetch_windows(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms,
+                                   int64_t until_ms, int64_t step_ms);
 
 /* Announces store_series_first / _last calls for these series: a remote
  * reader asks its source for their extents in one go. */

@@ -445,10 +445,13 @@ def cmd_compare(a):
     for i in range(a.n):
         kind, method, path, body, headers = make_query(rng, a.base)
         kinds[kind] = kinds.get(kind, 0) + 1
+        t0 = time.monotonic()
         sa, ba = fetch_answer(ua, method, path, body, headers)
+        t1 = time.monotonic()
         sb, bb = fetch_answer(ub, method, path, body, headers)
         if a.verbose:
-            print("%d %s %s %d %d bytes" % (i, kind, path, sa, len(ba)))
+            print("%d %s %s %d %d bytes, %.3f s vs %.3f s" % (i, kind, path, sa, len(ba), t1 - t0,
+                                                             time.monotonic() - t1))
         if sa == sb and ba == bb:
             continue
         n_diff += 1

@@ -20,7 +20,23 @@ test_read_equivalence_one_server() {
     assert_ge "profile loads" 1 "$(awk '$1 == "flamedb_clickhouse_read_loads_total" { print $2 }' <<<"$m")"
     assert_ge "merges summed in ClickHouse" 1 "$(awk '$1 == "flamedb_clickhouse_read_merges_total" { print $2 }' <<<"$m")"
     assert_eq "read errors" 0 "$(awk '$1 == "flamedb_clickhouse_read_errors_total" { print $2 }' <<<"$m")"
+    # the units of variance and stability: windows under an hour read raw
+    # profiles, loaded for the whole range in one statement, not one a
+    # window (288 of them here: 15 s on two shards before)
+    local kind q before
+    for kind in variance stability; do
+        q="/api/v1/$kind?from=$((EQ_BASE - 86400))&until=$((EQ_BASE + 86400))&query=%7B%7D&step=600"
+        before=$(read_loads 1)
+        assert_eq "$kind of 10-minute windows" "$(curl -s "$(sn_url)$q")" "$(curl -s "$(fe_url 1)$q")"
+        assert_eq "$kind of 10-minute windows: its loads" 1 $(( $(read_loads 1) - before ))
+    done
+    assert_eq "variance: every window is a unit" 288 "$(curl -s "$(fe_url 1)/api/v1/variance?from=$((EQ_BASE - 86400))&until=$((EQ_BASE + 86400))&query=%7B%7D&step=600" | jq .units)"
     sn_stop
+}
+
+# read_loads I: front end I's profile loads from ClickHouse so far.
+read_loads() {
+    curl -s "$(fe_url "$1")/metrics" | awk '$1 == "flamedb_clickhouse_read_loads_total" { print $2 }'
 }
 
 test_read_equivalence_two_shards() {
