@@ -100,43 +100,83 @@ static int fail(chread *c, const char *what)
     return -1;
 }
 
-/* "SELECT head FROM (<pieces>) tail": the pieces of [from, until) as
- * chread_plan cuts it, each "SELECT <cols> FROM <table> WHERE <time> in its
- * sub-range AND cond", UNION ALL'd; raw_cols for the raw table (`kind`),
- * rollup_cols for its 1 h and 10 min rollups (`kind`_1h, `kind`_10m).  A
- * malloc'd statement, or NULL (out of memory, or an empty range: *empty). */
-static char *pieces_sql(const chread *c, const char *head, const char *kind, const char *raw_cols,
-                        const char *rollup_cols, const char *cond, int64_t from_ms, int64_t until_ms,
-                        const char *tail, int *empty)
+/* One table's share of a merge's pieces: its time ranges in time order,
+ * adjacent ones joined. */
+typedef struct {
+    chread_piece *r;
+    size_t n;
+} table_ranges;
+
+static void ranges_add(table_ranges *t, const chread_piece *p)
 {
-    chread_piece p[5];
-    size_t np = chread_plan(from_ms, until_ms, p);
-    *empty = np == 0;
-    if (!np) return NULL;
-    size_t cap = strlen(head) + strlen(tail) + np * (strlen(cond) + strlen(raw_cols) + strlen(rollup_cols) + 512);
-    char *sql = malloc(cap);
-    if (!sql) return NULL;
+    if (t->n && t->r[t->n - 1].until == p->from) t->r[t->n - 1].until = p->until;
+    else t->r[t->n++] = *p;
+}
+
+/* "SELECT head FROM (<pieces>) tail": the pieces of every window of w as
+ * chread_plan cuts it, one "SELECT <cols>, <window> AS w FROM <table>
+ * WHERE (<time> in its ranges) AND cond" a table, UNION ALL'd; raw_cols
+ * for the raw table (`kind`), rollup_cols for its 1 h and 10 min rollups
+ * (`kind`_1h, `kind`_10m).  A piece lies in one window, and a profile in
+ * the window its start falls in, so the window number w is
+ * intDiv(<time> - from, step) wherever the row comes from.  A malloc'd
+ * statement, or NULL (out of memory, or an empty range: *empty). */
+static char *pieces_sql(const chread *c, const char *head, const char *kind, const char *raw_cols,
+                        const char *rollup_cols, const char *cond, const chread_windows *w, const char *tail,
+                        int *empty)
+{
+    static const char *const tables[3] = { "samples", "samples_10m", "samples_1h" };
+    *empty = w->from >= w->until;
+    if (*empty) return NULL;
+    int64_t step = w->step > 0 && w->step < w->until - w->from ? w->step : w->until - w->from;
+    size_t nw = (size_t)((w->until - w->from + step - 1) / step);
+    table_ranges t[3] = { 0 };
+    char *sql = NULL;
+    for (int k = 0; k < 3; k++)
+        if (!(t[k].r = malloc((2 * nw + 1) * sizeof *t[k].r))) goto done;
+    for (size_t i = 0; i < nw; i++) {
+        int64_t ws = w->from + (int64_t)i * step, we = ws + step < w->until ? ws + step : w->until;
+        chread_piece p[5];
+        size_t np = chread_plan(ws, we, p);
+        for (size_t j = 0; j < np; j++)
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(p[j].table, tables[k])) ranges_add(&t[k], &p[j]);
+    }
+    size_t cap = strlen(head) + strlen(tail) + 64;
+    for (int k = 0; k < 3; k++)
+        if (t[k].n) cap += strlen(cond) + strlen(raw_cols) + strlen(rollup_cols) + 512 + t[k].n * 80;
+    if (!(sql = malloc(cap))) goto done;
     size_t len = (size_t)snprintf(sql, cap, "SELECT %s FROM (", head);
-    for (size_t i = 0; i < np; i++) {
-        char name[64], t[256];
-        const char *suffix = strchr(p[i].table, '_');   /* samples_1h -> _1h; samples -> none */
+    int first = 1;
+    for (int k = 0; k < 3; k++) {
+        if (!t[k].n) continue;
+        char name[64], tn[256];
+        const char *suffix = strchr(tables[k], '_');   /* samples_1h -> _1h; samples -> none */
+        const char *col = suffix ? "bucket" : "window_start";
         snprintf(name, sizeof name, "%s%s", kind, suffix ? suffix : "");
-        chschema_table(&c->schema, name, t, sizeof t);
-        len += (size_t)snprintf(sql + len, cap - len, "%sSELECT %s FROM %s WHERE %s >= %lld AND %s < %lld AND %s",
-                                i ? " UNION ALL " : "", suffix ? rollup_cols : raw_cols, t, p[i].column,
-                                (long long)p[i].from, p[i].column, (long long)p[i].until, cond);
+        chschema_table(&c->schema, name, tn, sizeof tn);
+        len += (size_t)snprintf(sql + len, cap - len, "%sSELECT %s, toUInt32(intDiv(%s - %lld, %lld)) AS w FROM %s WHERE (",
+                                first ? "" : " UNION ALL ", suffix ? rollup_cols : raw_cols, col,
+                                (long long)w->from, (long long)step, tn);
+        for (size_t i = 0; i < t[k].n; i++)
+            len += (size_t)snprintf(sql + len, cap - len, "%s%s >= %lld AND %s < %lld", i ? " OR " : "", col,
+                                    (long long)t[k].r[i].from, col, (long long)t[k].r[i].until);
+        len += (size_t)snprintf(sql + len, cap - len, ") AND %s", cond);
+        first = 0;
     }
     snprintf(sql + len, cap - len, ")%s", tail);
+done:
+    for (int k = 0; k < 3; k++) free(t[k].r);
     return sql;
 }
 
-int chread_merge(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
-                 void (*fn)(void *ctx, const chread_sum *row), void *ctx)
+int chread_merge(chread *c, const char *cond, const chread_windows *w, void (*fn)(void *ctx, const chread_sum *row),
+                 void *ctx)
 {
     int empty;
     const char *cols = "tenant, series, unit, rate, gauge, stack, value AS v";
-    char *sql = pieces_sql(c, "tenant, series, unit, rate, gauge, stack, sum(v)", "samples", cols, cols, cond, from_ms,
-                           until_ms, " GROUP BY tenant, series, unit, rate, gauge, stack FORMAT RowBinary", &empty);
+    char *sql = pieces_sql(c, "w, tenant, series, unit, rate, gauge, stack, sum(v)", "samples", cols, cols, cond, w,
+                           " GROUP BY w, tenant, series, unit, rate, gauge, stack FORMAT RowBinary", &empty);
     if (!sql) {
         if (empty) return 0;
         snprintf(c->err, sizeof c->err, "out of memory");
@@ -150,6 +190,7 @@ int chread_merge(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
     if (s != CH_OK) return fail(c, "merging");
     while (chrow_more(&rows)) {
         chread_sum row;
+        row.window = chrow_get_u32(&rows);
         if (chrow_get_string(&rows, &row.tenant, &row.tenant_len) < 0) break;
         row.series = chrow_get_u64(&rows);
         if (chrow_get_string(&rows, &row.unit, &row.unit_len) < 0) break;
@@ -515,15 +556,15 @@ int chread_presence(chread *c, const char *cond, int64_t from_ms, int64_t until_
     return rc;
 }
 
-int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+int chread_merge_profiles(chread *c, const char *cond, const chread_windows *w,
                           int (*fn)(void *ctx, const chread_profile_sum *row), void *ctx)
 {
     int empty;
-    char *sql = pieces_sql(c, "tenant, series, unit, rate, gauge, sum(p), sum(s), sum(u)", "profiles",
+    char *sql = pieces_sql(c, "w, tenant, series, unit, rate, gauge, sum(p), sum(s), sum(u)", "profiles",
                            "tenant, series, unit, rate, gauge, toUInt64(1) AS p, samples AS s, "
                            "toUInt64(1 - samples_known) AS u",
                            "tenant, series, unit, rate, gauge, profiles AS p, samples AS s, samples_unknown AS u", cond,
-                           from_ms, until_ms, " GROUP BY tenant, series, unit, rate, gauge FORMAT RowBinary", &empty);
+                           w, " GROUP BY w, tenant, series, unit, rate, gauge FORMAT RowBinary", &empty);
     if (!sql) {
         if (empty) return 0;
         snprintf(c->err, sizeof c->err, "out of memory");
@@ -534,6 +575,7 @@ int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t 
     free(sql);
     while (!rc && chrow_more(&rows)) {
         chread_profile_sum r;
+        r.window = chrow_get_u32(&rows);
         if (chrow_get_string(&rows, &r.tenant, &r.tenant_len) < 0) break;
         r.series = chrow_get_u64(&rows);
         if (chrow_get_string(&rows, &r.unit, &r.unit_len) < 0) break;
@@ -549,7 +591,7 @@ int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t 
     return rc;
 }
 
-int chread_merge_frames(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+int chread_merge_frames(chread *c, const char *cond, const chread_windows *w,
                         void (*fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len), void *ctx)
 {
     /* the stacks used, found where the data is (a GLOBAL IN ships the set
@@ -558,8 +600,7 @@ int chread_merge_frames(chread *c, const char *cond, int64_t from_ms, int64_t un
     chschema_table(&c->schema, "stacks", tk, sizeof tk);
     snprintf(head, sizeof head, "stack, any(frames) FROM %s WHERE stack GLOBAL IN (SELECT stack", tk);
     int empty;
-    char *sql = pieces_sql(c, head, "samples", "stack", "stack", cond, from_ms, until_ms,
-                           ") GROUP BY stack FORMAT RowBinary", &empty);
+    char *sql = pieces_sql(c, head, "samples", "stack", "stack", cond, w, ") GROUP BY stack FORMAT RowBinary", &empty);
     if (!sql) {
         if (empty) return 0;
         snprintf(c->err, sizeof c->err, "out of memory");

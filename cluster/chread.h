@@ -6,7 +6,8 @@
  * store_blocks_scan_merged, the raw rows only at the range's ragged edges
  * and the pre-merged 1-hour and 10-minute rollups for the whole buckets in
  * between (chread_plan), all in one statement: the pieces are UNION ALL'd
- * and summed per (tenant, series, unit, rate, gauge, stack) with GROUP BY,
+ * and summed per (tenant, series, unit, rate, gauge, stack) with GROUP BY
+ * (and per window, when one statement sums several: chread_windows),
  * which ClickHouse runs on every shard and merges on the initiator.  A
  * profile belongs to a bucket by its start, in both places, so the sums
  * are exact.  Which series: a condition on (tenant, series) such as
@@ -45,7 +46,19 @@ size_t chread_plan(int64_t from_ms, int64_t until_ms, chread_piece out[5]);
  * not fit. */
 int chread_series_in(const chread *c, const char *where, char *out, size_t cap);
 
+/* The windows a merge sums apart, in one statement: [from, until) cut
+ * every step from `from`, the last window cut at `until` (what stability
+ * and variance compare); step 0 (or the range or more): one window.  Each
+ * window is planned as a merge of its own (chread_plan), and a row's
+ * window is its number, 0 first.  A statement names each of a table's
+ * ranges, so the caller keeps the windows of one call to a few hundred
+ * (ClickHouse parses at most 50,000 AST elements by default). */
 typedef struct {
+    int64_t from, until, step;
+} chread_windows;
+
+typedef struct {
+    uint32_t window;
     const char *tenant;
     size_t tenant_len;
     uint64_t series;
@@ -58,11 +71,11 @@ typedef struct {
 } chread_sum;
 
 /* The values of the series matching cond (SQL on tenant and series) whose
- * profiles start in [from, until), summed per (tenant, series, unit, rate,
- * gauge, stack); fn gets each row (pointers valid during the call).  0, or
- * -1 with chread_error. */
-int chread_merge(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
-                 void (*fn)(void *ctx, const chread_sum *row), void *ctx);
+ * profiles start in a window of w, summed per (window, tenant, series,
+ * unit, rate, gauge, stack); fn gets each row (pointers valid during the
+ * call).  0, or -1 with chread_error. */
+int chread_merge(chread *c, const char *cond, const chread_windows *w, void (*fn)(void *ctx, const chread_sum *row),
+                 void *ctx);
 
 /* The frames (root first, ';'-joined) of n stack ids; fn gets each id that
  * ClickHouse knows, once. */
@@ -129,20 +142,21 @@ int chread_load(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
                 int (*profile_fn)(void *ctx, const chread_profile_row *row),
                 int (*sample_fn)(void *ctx, const chread_sample_row *row), void *ctx);
 
-/* The frames of every stack the merge of [from, until) sums (chread_plan's
- * pieces), each once. */
-int chread_merge_frames(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+/* The frames of every stack the merge of w sums (chread_plan's pieces of
+ * each window), each once. */
+int chread_merge_frames(chread *c, const char *cond, const chread_windows *w,
                         void (*fn)(void *ctx, const uint8_t *stack, const char *frames, size_t len), void *ctx);
 
 /* The series matching cond that have a profile starting in [from, until). */
 int chread_presence(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
                     int (*fn)(void *ctx, const char *tenant, size_t tenant_len, uint64_t series), void *ctx);
 
-/* chread_merge's companion: per (tenant, series, unit, rate, gauge), the
- * number of profiles in [from, until), their samples (those that knew
- * theirs) and how many did not know them; raw rows at the edges, the
- * profiles_* rollups between, as chread_plan cuts the range. */
+/* chread_merge's companion: per (window, tenant, series, unit, rate,
+ * gauge), the number of profiles in the window, their samples (those that
+ * knew theirs) and how many did not know them; raw rows at the edges, the
+ * profiles_* rollups between, as chread_plan cuts each window. */
 typedef struct {
+    uint32_t window;
     const char *tenant;
     size_t tenant_len;
     uint64_t series;
@@ -152,7 +166,7 @@ typedef struct {
     int gauge;
     uint64_t profiles, samples, unknown;
 } chread_profile_sum;
-int chread_merge_profiles(chread *c, const char *cond, int64_t from_ms, int64_t until_ms,
+int chread_merge_profiles(chread *c, const char *cond, const chread_windows *w,
                           int (*fn)(void *ctx, const chread_profile_sum *row), void *ctx);
 
 /* On a cluster, after a statement failed because a shard could not be

@@ -776,7 +776,7 @@ static int do_presence(void *ctx, const uint32_t *sids, size_t n, int64_t from_m
 /* ---- merges: summed on the shards ---- */
 
 typedef struct {
-    uint32_t sid;
+    uint32_t window, sid;
     const char *unit;     /* interned in the merge's own table */
     double rate;
     int gauge;
@@ -785,7 +785,7 @@ typedef struct {
 } mrow;
 
 typedef struct {
-    uint32_t sid;
+    uint32_t window, sid;
     const char *unit;
     double rate;
     int gauge;
@@ -800,6 +800,7 @@ typedef struct {
     size_t n_prof, cap_prof;
     char **units;         /* distinct units met */
     size_t n_units;
+    int64_t step;         /* the windows' (chread_windows) */
     int oom;
 } merge_ctx;
 
@@ -835,6 +836,7 @@ static void on_merged_row(void *ctx, const chread_sum *r)
         mc->oom = 1;
         return;
     }
+    m->window = r->window;
     m->sid = sid;
     m->rate = r->rate;
     m->gauge = r->gauge;
@@ -857,13 +859,16 @@ static int on_merged_profiles(void *ctx, const chread_profile_sum *r)
     }
     const char *u = unit_of(mc, r->unit, r->unit_len);
     if (!u) return -1;
-    mc->prof[mc->n_prof++] = (mprof){ sid, u, r->rate, r->gauge, r->profiles, r->samples, r->unknown };
+    mc->prof[mc->n_prof++] = (mprof){ r->window, sid, u, r->rate, r->gauge, r->profiles, r->samples, r->unknown };
     return 0;
 }
 
-/* Blocks are per (series, unit, rate, gauge): units are interned, so
- * pointers compare. */
-static int group_cmp(uint32_t sa, const char *ua, double ra, int ga, uint32_t sb, const char *ub, double rb, int gb)
+/* Blocks are per (window, series, unit, rate, gauge): units are
+ * interned, so pointers compare.  The window and series come packed in
+ * one number, window first. */
+static uint64_t group_key(uint32_t window, uint32_t sid) { return (uint64_t)window << 32 | sid; }
+
+static int group_cmp(uint64_t sa, const char *ua, double ra, int ga, uint64_t sb, const char *ub, double rb, int gb)
 {
     if (sa != sb) return sa < sb ? -1 : 1;
     if (ua != ub) return ua < ub ? -1 : 1;
@@ -874,13 +879,15 @@ static int group_cmp(uint32_t sa, const char *ua, double ra, int ga, uint32_t sb
 static int mrow_cmp(const void *a, const void *b)
 {
     const mrow *x = a, *y = b;
-    return group_cmp(x->sid, x->unit, x->rate, x->gauge, y->sid, y->unit, y->rate, y->gauge);
+    return group_cmp(group_key(x->window, x->sid), x->unit, x->rate, x->gauge, group_key(y->window, y->sid), y->unit,
+                     y->rate, y->gauge);
 }
 
 static int mprof_cmp(const void *a, const void *b)
 {
     const mprof *x = a, *y = b;
-    return group_cmp(x->sid, x->unit, x->rate, x->gauge, y->sid, y->unit, y->rate, y->gauge);
+    return group_cmp(group_key(x->window, x->sid), x->unit, x->rate, x->gauge, group_key(y->window, y->sid), y->unit,
+                     y->rate, y->gauge);
 }
 
 static void on_merged_frames(void *ctx, const uint8_t *stack, const char *frames, size_t len)
@@ -891,25 +898,27 @@ static void on_merged_frames(void *ctx, const uint8_t *stack, const char *frames
     if (!leaf || stack_put(mc->x, stack, leaf)) mc->oom = 1;
 }
 
-/* The merged rows as blocks: for each (series, unit, rate, gauge), one
- * block with every value and the profiles that knew their samples, and
- * one empty block counting those that did not (a single node counts them
- * apart the same way). */
-static int merged_blocks(merge_ctx *mc, int64_t from_ms, int64_t until_ms)
+/* The merged rows as blocks: for each (window, series, unit, rate,
+ * gauge), one block over the window with every value and the profiles
+ * that knew their samples, and one empty block counting those that did
+ * not (a single node counts them apart the same way). */
+static int merged_blocks(merge_ctx *mc, const chread_windows *w)
 {
+    int64_t step = w->step > 0 && w->step < w->until - w->from ? w->step : w->until - w->from;
     reader_ctx *x = mc->x;
     if (mc->n_rows) qsort(mc->rows, mc->n_rows, sizeof *mc->rows, mrow_cmp);
     if (mc->n_prof) qsort(mc->prof, mc->n_prof, sizeof *mc->prof, mprof_cmp);
     size_t a = 0;
     for (size_t k = 0; k < mc->n_prof; k++) {
         const mprof *p = &mc->prof[k];
-        while (a < mc->n_rows &&
-               group_cmp(mc->rows[a].sid, mc->rows[a].unit, mc->rows[a].rate, mc->rows[a].gauge, p->sid, p->unit,
-                         p->rate, p->gauge) < 0)
+        uint64_t pk = group_key(p->window, p->sid);
+        while (a < mc->n_rows && group_cmp(group_key(mc->rows[a].window, mc->rows[a].sid), mc->rows[a].unit,
+                                           mc->rows[a].rate, mc->rows[a].gauge, pk, p->unit, p->rate, p->gauge) < 0)
             a++;
         x->n_pairs = 0;
-        for (; a < mc->n_rows && !group_cmp(mc->rows[a].sid, mc->rows[a].unit, mc->rows[a].rate,
-                                             mc->rows[a].gauge, p->sid, p->unit, p->rate, p->gauge); a++) {
+        for (; a < mc->n_rows && !group_cmp(group_key(mc->rows[a].window, mc->rows[a].sid), mc->rows[a].unit,
+                                             mc->rows[a].rate, mc->rows[a].gauge, pk, p->unit, p->rate, p->gauge);
+             a++) {
             uint32_t leaf = stack_get(x, mc->rows[a].stack);
             if (!leaf) {
                 if (*x->partial_out) continue;   /* its frames are on a shard that is down */
@@ -920,6 +929,13 @@ static int merged_blocks(merge_ctx *mc, int64_t from_ms, int64_t until_ms)
             if (pairs_push(x, leaf, mc->rows[a].value)) return -1;
         }
         uint64_t known = p->profiles - (p->unknown < p->profiles ? p->unknown : p->profiles);
+        int64_t from_ms = w->from + (int64_t)p->window * step;
+        int64_t until_ms = from_ms + step < w->until ? from_ms + step : w->until;
+        if (from_ms >= w->until) {
+            snprintf(x->err, sizeof x->err, "ClickHouse answered a merge's window %u, past the range",
+                     (unsigned)p->window);
+            return -1;
+        }
         store_rprofile rp = { .series = p->sid, .from_ms = from_ms, .until_ms = until_ms, .unit = p->unit,
                               .rate = p->rate, .samples = p->samples, .samples_known = known > 0,
                               .gauge = p->gauge, .leaves = x->leaves, .counts = x->counts, .n = x->n_pairs };
@@ -943,9 +959,10 @@ static int merge_run(reader_ctx *x, void *arg)
 {
     const call_args *a = arg;
     merge_ctx *mc = a->ctx;
-    int rc = chread_merge_frames(x->c, a->cond, a->from, a->until, on_merged_frames, mc);
-    if (!rc && !mc->oom) rc = chread_merge(x->c, a->cond, a->from, a->until, on_merged_row, mc);
-    if (!rc && !mc->oom) rc = chread_merge_profiles(x->c, a->cond, a->from, a->until, on_merged_profiles, mc);
+    chread_windows w = { a->from, a->until, mc->step };
+    int rc = chread_merge_frames(x->c, a->cond, &w, on_merged_frames, mc);
+    if (!rc && !mc->oom) rc = chread_merge(x->c, a->cond, &w, on_merged_row, mc);
+    if (!rc && !mc->oom) rc = chread_merge_profiles(x->c, a->cond, &w, on_merged_profiles, mc);
     if (mc->oom && !x->err[0]) snprintf(x->err, sizeof x->err, "out of memory merging");
     return rc || mc->oom ? -1 : 0;
 }
@@ -965,24 +982,39 @@ static void merge_ctx_reset(merge_ctx *mc)
     for (size_t i = 0; i < mc->n_units; i++) free(mc->units[i]);
     free(mc->units);
     reader_ctx *x = mc->x;
+    int64_t step = mc->step;
     memset(mc, 0, sizeof *mc);
     mc->x = x;
+    mc->step = step;
 }
 
+/* Windows one merge call sums at most: a statement names each window's
+ * ranges (about 7 AST elements each, 3 ranges a window on the raw and
+ * 10-minute tables), and ClickHouse parses 50,000 elements at most. */
+#define MERGE_WINDOWS 256
+
 static int do_merge(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
-                    char *err, size_t errlen)
+                    int64_t step_ms, char *err, size_t errlen)
 {
     reader_ctx *x = ctx;
     x->m = m;
-    char *cond = call_begin(x, sids, n, err, errlen);
-    if (!cond) return -1;
-    merge_ctx mc = { .x = x };
-    call_args a = { cond, from_ms, until_ms, &mc };
-    int rc = with_retries(x, merge_run, merge_clear, &a);
-    if (!rc) rc = merged_blocks(&mc, from_ms, until_ms);
-    if (rc && mc.oom && !x->err[0]) snprintf(x->err, sizeof x->err, "out of memory merging");
-    merge_ctx_reset(&mc);
-    return call_end(x, cond, rc, 1, err, errlen);
+    if (step_ms <= 0 || step_ms >= until_ms - from_ms) step_ms = 0;
+    int64_t chunk = step_ms ? step_ms * MERGE_WINDOWS : until_ms - from_ms;
+    int rc = 0;
+    for (int64_t a0 = from_ms; a0 < until_ms && !rc; a0 += chunk) {
+        int64_t b0 = until_ms - a0 > chunk ? a0 + chunk : until_ms;
+        char *cond = call_begin(x, sids, n, err, errlen);
+        if (!cond) return -1;
+        merge_ctx mc = { .x = x, .step = step_ms };
+        call_args a = { cond, a0, b0, &mc };
+        chread_windows w = { a0, b0, step_ms };
+        rc = with_retries(x, merge_run, merge_clear, &a);
+        if (!rc) rc = merged_blocks(&mc, &w);
+        if (rc && mc.oom && !x->err[0]) snprintf(x->err, sizeof x->err, "out of memory merging");
+        merge_ctx_reset(&mc);
+        rc = call_end(x, cond, rc, 1, err, errlen);
+    }
+    return rc;
 }
 
 static void do_end(void *ctx)

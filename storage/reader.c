@@ -457,7 +457,7 @@ void store_reader_prefetch_merged(store_reader *r, const uint32_t *sids, size_t 
         remote_load(r, ids, k, from_ms, until_ms);
     } else if (k) {
         char err[1024] = "";
-        if (r->src.merge(r->src.ctx, m, ids, k, from_ms, until_ms, err, sizeof err)) {
+        if (r->src.merge(r->src.ctx, m, ids, k, from_ms, until_ms, 0, err, sizeof err)) {
             remote_fail(r, err[0] ? err : "merging in the cluster failed");
         } else {
             for (size_t i = 0; i < k; i++)
@@ -474,10 +474,9 @@ oom:
 void store_reader_prefetch_windows(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms,
                                    int64_t until_ms, int64_t step_ms)
 {
-    if (!r->rcat || from_ms >= until_ms || atomic_load(&r->stop) == STORE_STOP_REMOTE) return;
-    /* windows of merge_min_ms or more are summed where the data is, one
-     * merge each (store_reader_prefetch_merged) */
-    if (r->src.merge && step_ms >= r->src.merge_min_ms) return;
+    if (!r->rcat || from_ms >= until_ms || step_ms <= 0 || atomic_load(&r->stop) == STORE_STOP_REMOTE) return;
+    if (step_ms >= until_ms - from_ms) return;      /* one window: a merge like any */
+    int sum = r->src.merge && step_ms >= r->src.merge_min_ms;
     store_rmem *m = r->parts[0].m;
     uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
     if (!ids) {
@@ -485,9 +484,38 @@ void store_reader_prefetch_windows(store_reader *r, const uint32_t *sids, size_t
         return;
     }
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rmem_presence(m, sids[i], from_ms, until_ms) != 0) ids[k++] = sids[i];
-    remote_load(r, ids, k, from_ms, until_ms);
+    rmem_range g;
+    for (size_t i = 0; i < n; i++) {
+        if (rmem_presence(m, sids[i], from_ms, until_ms) == 0) continue;             /* nothing there */
+        if (sum && !rmem_missing(m, sids[i], from_ms, until_ms, &g, 1)) continue;   /* its raw profiles are in */
+        ids[k++] = sids[i];
+    }
+    if (!sum) {
+        remote_load(r, ids, k, from_ms, until_ms);
+        free(ids);
+        return;
+    }
+    /* series with a window merged already keep their merges as they come */
+    size_t kk = 0;
+    for (size_t i = 0; i < k; i++) {
+        int64_t ws = from_ms;
+        for (size_t nb; ws < until_ms; ws += step_ms)
+            if (rmem_merged_blocks(m, ids[i], ws, until_ms - ws > step_ms ? ws + step_ms : until_ms, &nb)) break;
+        if (ws >= until_ms) ids[kk++] = ids[i];
+    }
+    k = kk;
+    char err[1024] = "";
+    if (k && r->src.merge(r->src.ctx, m, ids, k, from_ms, until_ms, step_ms, err, sizeof err)) {
+        remote_fail(r, err[0] ? err : "merging in the cluster failed");
+    } else {
+        for (size_t i = 0; i < k; i++)
+            for (int64_t ws = from_ms; ws < until_ms; ws += step_ms)
+                if (rmem_merged_done(m, ids[i], ws, until_ms - ws > step_ms ? ws + step_ms : until_ms)) {
+                    remote_fail(r, "out of memory loading profiles");
+                    free(ids);
+                    return;
+                }
+    }
     free(ids);
 }
 

@@ -28,8 +28,9 @@
  *     wanted series that has profiles there, in one go.  Only the part of a
  *     range not yet loaded is asked for, so a profile is never loaded
  *     twice.  Stability and variance announce the windows they merge
- *     (store_reader_prefetch_windows): windows too short to sum are loaded
- *     as raw profiles over the whole range at once.
+ *     (store_reader_prefetch_windows): every window is summed in one
+ *     merge, or, windows too short to sum, loaded as raw profiles over
+ *     the whole range at once.
  * A failed load stops the reader (STORE_STOP_REMOTE, with the source's
  * message in store_reader_error): the query gives up whole and the server
  * answers 503 with the message, never a partial answer unless the source
@@ -81,10 +82,11 @@ typedef struct {
     int (*load)(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
                 char *err, size_t errlen);
     /* Merged blocks (store_rmem_merged) of the series sids[0..n) over the
-     * profiles starting in [from_ms, until_ms).  NULL: merges read raw
-     * profiles. */
+     * profiles starting in [from_ms, until_ms), or with step_ms > 0 over
+     * each window of it (cut every step_ms from from_ms, the last at
+     * until_ms) apart.  NULL: merges read raw profiles. */
     int (*merge)(void *ctx, store_rmem *m, const uint32_t *sids, size_t n, int64_t from_ms, int64_t until_ms,
-                 char *err, size_t errlen);
+                 int64_t step_ms, char *err, size_t errlen);
     /* Merges of ranges shorter than this read raw profiles instead: where
      * few profiles lie in a range, summing them costs more statements than
      * it saves rows. */
@@ -123,7 +125,8 @@ typedef struct {
 } store_rprofile;
 store_status store_rmem_profile(store_rmem *m, const store_rprofile *p);
 /* During a merge callback: a merged block of p->series over exactly
- * [p->from_ms, p->until_ms) (the callback's range), the sum of n_profiles
+ * [p->from_ms, p->until_ms) (the callback's range, or one of its
+ * windows), the sum of n_profiles
  * profiles (p->samples their samples; n may be 0: profiles whose values
  * are in another block, e.g. those that did not know their samples). */
 store_status store_rmem_merged(store_rmem *m, const store_rprofile *p, uint64_t n_profiles);
@@ -146,10 +149,11 @@ void store_reader_prefetch_merged(store_reader *r, const uint32_t *sids, size_t 
                                   int64_t until_ms);
 
 /* Announces merges of the series sids[0..n) over every window of step_ms
- * in [from_ms, until_ms) (the units of stability and variance): windows
- * shorter than the source's merge_min_ms read raw profiles, so a remote
- * reader loads those of the whole range now, in one go, rather than one
- * load a window; longer windows are summed one merge each (a store's
+ * in [from_ms, until_ms) (the units of stability and variance): a remote
+ * reader has its source sum every window at once (windows of merge_min_ms
+ * or more), or loads the raw profiles of the whole range in one go
+ * (shorter windows read raw profiles), rather than a statement a window;
+ * the windows' merges then find their sums or profiles in (a store's
  * reader does nothing). */
 void store_reader_prefetch_windows(store_reader *r, const uint32_t *sids, size_t n, int64_t from_ms,
                                    int64_t until_ms, int64_t step_ms);

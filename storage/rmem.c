@@ -32,7 +32,7 @@ typedef struct {
     int has_extent;
     store_rextent extent;
     struct rmerged *mg;      /* merged blocks, by range */
-    size_t n_mg;
+    size_t n_mg, cap_mg;
     struct rpres *pr;        /* presence, by range */
     size_t n_pr;
 } rser;
@@ -391,14 +391,20 @@ void rmem_set_extent(store_rmem *m, uint32_t sid, const store_rextent *e)
 
 /* ---- merged blocks and presence ---- */
 
+/* Newest first: a windowed merge adds its windows in time order, and
+ * its blocks come for the windows added last. */
 static rmerged *merged_at(rser *s, int64_t from, int64_t until, int create)
 {
-    for (size_t i = 0; i < s->n_mg; i++)
+    for (size_t i = s->n_mg; i-- > 0;)
         if (s->mg[i].from == from && s->mg[i].until == until) return &s->mg[i];
     if (!create) return NULL;
-    rmerged *ng = realloc(s->mg, (s->n_mg + 1) * sizeof *ng);
-    if (!ng) return NULL;
-    s->mg = ng;
+    if (s->n_mg == s->cap_mg) {
+        size_t cap = s->cap_mg ? 2 * s->cap_mg : 4;
+        rmerged *ng = realloc(s->mg, cap * sizeof *ng);
+        if (!ng) return NULL;
+        s->mg = ng;
+        s->cap_mg = cap;
+    }
     s->mg[s->n_mg] = (rmerged){ .from = from, .until = until };
     return &s->mg[s->n_mg++];
 }

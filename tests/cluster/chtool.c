@@ -425,7 +425,7 @@ static int cmd_merge(int argc, char **argv)
     for (size_t i = 0; i < np; i++) fprintf(stderr, " %s[%lld,%lld)", p[i].table, (long long)p[i].from, (long long)p[i].until);
     fprintf(stderr, "\n");
     merged m = { 0 };
-    if (chread_merge(c, cond, from, until, on_sum, &m)) {
+    if (chread_merge(c, cond, &(chread_windows){ from, until, 0 }, on_sum, &m)) {
         fprintf(stderr, "error: %s\n", chread_error(c));
         return 3;
     }

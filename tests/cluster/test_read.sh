@@ -31,12 +31,30 @@ test_read_equivalence_one_server() {
         assert_eq "$kind of 10-minute windows: its loads" 1 $(( $(read_loads 1) - before ))
     done
     assert_eq "variance: every window is a unit" 288 "$(curl -s "$(fe_url 1)/api/v1/variance?from=$((EQ_BASE - 86400))&until=$((EQ_BASE + 86400))&query=%7B%7D&step=600" | jq .units)"
+    # windows of an hour or more are summed in ClickHouse, every window in
+    # one merge (at most 256 a merge): 47 windows with ragged edges (raw
+    # rows and 10-minute rollups at both ends of each), then 288 of them
+    local span
+    for kind in variance stability; do
+        for span in "$((EQ_BASE - 86400 + 1234)) $((EQ_BASE + 86400)) 1" "$((EQ_BASE - 10 * 86400)) $((EQ_BASE + 2 * 86400)) 2"; do
+            set -- $span
+            q="/api/v1/$kind?from=$1&until=$2&query=%7B%7D&step=3600"
+            before=$(read_merges 1)
+            assert_eq "$kind of hours from $1" "$(curl -s "$(sn_url)$q")" "$(curl -s "$(fe_url 1)$q")"
+            # and one merge of the whole range, for the answer's unit
+            assert_eq "$kind of hours from $1: its merges" $(($3 + 1)) $(( $(read_merges 1) - before ))
+        done
+    done
     sn_stop
 }
 
-# read_loads I: front end I's profile loads from ClickHouse so far.
+# read_loads I, read_merges I: front end I's profile loads and merges from
+# ClickHouse so far.
 read_loads() {
     curl -s "$(fe_url "$1")/metrics" | awk '$1 == "flamedb_clickhouse_read_loads_total" { print $2 }'
+}
+read_merges() {
+    curl -s "$(fe_url "$1")/metrics" | awk '$1 == "flamedb_clickhouse_read_merges_total" { print $2 }'
 }
 
 test_read_equivalence_two_shards() {
