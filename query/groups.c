@@ -79,10 +79,13 @@ static int sid_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-size_t query_groups_limit(store_reader *r, int64_t from_ms, int64_t until_ms, size_t max_groups,
-                          uint64_t tree_bytes)
+size_t query_groups_limit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                          size_t max_groups, uint64_t tree_bytes)
 {
     if (!tree_bytes) return max_groups;
+    /* a remote reader (cluster mode) sums them where the data is, rather
+     * than loading every profile to count the nodes */
+    store_reader_prefetch_merged(r, set->series, set->n_series, from_ms, until_ms);
     store_part **parts;
     size_t np = store_reader_parts(r, from_ms, until_ms, &parts);
     uint64_t nodes = 1;

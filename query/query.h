@@ -220,12 +220,15 @@ typedef struct {
 int query_groups_split(store_reader *r, const query_series_set *set, const query_group_by *by, size_t max_groups,
                        query_group **groups, size_t *n);
 #define QUERY_ETOOMANY (-3)
-/* The most groups one answer splits into: max_groups, and where the
- * answer keeps a merged tree a group (query, top: tree_bytes > 0), no more
- * than tree_bytes holds for a call tree the size of the partitions in
- * [from_ms, until_ms) (16 bytes and a bit a node). */
-size_t query_groups_limit(store_reader *r, int64_t from_ms, int64_t until_ms, size_t max_groups,
-                          uint64_t tree_bytes);
+/* The most groups of set one answer splits into: max_groups, and where
+ * the answer keeps a merged tree a group (query, top: tree_bytes > 0), no
+ * more than tree_bytes holds for a call tree the size of the partitions
+ * in [from_ms, until_ms) (16 bytes and a bit a node).  With tree_bytes,
+ * the groups are to be merged over that range (query_groups_merge): a
+ * remote reader sums set's series now, in one go, since its tree's size
+ * is known only once what it merges is in. */
+size_t query_groups_limit(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                          size_t max_groups, uint64_t tree_bytes);
 void query_groups_free(query_group *groups, size_t n);
 
 /* Every group merged over [from_ms, until_ms) (query_merge), ordered by

@@ -201,7 +201,7 @@ int srv_groups_split(srv_request *rq, const char *param, store_reader *r, const 
                      const query_group_by *by, int64_t from_ms, int64_t until_ms, int keeps_trees,
                      query_group **groups, size_t *n)
 {
-    size_t cap = rq->srv->max_groups, max = query_groups_limit(r, from_ms, until_ms, cap,
+    size_t cap = rq->srv->max_groups, max = query_groups_limit(r, set, from_ms, until_ms, cap,
                                                                keeps_trees ? SRV_GROUP_TREES_BYTES : 0);
     int rc = query_groups_split(r, set, by, max, groups, n);
     if (rc == QUERY_ETOOMANY) {

@@ -45,6 +45,17 @@ test_read_equivalence_one_server() {
             assert_eq "$kind of hours from $1: its merges" $(($3 + 1)) $(( $(read_merges 1) - before ))
         done
     done
+    # a grouped query or top over two days: one merge of every group's
+    # series, not their raw profiles loaded to size the groups' trees
+    local loads
+    for kind in query top; do
+        q="/api/v1/$kind?from=$((EQ_BASE - 86400))&until=$((EQ_BASE + 86400))&query=%7B%7D&group_by=instance"
+        before=$(read_merges 1)
+        loads=$(read_loads 1)
+        assert_eq "$kind grouped by instance" "$(curl -s "$(sn_url)$q")" "$(curl -s "$(fe_url 1)$q")"
+        assert_eq "$kind grouped by instance: its merges" 1 $(( $(read_merges 1) - before ))
+        assert_eq "$kind grouped by instance: its loads" 0 $(( $(read_loads 1) - loads ))
+    done
     sn_stop
 }
 

@@ -932,12 +932,12 @@ static void test_groups_bounded(void **state)
     assert_int_equal(n, 3);
     query_groups_free(g, n);
     /* the tree budget: none, room for everything, room for less than one */
-    assert_int_equal(query_groups_limit(a.r, h, h + 60000, 50, 0), 50);
-    assert_int_equal(query_groups_limit(a.r, h, h + 60000, 50, UINT64_C(1) << 40), 50);
-    assert_int_equal(query_groups_limit(a.r, h, h + 60000, 50, 1), 1);
-    size_t some = query_groups_limit(a.r, h, h + 60000, 1000000, 100000);
+    assert_int_equal(query_groups_limit(a.r, &a.set, h, h + 60000, 50, 0), 50);
+    assert_int_equal(query_groups_limit(a.r, &a.set, h, h + 60000, 50, UINT64_C(1) << 40), 50);
+    assert_int_equal(query_groups_limit(a.r, &a.set, h, h + 60000, 50, 1), 1);
+    size_t some = query_groups_limit(a.r, &a.set, h, h + 60000, 1000000, 100000);
     assert_true(some > 1 && some < 1000000);
-    assert_true(query_groups_limit(a.r, h, h + 60000, 1000000, 200000) >= 2 * some - 1);
+    assert_true(query_groups_limit(a.r, &a.set, h, h + 60000, 1000000, 200000) >= 2 * some - 1);
     query_group_by_free(&by);
     done(&a);
 }
