@@ -180,14 +180,15 @@ int agent_proc_identity(pid_t pid, agent_proc_ident *id)
     memset(id, 0, sizeof *id);
     id->pid = pid;
     char path[64], *text;
-    if (agent_proc_exe(pid, id->exe, sizeof id->exe) < 0) id->exe[0] = 0;
+    /* the name and the build of one file (an exec may come between) */
+    agent_proc_exe_build(pid, id->exe, sizeof id->exe, id->build, sizeof id->build);
     if (agent_proc_comm(pid, id->comm, sizeof id->comm) < 0) id->comm[0] = 0;
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     if (agent_read_file(path, &text, NULL) == 0) {
         id->kthread = agent_stat_kthread(text) == 1;
         free(text);
     }
-    if (!id->kthread && agent_proc_build(pid, id->build, sizeof id->build) < 0) id->build[0] = 0;
+    if (id->kthread) id->build[0] = 0;
     snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
     if (agent_read_file(path, &text, NULL) == 0) {
         agent_cgroup_ids(text, id->container_id, id->pod_uid);

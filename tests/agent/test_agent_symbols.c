@@ -215,7 +215,16 @@ static void build_id_matches_readelf(void **state)
     assert_int_equal(agent_proc_build(pid, label, sizeof label), 0);
     assert_int_equal(strncmp(label, want, 12), 0);
     assert_int_equal(strlen(label), 12);
+    /* the name and the build of the same file */
+    char exe[4096], build[16];
+    assert_int_equal(agent_proc_exe_build(pid, exe, sizeof exe, build, sizeof build), 0);
+    assert_string_equal(exe, path);
+    assert_string_equal(build, label);
     stop(pid);
+    /* a pid that is gone: no name, no build */
+    assert_int_equal(agent_proc_exe_build(pid, exe, sizeof exe, build, sizeof build), -1);
+    assert_string_equal(exe, "");
+    assert_string_equal(build, "");
     assert_int_equal(agent_elf_build_id("/nonexistent", got, sizeof got), -1);
 }
 
