@@ -100,6 +100,21 @@ static int fail(chread *c, const char *what)
     return -1;
 }
 
+/* step 0, or the range or more: one window, the whole range */
+static int64_t window_step(const chread_windows *w)
+{
+    return w->step > 0 && w->step < w->until - w->from ? w->step : w->until - w->from;
+}
+
+int chread_window(const chread_windows *w, uint64_t i, int64_t *from_ms, int64_t *until_ms)
+{
+    int64_t step = window_step(w);
+    if (w->from >= w->until || i >= (uint64_t)((w->until - w->from + step - 1) / step)) return -1;
+    *from_ms = w->from + (int64_t)i * step;
+    *until_ms = *from_ms + step < w->until ? *from_ms + step : w->until;
+    return 0;
+}
+
 /* One table's share of a merge's pieces: its time ranges in time order,
  * adjacent ones joined. */
 typedef struct {
@@ -128,14 +143,14 @@ static char *pieces_sql(const chread *c, const char *head, const char *kind, con
     static const char *const tables[3] = { "samples", "samples_10m", "samples_1h" };
     *empty = w->from >= w->until;
     if (*empty) return NULL;
-    int64_t step = w->step > 0 && w->step < w->until - w->from ? w->step : w->until - w->from;
+    int64_t step = window_step(w);
     size_t nw = (size_t)((w->until - w->from + step - 1) / step);
     table_ranges t[3] = { 0 };
     char *sql = NULL;
     for (int k = 0; k < 3; k++)
         if (!(t[k].r = malloc((2 * nw + 1) * sizeof *t[k].r))) goto done;
-    for (size_t i = 0; i < nw; i++) {
-        int64_t ws = w->from + (int64_t)i * step, we = ws + step < w->until ? ws + step : w->until;
+    int64_t ws, we;
+    for (size_t i = 0; !chread_window(w, i, &ws, &we); i++) {
         chread_piece p[5];
         size_t np = chread_plan(ws, we, p);
         for (size_t j = 0; j < np; j++)

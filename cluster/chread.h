@@ -56,6 +56,8 @@ int chread_series_in(const chread *c, const char *where, char *out, size_t cap);
 typedef struct {
     int64_t from, until, step;
 } chread_windows;
+/* Window i of w into [*from, *until): 0, or -1 past the last window. */
+int chread_window(const chread_windows *w, uint64_t i, int64_t *from_ms, int64_t *until_ms);
 
 typedef struct {
     uint32_t window;

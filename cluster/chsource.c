@@ -904,7 +904,6 @@ static void on_merged_frames(void *ctx, const uint8_t *stack, const char *frames
  * not (a single node counts them apart the same way). */
 static int merged_blocks(merge_ctx *mc, const chread_windows *w)
 {
-    int64_t step = w->step > 0 && w->step < w->until - w->from ? w->step : w->until - w->from;
     reader_ctx *x = mc->x;
     if (mc->n_rows) qsort(mc->rows, mc->n_rows, sizeof *mc->rows, mrow_cmp);
     if (mc->n_prof) qsort(mc->prof, mc->n_prof, sizeof *mc->prof, mprof_cmp);
@@ -929,9 +928,8 @@ static int merged_blocks(merge_ctx *mc, const chread_windows *w)
             if (pairs_push(x, leaf, mc->rows[a].value)) return -1;
         }
         uint64_t known = p->profiles - (p->unknown < p->profiles ? p->unknown : p->profiles);
-        int64_t from_ms = w->from + (int64_t)p->window * step;
-        int64_t until_ms = from_ms + step < w->until ? from_ms + step : w->until;
-        if (from_ms >= w->until) {
+        int64_t from_ms, until_ms;
+        if (chread_window(w, p->window, &from_ms, &until_ms)) {
             snprintf(x->err, sizeof x->err, "ClickHouse answered a merge's window %u, past the range",
                      (unsigned)p->window);
             return -1;
