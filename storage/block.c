@@ -29,7 +29,18 @@
  * The payload is zstd-compressed (level 1) when that makes it smaller.  zstd
  * rather than lz4: its entropy coding takes blocks from 2.0 to 1.6 bytes a
  * pair, and with a reused decompression context a merge still runs above
- * 100 M pairs a second (bench/README.md).
+ * 100 M pairs a second (bench/README.md).  Except a small raw block: a
+ * profile's block as ingest writes it, with a payload under
+ * BLOCK_ZSTD_MIN_RAW bytes, is kept as varints.  Such a value sits inline
+ * in a B-tree leaf page either way (with 4 KiB pages and these 16-byte
+ * keys LMDB moves a value past 2,014 bytes to overflow pages, and a raw
+ * block's header takes at most ~60),
+ * so zstd would save a share of a page, ~13 % of bench_fleet's 1,540-byte
+ * payloads (500 pairs), for 10-14 us of the request path a profile: 5-6 %
+ * of the server's CPU under bench_fleet.  And only for minutes: compaction
+ * packs a closed bucket's raw blocks into a segment (segment.c), which
+ * compresses them all together.  Rollups and larger blocks are compressed
+ * as before.
  *
  * Keys are 16 bytes: series id (big-endian u32), window start in ms
  * (big-endian, sign bit flipped), and a sequence number that keeps two
@@ -93,7 +104,7 @@ void block_key_parse(const unsigned char *key, uint32_t *sid, int64_t *from_ms, 
 }
 
 store_status block_payload_encode(const uint32_t *nodes, const uint64_t *counts, uint32_t n, void *zcctx,
-                                  block_payload *out)
+                                  size_t zstd_min, block_payload *out)
 {
     memset(out, 0, sizeof *out);
     size_t raw_cap = (size_t)n * 15 + 1;
@@ -113,7 +124,7 @@ store_status block_payload_encode(const uint32_t *nodes, const uint64_t *counts,
     }
     size_t raw_len = (size_t)(p - raw);
     size_t bound = ZSTD_compressBound(raw_len);
-    unsigned char *z = raw_len >= 64 ? malloc(bound) : NULL;
+    unsigned char *z = raw_len >= zstd_min ? malloc(bound) : NULL;
     size_t clen = !z ? 0
                   : zcctx ? ZSTD_compressCCtx(zcctx, z, bound, raw, raw_len, 1)
                           : ZSTD_compress(z, bound, raw, raw_len, 1);
@@ -180,7 +191,7 @@ store_status block_encode(const block_header *h, const uint32_t *nodes, const ui
                           void *zcctx, void **out, size_t *out_len)
 {
     block_payload pl;
-    store_status ss = block_payload_encode(nodes, counts, h->n_pairs, zcctx, &pl);
+    store_status ss = block_payload_encode(nodes, counts, h->n_pairs, zcctx, BLOCK_ZSTD_MIN, &pl);
     if (!ss) ss = block_encode_with(h, &pl, out, out_len);
     free(pl.buf);
     return ss;

@@ -36,10 +36,17 @@ typedef struct {
     uint64_t count_sum;
 } block_payload;
 
+/* Payloads shorter than this many raw bytes are never compressed. */
+#define BLOCK_ZSTD_MIN 64
+/* A raw block (one profile, written at ingest) whose payload is shorter
+ * than this fits in a B-tree leaf page uncompressed: see block.c. */
+#define BLOCK_ZSTD_MIN_RAW 1920
+
 /* Encodes pairs (nodes ascending, unique); zcctx is a reusable ZSTD_CCtx
- * (or NULL). */
+ * (or NULL); a payload of at least zstd_min raw bytes is compressed when
+ * that makes it smaller. */
 store_status block_payload_encode(const uint32_t *nodes, const uint64_t *counts, uint32_t n, void *zcctx,
-                                  block_payload *out);
+                                  size_t zstd_min, block_payload *out);
 /* The value: h's fields (n_pairs, unit, ...) then the payload. */
 store_status block_encode_with(const block_header *h, const block_payload *pl, void **out, size_t *out_len);
 

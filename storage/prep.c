@@ -60,7 +60,7 @@ store_status prep_build(const store_stack *stacks, const uint32_t *leaves, size_
     free(a);
     free(tmp);
     p->n = k;
-    store_status ss = block_payload_encode(p->nodes, p->counts, k, zcctx, &p->payload);
+    store_status ss = block_payload_encode(p->nodes, p->counts, k, zcctx, BLOCK_ZSTD_MIN_RAW, &p->payload);
     if (ss) {
         store_prep_free(p);
         return ss;

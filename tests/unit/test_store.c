@@ -15,6 +15,7 @@
 #include "../../storage/env.h"
 #include "../../storage/hash.h"
 #include "../../storage/pdict.h"
+#include "../../storage/prep.h"
 #include "../../storage/rollup.h"
 #include "../../storage/segment.h"
 #include "../../storage/store_internal.h"
@@ -208,6 +209,48 @@ static void test_block_roundtrip(void **state)
     }
     block_case(nodes, counts, N, 1); /* a profile's worth: compressed */
     block_case(nodes, counts, 3, 0); /* too small to be worth compressing */
+}
+
+/* A raw block (store_prepare's, BLOCK_ZSTD_MIN_RAW) is compressed only
+ * when its payload is too long to sit in a leaf page; other blocks from
+ * BLOCK_ZSTD_MIN bytes on.  The pairs compress well either way. */
+static void test_raw_blocks_compressed_past_a_leaf(void **state)
+{
+    (void)state;
+    enum { N = 1500 };
+    static uint32_t nodes[N];
+    static uint64_t counts[N];
+    for (uint32_t i = 0; i < N; i++) {
+        nodes[i] = 1 + 3 * i;
+        counts[i] = 1 + i % 3;
+    }
+    block_payload pl;
+    uint32_t small = 700; /* 1,400 raw bytes: 1-byte deltas and counts */
+    assert_int_equal(block_payload_encode(nodes, counts, small, NULL, BLOCK_ZSTD_MIN, &pl), STORE_OK);
+    assert_int_equal(pl.raw_len, 2 * small);
+    assert_int_equal(pl.compressed, 1);
+    assert_true(pl.len < pl.raw_len / 2);
+    free(pl.buf);
+    assert_int_equal(block_payload_encode(nodes, counts, small, NULL, BLOCK_ZSTD_MIN_RAW, &pl), STORE_OK);
+    assert_int_equal(pl.compressed, 0);
+    assert_int_equal(pl.len, pl.raw_len);
+    free(pl.buf);
+    assert_int_equal(block_payload_encode(nodes, counts, N, NULL, BLOCK_ZSTD_MIN_RAW, &pl), STORE_OK);
+    assert_true(pl.raw_len >= BLOCK_ZSTD_MIN_RAW);
+    assert_int_equal(pl.compressed, 1);
+    free(pl.buf);
+
+    /* the block ingest makes for a profile (prep_build) is a raw block */
+    static store_stack st[N];
+    for (uint32_t i = 0; i < N; i++) st[i] = (store_stack){ "x", 1, counts[i] };
+    store_prep *pr;
+    assert_int_equal(prep_build(st, nodes, small, NULL, &pr), STORE_OK);
+    assert_int_equal(pr->payload.raw_len, 2 * small);
+    assert_int_equal(pr->payload.compressed, 0);
+    store_prep_free(pr);
+    assert_int_equal(prep_build(st, nodes, N, NULL, &pr), STORE_OK);
+    assert_int_equal(pr->payload.compressed, 1);
+    store_prep_free(pr);
 }
 
 static void test_block_keys_sort_by_series_then_time(void **state)
@@ -1756,6 +1799,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_roundtrip),
+        cmocka_unit_test(test_raw_blocks_compressed_past_a_leaf),
         cmocka_unit_test(test_block_keys_sort_by_series_then_time),
         cmocka_unit_test_setup_teardown(test_lossless_roundtrip_and_reopen, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_same_start_is_kept_apart, make_tmp, remove_tmp),
