@@ -110,6 +110,19 @@ void query_buf_json(query_buf *b, const json_t *v)
 
 void query_buf_json_string(query_buf *b, const char *s, size_t n)
 {
+    /* Most names need no escaping: printable ASCII but '"' and '\\' is
+     * what jansson writes as it is, so it goes in without a jansson
+     * string (an allocation and a copy each). */
+    size_t i = 0;
+    while (i < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f && s[i] != '"' && s[i] != '\\') i++;
+    if (i == n) {
+        if (query_buf_reserve(b, n + 2)) return;
+        b->data[b->len++] = '"';
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+        b->data[b->len++] = '"';
+        return;
+    }
     /* stored names are valid UTF-8 (ingest checks); should one not be,
      * it is written as it is rather than dropped */
     json_t *j = json_stringn(s, n);
@@ -129,6 +142,17 @@ void query_buf_object_open(query_buf *b, const json_t *obj)
     }
     b->len--; /* the closing brace: the caller appends members and closes it */
     if (b->len - start == 1) b->failed = 1; /* "{": the caller's ",\"key\":" would not be JSON */
+}
+
+void query_buf_time(query_buf *b, int64_t ms)
+{
+    if (ms % 1000 == 0) {
+        query_buf_i64(b, ms / 1000);
+        return;
+    }
+    json_t *j = query_time_json(ms);
+    query_buf_json(b, j);
+    json_decref(j);
 }
 
 void query_buf_value(query_buf *b, const query_tree *t, uint64_t v)

@@ -327,6 +327,8 @@ void query_buf_i64(query_buf *b, int64_t v);
 void query_buf_json(query_buf *b, const json_t *v);
 /* s (n bytes, UTF-8) as a JSON string. */
 void query_buf_json_string(query_buf *b, const char *s, size_t n);
+/* A time, the text query_time_json's value dumps to. */
+void query_buf_time(query_buf *b, int64_t ms);
 /* A value of tree t, the text query_value_json's value dumps to. */
 void query_buf_value(query_buf *b, const query_tree *t, uint64_t v);
 /* A non-empty object's members without its closing brace: the caller

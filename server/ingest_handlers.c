@@ -580,17 +580,43 @@ static enum MHD_Result submit_job(srv_request *rq, ingest_job *job)
     return MHD_YES;
 }
 
-/* What one stored profile holds: its type, the values in their unit, the
- * samples behind them (null when the input did not say), how it merges
- * over time, and the window it was stored under. */
-static json_t *profile_json(const ingest_profile *q)
+/* What one stored profile holds, as an object's members: its type, the
+ * values in their unit, the samples behind them (null when the input did
+ * not say), how it merges over time, and the window it was stored under.
+ * Written as it goes (query_buf), the bytes jansson would write: every push
+ * is answered with it, and building the object in jansson was 2.4 % of the
+ * server's CPU under bench_fleet. */
+static void profile_members(query_buf *b, const ingest_profile *q)
 {
-    return json_pack("{s:s,s:s,s:I,s:o,s:I,s:s,s:o,s:o}", "type", ingest_label_get(q, "type"), "unit", q->unit,
-                     "total", (json_int_t)q->total, "samples",
-                     q->samples_how == INGEST_SAMPLES_KNOWN ? json_integer((json_int_t)q->samples) : json_null(),
-                     "stacks", (json_int_t)q->n_stacks, "aggregation",
-                     q->aggregation == INGEST_AGG_AVERAGE ? "average" : "sum", "from", query_time_json(q->from_ms),
-                     "until", query_time_json(q->until_ms));
+    const char *type = ingest_label_get(q, "type");
+    query_buf_puts(b, "\"type\":");
+    if (type) query_buf_json_string(b, type, strlen(type));
+    else query_buf_puts(b, "null");
+    query_buf_puts(b, ",\"unit\":");
+    query_buf_json_string(b, q->unit, strlen(q->unit));
+    query_buf_puts(b, ",\"total\":");
+    query_buf_u64(b, q->total);
+    query_buf_puts(b, ",\"samples\":");
+    if (q->samples_how == INGEST_SAMPLES_KNOWN) query_buf_u64(b, q->samples);
+    else query_buf_puts(b, "null");
+    query_buf_puts(b, ",\"stacks\":");
+    query_buf_u64(b, q->n_stacks);
+    query_buf_puts(b, q->aggregation == INGEST_AGG_AVERAGE ? ",\"aggregation\":\"average\"" : ",\"aggregation\":\"sum\"");
+    query_buf_puts(b, ",\"from\":");
+    query_buf_time(b, q->from_ms);
+    query_buf_puts(b, ",\"until\":");
+    query_buf_time(b, q->until_ms);
+}
+
+/* Answers 200 with b's object (a newline after it, as srv_reply_json). */
+static int reply_buf(srv_request *rq, query_buf *b, enum MHD_Result *res)
+{
+    query_buf_puts(b, "}\n");
+    size_t len;
+    char *text = query_buf_take(b, &len);
+    *res = text ? srv_reply_bytes(rq, 200, "application/json", text, len, 1)
+                : srv_reply_error(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory building the answer");
+    return 1;
 }
 
 static uint64_t known_samples(const ingest_profile *q)
@@ -602,25 +628,38 @@ static uint64_t known_samples(const ingest_profile *q)
 static int reply_pprof(srv_request *rq, ingest_job *job, enum MHD_Result *res)
 {
     uint64_t samples = 0, stacks = 0, trunc = 0;
-    json_t *arr = json_array();
     for (size_t i = 0; i < job->n_pp; i++) {
         const ingest_profile *q = &job->pp[i];
         if (known_samples(q) > samples) samples = known_samples(q);
         stacks += q->n_stacks;
         trunc += q->truncated_stacks;
-        json_array_append_new(arr, profile_json(q));
     }
     srv_metrics_ingested(rq, samples, job->n_pp);
-    json_t *o = json_pack("{s:I,s:I,s:I,s:o}", "stacks", (json_int_t)stacks, "series", (json_int_t)job->n_pp,
-                          "truncated_stacks", (json_int_t)trunc, "profiles", arr);
+    query_buf b = { 0 };
+    query_buf_puts(&b, "{\"stacks\":");
+    query_buf_u64(&b, stacks);
+    query_buf_puts(&b, ",\"series\":");
+    query_buf_u64(&b, job->n_pp);
+    query_buf_puts(&b, ",\"truncated_stacks\":");
+    query_buf_u64(&b, trunc);
+    query_buf_puts(&b, ",\"profiles\":[");
+    for (size_t i = 0; i < job->n_pp; i++) {
+        query_buf_puts(&b, i ? ",{" : "{");
+        profile_members(&b, &job->pp[i]);
+        query_buf_puts(&b, "}");
+    }
+    query_buf_puts(&b, "]");
     if (job->n_pp && job->p.sample_labels) { /* the request's, the same in each profile */
         const ingest_profile *q = &job->pp[0];
-        json_object_set_new(o, "sample_labels", json_pack("{s:I,s:I,s:I}", "kept", (json_int_t)q->sample_labels_kept,
-                                                          "dropped", (json_int_t)q->sample_labels_dropped, "other",
-                                                          (json_int_t)q->sample_values_other));
+        query_buf_puts(&b, ",\"sample_labels\":{\"kept\":");
+        query_buf_u64(&b, q->sample_labels_kept);
+        query_buf_puts(&b, ",\"dropped\":");
+        query_buf_u64(&b, q->sample_labels_dropped);
+        query_buf_puts(&b, ",\"other\":");
+        query_buf_u64(&b, q->sample_values_other);
+        query_buf_puts(&b, "}");
     }
-    *res = srv_reply_json(rq, 200, o);
-    return 1;
+    return reply_buf(rq, &b, res);
 }
 
 /* What an OTLP request stored: an ExportProfilesServiceResponse in the
@@ -681,11 +720,12 @@ static int resumed(srv_request *rq, enum MHD_Result *res)
     if (job->pprof) return reply_pprof(rq, job, res);
     if (job->otlp) return reply_otlp(rq, job, res);
     srv_metrics_ingested(rq, known_samples(p), 1);
-    json_t *o = profile_json(p);
-    json_object_set_new(o, "series", json_integer(1));
-    json_object_set_new(o, "truncated_stacks", json_integer((json_int_t)p->truncated_stacks));
-    *res = srv_reply_json(rq, 200, o);
-    return 1;
+    query_buf b = { 0 };
+    query_buf_puts(&b, "{");
+    profile_members(&b, p);
+    query_buf_puts(&b, ",\"series\":1,\"truncated_stacks\":");
+    query_buf_u64(&b, p->truncated_stacks);
+    return reply_buf(rq, &b, res);
 }
 
 /* The window: defaults until=now, from=until-10s. */

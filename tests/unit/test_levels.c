@@ -551,10 +551,45 @@ static void test_buf_basics(void **state)
     assert_null(query_buf_take(&b, &len));
 }
 
+/* JSON strings and times as jansson writes them: the plain-ASCII path
+ * and the escaped one give json_dumps's bytes. */
+static void test_buf_strings_and_times_as_jansson(void **state)
+{
+    (void)state;
+    const char *strs[] = { "", "cpu", "main;a b/c", "say \"hi\"", "back\\slash", "tab\tnl\n", "\x7f del",
+                           "caf\xc3\xa9", "\x01", "~!@#$%^&*()_+{}|:<>?" };
+    const int64_t times[] = { 0, 1796000000000, 1796000000001, -1500, 1796000000400, -3000 };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        query_buf b = { 0 };
+        query_buf_json_string(&b, strs[i], strlen(strs[i]));
+        size_t len;
+        char *got = query_buf_take(&b, &len);
+        json_t *j = json_string(strs[i]);
+        char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+        assert_string_equal(got, want);
+        free(want);
+        json_decref(j);
+        free(got);
+    }
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        query_buf b = { 0 };
+        query_buf_time(&b, times[i]);
+        size_t len;
+        char *got = query_buf_take(&b, &len);
+        json_t *j = query_time_json(times[i]);
+        char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+        assert_string_equal(got, want);
+        free(want);
+        json_decref(j);
+        free(got);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_basics),
+        cmocka_unit_test(test_buf_strings_and_times_as_jansson),
         cmocka_unit_test(test_stream_is_byte_identical),
         cmocka_unit_test(test_stream_names_round_trip),
         cmocka_unit_test(test_levels_decode_to_the_tree),
