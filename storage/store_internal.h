@@ -55,6 +55,9 @@ typedef struct write_req {
  * recently written); the others are read from their files only. */
 #define STORE_WRITER_PARTS 2
 #define STORE_MAPS_GRACE_MS (INT64_C(3600) * 1000)
+/* The file pages a writer lets its commits map before it drops them
+ * (writer.c: release_due). */
+#define STORE_MAPPED_SLACK ((uint64_t)2 << 20)
 #define STORE_MAX_WRITERS 16
 
 /* One writer thread (writer.c) and what it owns: its queue, group-commit
@@ -80,6 +83,7 @@ typedef struct writer {
     int64_t next_retention_ms, next_compact_ms;
     int64_t next_reader_check_ms; /* stale LMDB reader slots swept (writer 0) */
     int64_t next_trim_ms;         /* malloc's free memory given back (writer 0) */
+    uint64_t mapped_floor;        /* env_mapped_file_bytes after its last release of maps */
     struct rollup_scratch *compact_scratch;
     uint64_t built;                      /* rollup buckets it built */
     int retention_shard;                 /* the background pass resumes in this shard, */
