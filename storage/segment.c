@@ -63,6 +63,7 @@
 
 #include "env.h"
 #include "hash.h"
+#include "radix.h"
 #include "segment.h"
 #include "../common/varint.h"
 
@@ -690,27 +691,7 @@ static int pack_room(pack *k, size_t pairs)
     return 0;
 }
 
-/* LSD radix sort of n u32 (tmp: room for n). */
-static void radix_u32(uint32_t *a, uint32_t *tmp, size_t n)
-{
-    for (int shift = 0; shift < 32; shift += 16) {
-        size_t *cnt = calloc(65537, sizeof *cnt);
-        if (!cnt) { /* out of memory: a slower sort */
-            for (size_t i = 1; i < n; i++) {
-                uint32_t x = a[i];
-                size_t j = i;
-                while (j && a[j - 1] > x) { a[j] = a[j - 1]; j--; }
-                a[j] = x;
-            }
-            return;
-        }
-        for (size_t i = 0; i < n; i++) cnt[((a[i] >> shift) & 0xffff) + 1]++;
-        for (size_t i = 1; i <= 65536; i++) cnt[i] += cnt[i - 1];
-        for (size_t i = 0; i < n; i++) tmp[cnt[(a[i] >> shift) & 0xffff]++] = a[i];
-        memcpy(a, tmp, n * sizeof *a);
-        free(cnt);
-    }
-}
+RADIX_SORT_U32_BY(sort_ids, uint32_t, )
 
 typedef struct { unsigned char *b; size_t n, cap; } obuf;
 
@@ -758,7 +739,11 @@ static store_status pack_encode(pack *k, int64_t bucket, void *zcctx, obuf *o)
     obuf raw = { 0 }, u = { 0 };
     if (!ids || !tmp) goto out;
     memcpy(ids, k->nodes, np * sizeof *ids);
-    radix_u32(ids, tmp, np);
+    uint32_t *sorted = sort_ids(ids, tmp, np);
+    if (sorted == tmp) { /* the sorted ids are ids from here on */
+        tmp = ids;
+        ids = sorted;
+    }
     /* the union (ids ascending) and how many profiles hold each node */
     size_t nu = 0;
     uint32_t *uf = tmp; /* reused: counts per union entry */
@@ -836,14 +821,27 @@ static store_status pack_encode(pack *k, int64_t bucket, void *zcctx, obuf *o)
         if (ob_room(&raw, nbm + (size_t)n * VARINT_MAX + 8)) goto out;
         unsigned char *bm = raw.b + b0;
         memset(bm, 0, nbm);
+        /* A profile's nodes ascend, so each is found after the one
+         * before: a galloping search from there (steps 1, 2, 4, ..., then
+         * halving) takes ~log2 of the union's gap per pair, where a binary
+         * search of the whole union took log2 of its size, each probe a
+         * cache miss (15 % of the server's CPU in a round of bench_fleet's
+         * compaction). */
+        size_t from = 0;
         for (uint32_t i = 0; i < n; i++) {
             uint32_t node = k->nodes[pf->at + i];
-            size_t lo = 0, hi = nu; /* binary search in the ascending union */
+            size_t lo = from, step = 1, hi;
+            while (lo + step < nu && ids[lo + step] < node) {
+                lo += step;
+                step *= 2;
+            }
+            hi = lo + step < nu ? lo + step : nu; /* ids[hi] >= node, or hi = nu */
             while (lo < hi) {
                 size_t mid = (lo + hi) / 2;
                 if (ids[mid] < node) lo = mid + 1;
                 else hi = mid;
             }
+            from = lo;
             uint32_t q = pos[lo];
             bm[q >> 3] |= (unsigned char)(1u << (q & 7));
             slot[q] = k->counts[pf->at + i];
