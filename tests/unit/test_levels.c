@@ -551,6 +551,18 @@ static void test_buf_basics(void **state)
     assert_null(query_buf_take(&b, &len));
 }
 
+/* b holds what json_dumps writes for j (taken: b is emptied, j freed). */
+static void assert_buf_dumps(query_buf *b, json_t *j)
+{
+    size_t len;
+    char *got = query_buf_take(b, &len);
+    char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    json_decref(j);
+}
+
 /* JSON strings and times as jansson writes them: the plain-ASCII path
  * and the escaped one give json_dumps's bytes. */
 static void test_buf_strings_and_times_as_jansson(void **state)
@@ -562,26 +574,12 @@ static void test_buf_strings_and_times_as_jansson(void **state)
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
         query_buf b = { 0 };
         query_buf_json_string(&b, strs[i], strlen(strs[i]));
-        size_t len;
-        char *got = query_buf_take(&b, &len);
-        json_t *j = json_string(strs[i]);
-        char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-        assert_string_equal(got, want);
-        free(want);
-        json_decref(j);
-        free(got);
+        assert_buf_dumps(&b, json_string(strs[i]));
     }
     for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
         query_buf b = { 0 };
         query_buf_time(&b, times[i]);
-        size_t len;
-        char *got = query_buf_take(&b, &len);
-        json_t *j = query_time_json(times[i]);
-        char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-        assert_string_equal(got, want);
-        free(want);
-        json_decref(j);
-        free(got);
+        assert_buf_dumps(&b, query_time_json(times[i]));
     }
 }
 
