@@ -2,7 +2,7 @@
  *
  * Usage: bench_ingest /path/to/flamedb [seconds per scenario, default 2]
  * Env:   BENCH_INGEST_ONLY, a comma list of compact, deep (shape), repeated,
- *        new, parse (kind), 1, 4, 16 (clients), http, inproc (transport):
+ *        new, parse (kind), 1, 4, 16, 64 (clients), http, inproc (transport):
  *        runs only the rows matching it; a dimension the list does not
  *        mention is not restricted.  E.g. BENCH_INGEST_ONLY=deep,repeated,http.
  *        BENCH_INGEST_STAGGER_MS=N opens client i's connection i x N ms after
@@ -11,7 +11,7 @@
  * For each scenario the real server binary is started on a fresh temporary
  * data directory (`serve --listen 127.0.0.1:0 --data DIR --retention 0`; the
  * port comes from its "listening on http://127.0.0.1:PORT" stderr line) and
- * 1, 4 or 16 client threads, each with a keep-alive libcurl easy handle,
+ * 1, 4, 16 or 64 client threads, each with a keep-alive libcurl easy handle,
  * POST folded bodies of 2,000 lines to /api/v1/ingest?service=bench&
  * instance=iN&from=..&until=.. (each request a new 10 s window of its
  * instance) for a fixed duration.  A request counts when answered 200, that
@@ -61,7 +61,7 @@
 #define WINDOW_S 10
 #define TARGET_LINES_PER_CORE 1e6
 #define INPROC_THREADS 4
-#define MAX_CLIENTS 16
+#define MAX_CLIENTS 64
 
 typedef struct {
     const char *name;
@@ -181,7 +181,7 @@ static void new_body_patch(new_body *nb, const shape_data *sd, uint32_t client, 
 {
     size_t w = sd->suffix_len;
     for (uint32_t i = 0; i < LINES; i++) {
-        uint32_t v = (client << 27) | ((*counter)++ & ((1u << 27) - 1));
+        uint32_t v = (client << 26) | ((*counter)++ & ((1u << 26) - 1)); /* 64 clients */
         char *q = nb->buf + nb->slot[i];
         for (int k = 0; k < SUFFIX_FRAMES; k++, q += w + 1) memcpy(q, sd->suffix[(v >> (8 * k)) & 255], w);
     }
@@ -600,7 +600,7 @@ static const char *only;
 static int selected(const char *shape, const char *kind, const char *clients, const char *via)
 {
     static const char *const all[4][4] = {
-        { "compact", "deep" }, { "repeated", "new", "parse" }, { "1", "4", "16" }, { "http", "inproc" },
+        { "compact", "deep" }, { "repeated", "new", "parse" }, { "1", "4", "16", "64" }, { "http", "inproc" },
     };
     const char *mine[4] = { shape, kind, clients, via };
     if (!only || !*only) return 1;
@@ -639,7 +639,7 @@ int main(int argc, char **argv)
     printf("bench_ingest: HTTP ingest of folded text, %d lines a request, %.1f s a scenario, %ld cores "
            "(server and clients share them)\n", LINES, duration, cores);
 
-    static const int clients[3] = { 1, 4, 16 };
+    static const int clients[4] = { 1, 4, 16, 64 };
     int failures = 0;
     for (int s = 0; s < 2; s++) {
         if (!selected(shapes[s].name, NULL, NULL, NULL)) continue;
@@ -658,9 +658,9 @@ int main(int argc, char **argv)
                "Mlines/s", "MB/s", "ms/req", "Ml/s/core", "target", "vs parse", "CPU%", "writer%", "wmax%", "http%",
                "client%", "other%", "Ml/CPU-s", "req/com", "workers", "db MB");
         for (int kind = 0; kind < 2; kind++) {
-            for (int ci = 0; ci < 4; ci++) {
-                transport via = ci < 3 ? VIA_HTTP : VIA_INPROC;
-                int n = ci < 3 ? clients[ci] : INPROC_THREADS;
+            for (int ci = 0; ci < 5; ci++) {
+                transport via = ci < 4 ? VIA_HTTP : VIA_INPROC;
+                int n = ci < 4 ? clients[ci] : INPROC_THREADS;
                 char nbuf[8];
                 snprintf(nbuf, sizeof nbuf, "%d", n);
                 if (!selected(shapes[s].name, kind ? "new" : "repeated", nbuf, via == VIA_HTTP ? "http" : "inproc"))
