@@ -1,5 +1,5 @@
-# test_durability.sh — restarts, kill -9 after acknowledged writes, SIGTERM
-# with requests in flight, retention.
+# test_durability.sh — restarts, kill -9 after acknowledged writes and while
+# compaction runs, SIGTERM with requests in flight, retention.
 
 # Answers to compare across a restart, with absolute time ranges.
 durable_answers() {
@@ -291,4 +291,103 @@ test_sigterm_drains_in_flight_and_stops_accepting() {
     launch_server
     query 'slow{}'
     assert_json "in-flight ingest durable" '"\(.total) \(.profiles)"' '12 1'
+}
+
+# ---- kill -9 while compaction runs --------------------------------------
+
+KC_HOSTS=12
+KC_BUCKETS=144   # one 10-minute bucket each, a whole day
+KC_ROLLUPS_ALL=$((KC_HOSTS * (KC_BUCKETS + KC_BUCKETS / 6)))   # 10-minute and 1-hour buckets
+
+# Answers over ranges that the planner covers differently: the whole day
+# (1-hour rollups once built), ranges with 10-minute buckets and raw
+# blocks at their edges, a range inside one bucket, and a wider one.
+kc_answers() {
+    local d=$1 r
+    query 'backfill{}' from=$d until=$((d + 86400)) format=folded
+    printf 'day %s\n' "$STATUS"
+    fold_canon_exact "$BODY_FILE"
+    for r in "$d $((d + 86400))" "$((d + 1800)) $((d + 45000))" "$((d + 3001)) $((d + 5400))" "$((d + 7260)) $((d + 7500))" \
+             "$((d - 3600)) $((d + 90000))"; do
+        set -- $r
+        query 'backfill{}' from=$1 until=$2
+        printf '%s %s %s\n' "$r" "$STATUS" "$(jqb '"\(.total) \(.samples) \(.profiles)"')"
+        query 'backfill{node="h3"}' from=$1 until=$2 format=folded
+        printf 'h3 %s %s\n' "$r" "$STATUS"
+        fold_canon_exact "$BODY_FILE"
+    done
+    get /api/v1/series 'query=backfill{}' from=$((d - 3600)) until=$((d + 90000))
+    printf 'series %s %s\n' "$STATUS" "$(jqb '[.series[]|"\(.labels.node):\(.samples):\(.profiles)"]|sort|join(",")')"
+}
+
+# KC_ROLLUPS and KC_PENDING from `flamedb check` of $DATA, which must be sound.
+kc_check() {
+    local out
+    out=$("$FLAMEDB" check "$DATA" 2>&1) || fail "$1: flamedb check: $(tail -3 <<<"$out")"
+    KC_ROLLUPS=$(grep -o '[0-9]* rollups,' <<<"$out" | cut -d' ' -f1)
+    KC_PENDING=$(grep -o '[0-9]* pending,' <<<"$out" | cut -d' ' -f1)
+}
+
+# A day a week ago backfilled through OTLP (the buckets closed long ago:
+# compaction builds them 10 s after their last write), then killed as soon
+# as compaction has built something, restarted, killed again while buckets
+# are left: every kill must leave a sound store where each bucket is either
+# rolled up or still marked (rollups + pending marks = every bucket), and
+# every answer equal to the answers before compaction; at the end every
+# bucket is built and the answers are still the same.
+test_kill9_during_compaction_keeps_answers() {
+    start_server --retention 0
+    it_tmp
+    local day0 h
+    day0=$(( ($(now) / 86400 - 7) * 86400 ))
+    python3 "$REPO/tests/integration/backfill_otlp.py" "$day0" $KC_HOSTS $KC_BUCKETS 60 "$IT_TMP" ||
+        die "backfill_otlp.py failed"
+    for ((h = 0; h < KC_HOSTS; h++)); do
+        post /v1development/profiles -H 'Content-Type: application/json' --data-binary "@$IT_TMP/host-$h.json"
+        assert_status "backfill of host h$h" 200 || return
+    done
+    kc_answers "$day0" >"$IT_TMP/before"
+    assert_eq "the day's stacks, as sent" "$(cat "$IT_TMP/expected.folded")" \
+        "$(sed -n '/^day 200$/,/ 200 /p' "$IT_TMP/before" | sed '1d;$d')"
+    local sum
+    sum=$(awk '{ s += $NF } END { printf "%.0f", s }' "$IT_TMP/expected.folded")
+    assert_contains "the whole day's total, samples and profiles" "$(cat "$IT_TMP/before")" \
+        "$day0 $((day0 + 86400)) 200 $sum $((sum / 10000000)) $((KC_HOSTS * KC_BUCKETS))"
+    kc_check "after the backfill"
+    assert_eq "every bucket built or marked, after the backfill" $KC_ROLLUPS_ALL $((KC_ROLLUPS + KC_PENDING))
+
+    local kills=0 mid=0 tries built
+    while [ $kills -lt 5 ]; do
+        tries=3000
+        while [ $tries -gt 0 ]; do
+            get /metrics
+            built=$(metric flamedb_rollups_built_total)
+            [ "${built:-0}" -gt 0 ] && break
+            sleep 0.005
+            tries=$((tries - 1))
+        done
+        kill9_server
+        kills=$((kills + 1))
+        kc_check "after kill $kills"
+        assert_eq "every bucket built or marked, after kill $kills" $KC_ROLLUPS_ALL $((KC_ROLLUPS + KC_PENDING))
+        [ "$KC_PENDING" -gt 0 ] && [ "$KC_ROLLUPS" -gt 0 ] && mid=$((mid + 1))
+        launch_server --retention 0
+        kc_answers "$day0" >"$IT_TMP/after"
+        assert_eq "answers after kill $kills ($KC_ROLLUPS built, $KC_PENDING marked)" \
+            "$(cat "$IT_TMP/before")" "$(cat "$IT_TMP/after")"
+        [ "$KC_PENDING" -eq 0 ] && break
+    done
+    assert_ge "kills that landed with buckets built and buckets left" 1 "$mid"
+    tries=600
+    while [ $tries -gt 0 ]; do
+        kc_check "while compaction finishes"
+        [ "$KC_PENDING" -eq 0 ] && break
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    assert_eq "every bucket built at the end" "$KC_ROLLUPS_ALL 0" "$KC_ROLLUPS $KC_PENDING"
+    kc_answers "$day0" >"$IT_TMP/after"
+    assert_eq "answers with every bucket built" "$(cat "$IT_TMP/before")" "$(cat "$IT_TMP/after")"
+    stop_server
+    kc_check "after the last stop"
 }
