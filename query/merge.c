@@ -244,7 +244,7 @@ static int fold_part(store_reader *r, store_part *p, uint32_t nl, query_tree *t,
 /* ---- accumulating a partition's blocks, on one thread or several ---- */
 
 static _Atomic unsigned merge_threads = 0;           /* 0: one per online CPU */
-static _Atomic uint64_t merge_parallel_pairs = 1u << 20;
+static _Atomic uint64_t merge_parallel_pairs = QUERY_MERGE_PARALLEL_PAIRS;
 
 void query_merge_parallel(unsigned threads, uint64_t min_pairs)
 {

@@ -160,10 +160,11 @@ const char *query_aggregation_name(const query_tree *t);
  * (then no interval or test can be computed). */
 json_t *query_samples_json(uint64_t samples, uint64_t unknown);
 
-/* Merges every profile of the set whose window starts in [from, until). */
 /* Merges of a partition holding at least min_pairs (stack, count) pairs
  * decode and accumulate on `threads` threads (0: one per online CPU); the
- * answer is the same.  Defaults: 0 threads, 1 Mi pairs. */
+ * answer is the same.  Defaults: 0 threads, QUERY_MERGE_PARALLEL_PAIRS.
+ * Process-wide (serve --merge-threads). */
+#define QUERY_MERGE_PARALLEL_PAIRS (UINT64_C(1) << 20)
 void query_merge_parallel(unsigned threads, uint64_t min_pairs);
 
 int query_merge(store_reader *r, const query_series_set *set, int64_t from_ms,

@@ -109,6 +109,8 @@ static const char usage_serve[] =
     "  --writers N            writer threads, each committing its own shard of every\n"
     "                         partition (a file with its own dictionaries), 1 to 16\n"
     "                         (default: half the cores, 1 to 8)\n"
+    "  --merge-threads N      threads one query's merge of a million pairs or more may\n"
+    "                         use, 1 to 64; answers are the same (default: the cores)\n"
     "  --max-connections N    connections open at once (default 4096, or fewer when the\n"
     "                         open-file limit, raised to its hard limit at start, holds\n"
     "                         fewer beside the data directory's files); near the limit\n"
@@ -168,6 +170,7 @@ typedef struct {
     unsigned threads;
     int commit_wait_ms;
     int writers;
+    unsigned merge_threads;     /* 0: one per online CPU */
     srv_cors cors;
     unsigned max_connections;   /* 0: as many as the open-file limit allows, at most 4096 */
     unsigned max_per_ip;
@@ -214,6 +217,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
     f->query_timeout_ms = 30000;
     f->threads = 32;
     f->commit_wait_ms = 50;
+    f->merge_threads = 0;
     f->cors.n = 0;
     f->cors.n_hosts = 0;
     f->max_connections = 0;
@@ -241,7 +245,7 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
             continue;
         }
         static const char *const known[] = { "--listen", "--data", "--retention", "--max-body", "--threads", "--partition",
-                                             "--cors-origin", "--commit-wait", "--writers",
+                                             "--cors-origin", "--commit-wait", "--writers", "--merge-threads",
                                              "--min-free-space", "--max-ingest-queue", "--max-groups", "--max-series", "--max-pairs", "--max-answer", "--query-timeout",
                                              "--max-connections", "--max-connections-per-ip", "--connection-timeout",
                                              "--allowed-host", "--auth", "--tls-cert", "--tls-key",
@@ -439,6 +443,14 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 return -1;
             }
             f->writers = (int)n;
+        } else if (!strcmp(a, "--merge-threads")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 64) {
+                fprintf(stderr, "flamedb serve: --merge-threads '%s': expected 1 to 64\n", v);
+                return -1;
+            }
+            f->merge_threads = (unsigned)n;
         } else { /* --threads */
             char *end;
             long n = strtol(v, &end, 10);
@@ -683,6 +695,7 @@ static int serve(int argc, char **argv)
     serve_flags f;
     int rc = parse_serve_flags(argc, argv, &f);
     if (rc) return rc > 0 ? 0 : 2;
+    if (f.merge_threads) query_merge_parallel(f.merge_threads, QUERY_MERGE_PARALLEL_PAIRS);
     if (f.metrics_auth && !f.auth) {
         fprintf(stderr, "flamedb serve: --metrics-auth needs --auth FILE (the tokens)\n");
         return 2;

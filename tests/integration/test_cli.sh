@@ -76,6 +76,9 @@ test_cli_bad_flag_values() {
 --threads 0
 --commit-wait 5x
 --commit-wait 2s
+--merge-threads 0
+--merge-threads 65
+--merge-threads many
 --listen nocolon
 --listen 127.0.0.1:http
 --max-connections 0
@@ -112,7 +115,7 @@ test_cli_creates_data_dir_and_takes_every_flag() {
     LOG="$IT_TMP/nested.log"
     : >"$LOG"
     launch_server --retention 30d --max-body 64m --threads 4 --commit-wait 10ms --max-connections 100 \
-        --max-connections-per-ip 50 --connection-timeout 30s --allowed-host flamedb.example.com
+        --max-connections-per-ip 50 --connection-timeout 30s --allowed-host flamedb.example.com --merge-threads 2
     [ -d "$DATA" ] || fail "data directory $DATA not created"
     get /healthz
     assert_status "healthz" 200

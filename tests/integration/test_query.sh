@@ -231,3 +231,52 @@ test_query_real_data_shape() {
     assert_json "max_nodes=50" '[.tree|recurse(.children[])]|length - 1' 50
     assert_json "kept + dropped self = total" '([.tree|recurse(.children[])|.self]|add) + .truncated.total' 8873
 }
+
+# ---- the parallel merge answers byte for byte what one thread answers ----
+
+# The answers compared: the tree, folded, pprof, a cut tree, groups, top,
+# a diff (one zone's first half against everything) and a timeline.
+pm_answers() {
+    local out=$1 from=$2 until=$3 mid=$(( ($2 + $3) / 2 ))
+    mkdir -p "$out"
+    get /api/v1/query 'query=pm{}' from=$from until=$until && cp "$BODY_FILE" "$out/tree"
+    get /api/v1/query 'query=pm{}' from=$from until=$until format=folded && cp "$BODY_FILE" "$out/folded"
+    curl -sS -g -o "$out/pprof" "$BASE/api/v1/query?query=pm%7B%7D&from=$from&until=$until&format=pprof" # binary: not in $BODY
+    get /api/v1/query 'query=pm{}' from=$from until=$until max_nodes=40 && cp "$BODY_FILE" "$out/cut"
+    get /api/v1/query 'query=pm{}' from=$from until=$until group_by=zone && cp "$BODY_FILE" "$out/groups"
+    get /api/v1/top 'query=pm{}' from=$from until=$until limit=30 && cp "$BODY_FILE" "$out/top"
+    get /api/v1/diff 'left=pm{zone="z0"}' 'right=pm{}' from=$from until=$until left_until=$mid && cp "$BODY_FILE" "$out/diff"
+    get /api/v1/timeline 'query=pm{}' from=$from until=$until step=60 && cp "$BODY_FILE" "$out/timeline"
+}
+
+# 64 series of the same 18,000 stacks: 1,152,000 (stack, count)
+# pairs in one partition, past the 1 Mi pairs from which a merge is split
+# across threads; the same directory served with --merge-threads 1 and 4
+# (on any number of cores) must answer byte for byte the same.
+test_query_parallel_merge_answers_the_same() {
+    start_server --retention 0 --merge-threads 4
+    it_tmp
+    local t0 i from until
+    t0=$(( $(now) / 600 * 600 - 1200 ))
+    for ((i = 0; i < 64; i++)); do
+        awk -v i=$i 'BEGIN { for (k = 0; k < 18000; k++)
+                printf "main;m%d;h%d;leaf%d %d\n", k % 37, k * 7 % 101, k, 1 + (k + i) % 9 }' >"$IT_TMP/body"
+        post "/api/v1/ingest?service=pm&instance=i$i&zone=z$((i % 3))&from=$((t0 + i))&until=$((t0 + i + 10))" \
+            --data-binary "@$IT_TMP/body"
+        assert_status "push $i" 200 || return
+    done
+    from=$((t0 - 60))
+    until=$((t0 + 600))
+    pm_answers "$IT_TMP/par" $from $until
+    BODY=$(cat "$IT_TMP/par/tree")
+    assert_json "the merged profiles" '.profiles' 64
+    assert_eq "stacks merged" 18000 "$(wc -l <"$IT_TMP/par/folded")"
+    restart_server --retention 0 --merge-threads 1
+    pm_answers "$IT_TMP/one" $from $until
+    local f
+    for f in tree folded pprof cut groups top diff timeline; do
+        [ -s "$IT_TMP/one/$f" ] || fail "no $f answer"
+        cmp -s "$IT_TMP/par/$f" "$IT_TMP/one/$f" ||
+            fail "$f: 4 merge threads and 1 answer differently: $(cmp "$IT_TMP/par/$f" "$IT_TMP/one/$f" 2>&1 | head -1)"
+    done
+}
