@@ -219,7 +219,10 @@ static void concurrent_appends_each_once(void **state)
     chspool_stats st;
     chspool_stats_get(s, &st);
     assert_int_equal(st.appends, 800);
-    assert_true(st.fsyncs <= 800);
+    /* at most one fsync an append (fewer when one covers others' records),
+     * plus one a seal that found records: 4 writers x 4 seals, then ours.
+     * A slow run (the sanitizers) groups nothing and reaches the bound. */
+    assert_true(st.fsyncs <= 800 + 4 * 4 + 1);
     /* every record once, each writer's in its own order */
     int seen[4][200] = { { 0 } }, next[4] = { 0 };
     uint64_t seq;
