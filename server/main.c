@@ -436,29 +436,22 @@ static int parse_serve_flags(int argc, char **argv, serve_flags *f)
                 return -1;
             }
         } else if (!strcmp(a, "--writers")) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 16) {
+            unsigned n;
+            if (parse_count(v, 1, 16, &n)) {
                 fprintf(stderr, "flamedb serve: --writers '%s': expected 1 to 16\n", v);
                 return -1;
             }
             f->writers = (int)n;
         } else if (!strcmp(a, "--merge-threads")) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 64) {
+            if (parse_count(v, 1, 64, &f->merge_threads)) {
                 fprintf(stderr, "flamedb serve: --merge-threads '%s': expected 1 to 64\n", v);
                 return -1;
             }
-            f->merge_threads = (unsigned)n;
         } else { /* --threads */
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 1024) {
+            if (parse_count(v, 1, 1024, &f->threads)) {
                 fprintf(stderr, "flamedb serve: --threads '%s': expected 1 to 1024\n", v);
                 return -1;
             }
-            f->threads = (unsigned)n;
         }
     }
     return 0;
