@@ -100,10 +100,15 @@ typedef struct {
     uint64_t sample_values_other;   /* values written as "other": past INGEST_MAX_SAMPLE_VALUES */
     char *arena;                /* owned bytes that stacks may point into */
     size_t arena_len, arena_cap;
-    hash128 *hashes;            /* owned, optional (pprof, OTLP): hashes[i] is storage's hash of
-                                   stacks[i]'s frames (hash_bytes128), taken while the text was
-                                   written; NULL when not taken.  Whatever changes the stacks
-                                   frees and clears it */
+    hash128 *hashes;            /* owned, optional (pprof, OTLP): hashes[i] identifies stacks[i]'s
+                                   frames: storage's hash of them (hash_bytes128), taken while the
+                                   text was written, or with text_later a key over what the text
+                                   is made of (equal keys, equal text); NULL when not taken.
+                                   Whatever changes the stacks frees and clears it */
+    int text_later;             /* set by the caller (pprof base): leave the stacks' text unwritten
+                                   (see ingest_pprof_write_text) */
+    struct pprof_later *later;  /* owned (pprof with text_later, the first profile): what writes
+                                   the text later */
 } ingest_profile;
 
 /* Input formats of a stack body. */
@@ -207,6 +212,25 @@ ingest_status ingest_pprof_parse_par(const void *body, size_t len, size_t max_ou
                                      int window_given, const ingest_par *par, ingest_profile **out, size_t *n_out,
                                      char *err, size_t errlen);
 void ingest_pprof_free(ingest_profile *profiles, size_t n);
+
+/* Text later (base->text_later; issue 11, point 6).  A store that already
+ * knows a stack needs only its key, and most stacks of a service's next
+ * profile are known: so the decode computes each stack's key from what its
+ * text is made of (the key of each location, from its functions' and
+ * mapping's strings and its lines, once a location; a stack's key over its
+ * locations' keys) without writing any text, and the stacks point at
+ * their final places in the arena, which holds no text until
+ * ingest_pprof_write_text writes it.  Everything is checked as without
+ * text_later: errors are the same, and only the writing is left.
+ *
+ * Writes the text of the stacks of profiles[0..n) (as ingest_pprof_parse
+ * returned them with base->text_later) that need it: stack i of profile t
+ * when leaves[t][i] is 0, every stack when leaves is NULL; par as in
+ * ingest_pprof_parse_par (NULL: on the caller's thread).  Text already
+ * written is not written again; without text_later it does nothing.
+ * Cannot fail. */
+void ingest_pprof_write_text(ingest_profile *profiles, size_t n, const uint32_t *const *leaves,
+                             const ingest_par *par);
 
 /* ---- OpenTelemetry profiles (otlp.c) ------------------------------------ */
 

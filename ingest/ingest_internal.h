@@ -21,6 +21,11 @@ ingest_status ingest_pprof_decode(const struct Perftools__Profiles__Profile *pb,
                                   const ingest_profile *base, int window_given, ingest_profile *out, char *err,
                                   size_t errlen);
 
+/* Frees what writes a pprof decode's text later (pprof.c; NULL: nothing):
+ * ingest_profile_free of the profile that owns it. */
+struct pprof_later;
+void pprof_later_free(struct pprof_later *later);
+
 /* protojson.c: a message of descriptor d read from JSON text (protobuf's
  * JSON mapping; unknown keys ignored), or NULL with an error naming the
  * path of the value at fault.  Free with protobuf_c_message_free_unpacked. */

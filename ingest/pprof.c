@@ -48,6 +48,19 @@
  * threads an ingest_par lends (ingest_pprof_parse_par; "the passes that
  * write text" below).
  *
+ * Text later (base->text_later: the server's local store).  Writing and
+ * hashing that text was a third of a decode, and the store needs the text
+ * only of stacks it does not know: after a service's first profiles,
+ * almost none.  So each stack gets a key instead ("keys" below: over its
+ * locations' keys, each taken once a location from its functions' and
+ * mapping's strings), every length is still measured (the stacks point at
+ * their final places in an arena nothing is written to yet, so the limits
+ * and errors are the same), and ingest_pprof_write_text writes the
+ * locations and stacks the caller asks for, later.  The decoder's state
+ * and the flat form stay with the first profile (struct pprof_later) until
+ * it is freed.  bench_pprof_ingest, in process: 3.4 -> 2.5 ms a profile
+ * (bench/README.md, "pprof text later").
+ *
  * Deep stacks are cut before any text is built, so memory follows what is
  * kept, not the samples times their depth (issue 12: a 184-byte gzip'd
  * profile, one location of 20,000 lines naming a 4,096-byte function in 40
@@ -187,6 +200,7 @@ typedef struct {
     size_t *map_file, *map_bid; /* per mapping: its file and build id fields' lengths, or FIELD_NONE */
     size_t *keep;       /* per used sample: its kept locations (sample_keep's *m) */
     uint32_t *take;     /* per used sample: the frames its root-most kept location gives */
+    size_t *skip;       /* per used sample: the bytes of that location's text it leaves out (root_skip) */
     unsigned char *cut; /* per used sample: whether frames were cut */
     char *loc_text;     /* per location: its needed frames, caller first, joined by ';' */
     size_t *loc_off;    /* n_location + 1 offsets into loc_text */
@@ -197,11 +211,30 @@ typedef struct {
     size_t max_text;    /* the most bytes of stack text (max_out): INGEST_ETOOBIG beyond */
     const ingest_par *par; /* threads for the passes that write text; NULL: this one */
     size_t *text_off;   /* n_sample + 1 offsets of the stacks' text in the arena (unused samples: none) */
-    hash128 *text_hash; /* per used sample: its stack's hash */
+    hash128 *text_hash; /* per used sample: its stack's hash, or with text later its key */
     char *arena;
     char *err;
     size_t errlen;
+    /* text later (ingest_pprof_write_text): keys instead of text */
+    struct pprof_later *later; /* NULL: the text is written now */
+    hash128 *fn_key;    /* per function: the key of its name and file, when fn_keyed */
+    unsigned char *fn_keyed;
+    hash128 *map_key;   /* per mapping: the key of its file and build id */
+    hash128 *loc_key;   /* per location: the key of its needed frames */
+    unsigned char *key_buf; /* a location's key material (render_locations, one thread) */
+    unsigned char *loc_done, *text_done; /* per location, per sample: text written */
+    unsigned char *loc_want, *want;      /* per location, per sample: to write (ingest_pprof_write_text) */
 } decoder;
+
+/* What writes a decode's text later: the flat form and the decoder it
+ * left, and which sample each profile's stacks came from. */
+struct pprof_later {
+    pprof_flat f;
+    decoder d;
+    uint32_t **sample_of; /* per profile (sample type): the sample of each of its stacks */
+    size_t n_types;
+    char err[64];         /* the decoder's; the writing passes never fail */
+};
 
 #define MAX_SAMPLE_TYPES 256
 
@@ -329,6 +362,112 @@ static void fallback_name(const decoder *d, size_t li, char *out, size_t cap)
     }
 }
 
+/* ---- keys (text later) ----
+ *
+ * A key stands for a text without it: it is a hash of exactly what the
+ * text is made of, so equal keys mean equal text (two keys for one text
+ * are possible, rarely: stacks cut at another depth, a name cut at 4,096
+ * bytes; the store then interns the text once under each).  A function's
+ * key covers its name and its file field; a mapping's its file and build
+ * id; a location's its needed frames (each its function's key, or its
+ * fallback name's, and its line) and its mapping; a stack's its sample
+ * labels' text, its number of kept locations, the frames the root-most
+ * gives, and the keys of its locations, root first.  Each is XXH3-128 of
+ * fixed-size records with a seed of its own kind, apart from storage's
+ * hash of text. */
+#define SEED_NAME UINT64_C(0x666c616d65646231)
+#define SEED_FILE UINT64_C(0x666c616d65646232)
+#define SEED_FUNC UINT64_C(0x666c616d65646233)
+#define SEED_MAP UINT64_C(0x666c616d65646234)
+#define SEED_LOC UINT64_C(0x666c616d65646235)
+#define SEED_LABELS UINT64_C(0x666c616d65646236)
+#define SEED_STACK UINT64_C(0x666c616d65646237)
+
+typedef struct { hash128 name, file; uint64_t has_file; } name_rec;
+typedef struct { hash128 map; uint64_t n; } loc_rec;      /* a location's: then n frame_recs */
+typedef struct { hash128 name; int64_t line; } frame_rec;
+_Static_assert(sizeof(name_rec) == 40 && sizeof(loc_rec) == 24 && sizeof(frame_rec) == 24, "key records have no padding");
+
+static hash128 zero_hash(void) { return (hash128){ 0, 0 }; }
+
+/* The key of a frame's name and file field (file_len FIELD_NONE: none). */
+static hash128 name_key(const char *name, size_t nl, const char *file, size_t file_len)
+{
+    name_rec r = { hash_bytes128_seeded(name, nl, SEED_NAME), zero_hash(), 0 };
+    if (file_len != FIELD_NONE) {
+        r.file = hash_bytes128_seeded(file, file_len, SEED_FILE);
+        r.has_file = 1;
+    }
+    return hash_bytes128_seeded(&r, sizeof r, SEED_FUNC);
+}
+
+/* The tables keys need, sized once the locations' lines are known; the
+ * mappings' keys. */
+static int later_tables(decoder *d)
+{
+    const pprof_flat *pb = d->pb;
+    size_t max_lines = 1;
+    for (size_t i = 0; i < pb->n_location; i++)
+        if (pb->location[i].n_line > max_lines) max_lines = pb->location[i].n_line;
+    d->fn_key = malloc((pb->n_function ? pb->n_function : 1) * sizeof *d->fn_key);
+    d->fn_keyed = calloc(pb->n_function ? pb->n_function : 1, 1);
+    d->map_key = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof *d->map_key);
+    d->loc_key = malloc((pb->n_location ? pb->n_location : 1) * sizeof *d->loc_key);
+    d->key_buf = malloc(sizeof(loc_rec) + max_lines * sizeof(frame_rec));
+    if (!d->fn_key || !d->fn_keyed || !d->map_key || !d->loc_key || !d->key_buf) return -1;
+    for (size_t i = 0; i < pb->n_mapping; i++) {
+        struct { hash128 file, bid; uint64_t has; } r = { zero_hash(), zero_hash(), 0 };
+        if (d->map_file[i] != FIELD_NONE) {
+            r.file = hash_bytes128_seeded(str_at(d, pb->mapping[i].filename), d->map_file[i], SEED_FILE);
+            r.has |= 1;
+        }
+        if (d->map_bid[i] != FIELD_NONE) {
+            r.bid = hash_bytes128_seeded(str_at(d, pb->mapping[i].build_id), d->map_bid[i], SEED_FILE);
+            r.has |= 2;
+        }
+        d->map_key[i] = hash_bytes128_seeded(&r, sizeof r, SEED_MAP);
+    }
+    return 0;
+}
+
+/* The key of the `need` leaf-most frames of location li, right after
+ * location_frames measured them (every length it uses is known). */
+static hash128 location_key(decoder *d, size_t li, uint32_t need)
+{
+    const pprof_location *loc = &d->pb->location[li];
+    loc_rec h = { zero_hash(), 0 };
+    frame_rec *fr = (frame_rec *)(d->key_buf + sizeof h);
+    long m = d->loc_map[li];
+    char fb[300];
+    if (m >= 0) h.map = d->map_key[m];
+    for (size_t k = need < loc->n_line ? need : loc->n_line; k-- > 0;) {
+        long fi = d->line_fn[loc->line0 + k];
+        const char *name = fi >= 0 ? str_at(d, d->pb->function[fi].name) : NULL;
+        hash128 nk;
+        if (name && *name) {
+            if (!d->fn_keyed[fi]) {
+                size_t fl = d->fn_file[fi] == FIELD_UNSEEN ? FIELD_NONE : d->fn_file[fi];
+                d->fn_key[fi] = name_key(name, d->fn_len[fi], str_at(d, d->pb->function[fi].filename), fl);
+                d->fn_keyed[fi] = 1;
+            }
+            nk = d->fn_key[fi];
+        } else {
+            fallback_name(d, li, fb, sizeof fb);
+            size_t fl = fi >= 0 && d->fn_file[fi] != FIELD_UNSEEN ? d->fn_file[fi] : FIELD_NONE;
+            nk = name_key(fb, strlen(fb), fi >= 0 ? str_at(d, d->pb->function[fi].filename) : NULL, fl);
+        }
+        fr[h.n++] = (frame_rec){ nk, d->pb->lines[loc->line0 + k].line };
+    }
+    size_t n = h.n;
+    if (!n && need) { /* no lines: the fallback name alone (h.n stays 0) */
+        fallback_name(d, li, fb, sizeof fb);
+        fr[0] = (frame_rec){ name_key(fb, strlen(fb), NULL, FIELD_NONE), 0 };
+        n = 1;
+    }
+    memcpy(d->key_buf, &h, sizeof h);
+    return hash_bytes128_seeded(d->key_buf, sizeof h + n * sizeof *fr, SEED_LOC);
+}
+
 /* The frames of a location: its lines, or 1 when it has none. */
 static uint64_t loc_frames(const decoder *d, size_t li)
 {
@@ -357,6 +496,7 @@ static ingest_status check_locations(decoder *d)
         d->map_file[i] = field_len(d, pb->mapping[i].filename);
         d->map_bid[i] = field_len(d, pb->mapping[i].build_id);
     }
+    if (d->later && later_tables(d)) return INGEST_ENOMEM;
     for (size_t li = 0; li < pb->n_location; li++) {
         const pprof_location *loc = &pb->location[li];
         d->loc_map[li] = loc->mapping_id ? index_find(&d->maps, loc->mapping_id) : -1;
@@ -489,6 +629,7 @@ static ingest_status render_locations(decoder *d)
     for (size_t i = 0; i < n; i++) {
         ingest_status s = location_frames(d, i, d->loc_need[i], NULL, &len);
         if (s) return s;
+        if (d->later) d->loc_key[i] = location_key(d, i, d->loc_need[i]);
         d->loc_off[i] = total;
         total += len;
         if (total > d->max_text) return too_much_text(d); /* the stacks would be longer still */
@@ -496,6 +637,11 @@ static ingest_status render_locations(decoder *d)
     d->loc_off[n] = total;
     d->loc_text = malloc(total ? total : 1);
     if (!d->loc_text) return INGEST_ENOMEM;
+    if (d->later) { /* written with the first stack that needs them */
+        d->loc_done = calloc(n ? n : 1, 1);
+        d->loc_want = malloc(n ? n : 1);
+        return d->loc_done && d->loc_want ? INGEST_OK : INGEST_ENOMEM;
+    }
     par_ranges(d, n, locations_write);
     return INGEST_OK;
 }
@@ -534,15 +680,18 @@ static int sample_keep(const decoder *d, const pprof_sample *s, size_t *m, uint3
     return k < s->n_loc;
 }
 
-/* Where the `take` leaf-most frames of location li start in its text. */
-static size_t loc_suffix(const decoder *d, size_t li, uint32_t take)
+/* Where in its root-most kept location's text a used sample's stack
+ * starts: past the frames it cuts, measured without the text (which,
+ * with text later, is not written yet): the `take` leaf-most frames of a
+ * location are its text's last ones, rendered alone. */
+static size_t root_skip(decoder *d, size_t si)
 {
-    const char *t = d->loc_text + d->loc_off[li];
-    size_t i = d->loc_off[li + 1] - d->loc_off[li];
-    if (take >= d->loc_need[li]) return 0;
-    for (; i > 0; i--)
-        if (t[i - 1] == ';' && --take == 0) break;
-    return i;
+    size_t m = d->keep[si], len;
+    if (!d->cut[si] || !m) return 0;
+    size_t li = d->sample_loc[d->pb->sample[si].loc0 + m - 1];
+    if (d->take[si] >= d->loc_need[li]) return 0;
+    location_frames(d, li, d->take[si], NULL, &len); /* measured before: cannot fail */
+    return d->loc_off[li + 1] - d->loc_off[li] - len;
 }
 
 /* Checks a sample's values and locations (resolved into sample_loc),
@@ -593,7 +742,6 @@ static size_t sample_write(const decoder *d, size_t si, char *buf, int *truncate
 {
     const pprof_sample *s = &d->pb->sample[si];
     size_t m = d->keep[si], pos = 0, first;
-    uint32_t take = d->take[si];
     *truncated = d->cut[si];
     if (d->lab_off) { /* sample labels first, each ending with ';' */
         pos = d->lab_off[si + 1] - d->lab_off[si];
@@ -606,7 +754,7 @@ static size_t sample_write(const decoder *d, size_t si, char *buf, int *truncate
     }
     for (size_t k = m; k-- > 0;) {
         size_t li = d->sample_loc[s->loc0 + k];
-        size_t from = k + 1 == m ? loc_suffix(d, li, take) : 0, n = d->loc_off[li + 1] - d->loc_off[li] - from;
+        size_t from = k + 1 == m ? d->skip[si] : 0, n = d->loc_off[li + 1] - d->loc_off[li] - from;
         if (pos > first) {
             if (buf) buf[pos] = ';';
             pos++;
@@ -878,6 +1026,23 @@ static void stacks_write(decoder *d, size_t lo, size_t hi)
     }
 }
 
+/* Text later: the keys of the stacks of samples [lo, hi) (see "keys"). */
+static void stacks_key(decoder *d, size_t lo, size_t hi)
+{
+    hash128 rec[2 + INGEST_MAX_DEPTH]; /* labels; kept locations and take; the locations' keys */
+    for (size_t i = lo; i < hi; i++) {
+        const pprof_sample *s = &d->pb->sample[i];
+        if (!sample_used(d, s)) continue;
+        size_t m = d->keep[i];
+        rec[0] = d->lab_off ? hash_bytes128_seeded(d->lab_text + d->lab_off[i], d->lab_off[i + 1] - d->lab_off[i],
+                                                   SEED_LABELS)
+                            : zero_hash();
+        rec[1] = (hash128){ m, (uint64_t)d->take[i] | (d->lab_off ? UINT64_C(1) << 32 : 0) };
+        for (size_t k = 0; k < m; k++) rec[2 + k] = d->loc_key[d->sample_loc[s->loc0 + m - 1 - k]];
+        d->text_hash[i] = hash_bytes128_seeded(rec, (2 + m) * sizeof *rec, SEED_STACK);
+    }
+}
+
 static ingest_status build(decoder *d, const ingest_profile *base, int window_given, ingest_profile *out)
 {
     const pprof_flat *pb = d->pb;
@@ -898,10 +1063,13 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     int trunc;
     d->text_off = malloc((pb->n_sample + 1) * sizeof *d->text_off);
     d->text_hash = malloc((pb->n_sample ? pb->n_sample : 1) * sizeof *d->text_hash);
-    if (!d->text_off || !d->text_hash) return INGEST_ENOMEM;
+    d->skip = malloc((pb->n_sample ? pb->n_sample : 1) * sizeof *d->skip);
+    if (!d->text_off || !d->text_hash || !d->skip) return INGEST_ENOMEM;
     for (size_t i = 0; i < pb->n_sample; i++) {
         d->text_off[i] = total;
-        if (sample_used(d, &pb->sample[i])) total += sample_write(d, i, NULL, &trunc);
+        if (!sample_used(d, &pb->sample[i])) continue;
+        d->skip[i] = root_skip(d, i);
+        total += sample_write(d, i, NULL, &trunc);
         if (total > d->max_text) return too_much_text(d);
     }
     d->text_off[pb->n_sample] = total;
@@ -918,7 +1086,19 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     out[0].arena = arena;
     out[0].arena_cap = total ? total : 1;
     d->arena = arena;
-    par_ranges(d, pb->n_sample, stacks_write);
+    if (d->later) {
+        struct pprof_later *L = d->later;
+        d->text_done = calloc(pb->n_sample ? pb->n_sample : 1, 1);
+        d->want = malloc(pb->n_sample ? pb->n_sample : 1);
+        L->sample_of = calloc(nt, sizeof *L->sample_of);
+        if (!d->text_done || !d->want || !L->sample_of) return INGEST_ENOMEM;
+        L->n_types = nt;
+        for (size_t t = 0; t < nt; t++)
+            if (!(L->sample_of[t] = malloc(out[t].cap_stacks * sizeof *L->sample_of[t]))) return INGEST_ENOMEM;
+        par_ranges(d, pb->n_sample, stacks_key);
+    } else {
+        par_ranges(d, pb->n_sample, stacks_write);
+    }
     size_t pos = 0;
     for (size_t i = 0; i < pb->n_sample; i++) {
         if (!sample_used(d, &pb->sample[i])) continue;
@@ -934,6 +1114,7 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
                          (uint64_t)INGEST_MAX_VALUE);
                 return INGEST_EINVAL;
             }
+            if (d->later) d->later->sample_of[t][p->n_stacks] = (uint32_t)i;
             p->hashes[p->n_stacks] = h;
             p->stacks[p->n_stacks++] = (ingest_stack){ arena + pos, (uint32_t)len, v };
             p->total += v;
@@ -982,10 +1163,57 @@ static ingest_status check_tables(decoder *d)
     return check_locations(d);
 }
 
-static ingest_status decode(const pprof_flat *pb, size_t max_out, const ingest_profile *base, int window_given,
-                            const ingest_par *par, ingest_profile *out, char *err, size_t errlen)
+static void decoder_free(decoder *d)
 {
-    decoder d = { .pb = pb, .max_text = max_out, .par = par, .err = err, .errlen = errlen };
+    index_free(&d->locs);
+    index_free(&d->fns);
+    index_free(&d->maps);
+    free(d->sample_loc);
+    free(d->line_fn);
+    free(d->loc_map);
+    free(d->fn_len);
+    free(d->fn_file);
+    free(d->map_file);
+    free(d->map_bid);
+    free(d->keep);
+    free(d->take);
+    free(d->skip);
+    free(d->cut);
+    free(d->loc_text);
+    free(d->loc_off);
+    free(d->loc_need);
+    free(d->lab_text);
+    free(d->lab_off);
+    free(d->text_off);
+    free(d->text_hash);
+    free(d->fn_key);
+    free(d->fn_keyed);
+    free(d->map_key);
+    free(d->loc_key);
+    free(d->key_buf);
+    free(d->loc_done);
+    free(d->text_done);
+    free(d->loc_want);
+    free(d->want);
+}
+
+void pprof_later_free(struct pprof_later *L)
+{
+    if (!L) return;
+    decoder_free(&L->d);
+    for (size_t t = 0; L->sample_of && t < L->n_types; t++) free(L->sample_of[t]);
+    free(L->sample_of);
+    pprof_flat_free(&L->f);
+    free(L);
+}
+
+/* later non-NULL: text later, L->f the profile; on success out[0] owns L
+ * and the decoder stays in it for ingest_pprof_write_text. */
+static ingest_status decode(const pprof_flat *pb, size_t max_out, const ingest_profile *base, int window_given,
+                            const ingest_par *par, struct pprof_later *later, ingest_profile *out, char *err,
+                            size_t errlen)
+{
+    decoder d = { .pb = pb, .max_text = max_out, .par = par, .err = err, .errlen = errlen, .later = later };
     ingest_status s = INGEST_ENOMEM;
     if (index_build(&d.locs, pb->n_location, pb->n_location ? &pb->location[0].id : NULL, sizeof *pb->location) ||
         index_build(&d.fns, pb->n_function, pb->n_function ? &pb->function[0].id : NULL, sizeof *pb->function) ||
@@ -995,27 +1223,66 @@ static ingest_status decode(const pprof_flat *pb, size_t max_out, const ingest_p
     s = build(&d, base, window_given, out);
 done:
     if (s == INGEST_ENOMEM) snprintf(err, errlen, "out of memory decoding the pprof profile");
-    index_free(&d.locs);
-    index_free(&d.fns);
-    index_free(&d.maps);
-    free(d.sample_loc);
-    free(d.line_fn);
-    free(d.loc_map);
-    free(d.fn_len);
-    free(d.fn_file);
-    free(d.map_file);
-    free(d.map_bid);
-    free(d.keep);
-    free(d.take);
-    free(d.cut);
-    free(d.loc_text);
-    free(d.loc_off);
-    free(d.loc_need);
-    free(d.lab_text);
-    free(d.lab_off);
-    free(d.text_off);
-    free(d.text_hash);
+    if (!s && later) {
+        d.par = NULL;
+        d.err = later->err;
+        d.errlen = sizeof later->err;
+        later->d = d;
+        out[0].later = later;
+        return s;
+    }
+    decoder_free(&d);
     return s;
+}
+
+/* Writes the locations wanted and not written yet, of [lo, hi). */
+static void later_locations(decoder *d, size_t lo, size_t hi)
+{
+    size_t len;
+    for (size_t i = lo; i < hi; i++) {
+        if (!d->loc_want[i] || d->loc_done[i]) continue;
+        location_frames(d, i, d->loc_need[i], d->loc_text + d->loc_off[i], &len);
+        d->loc_done[i] = 1;
+    }
+}
+
+/* Writes the stacks of samples wanted and not written yet, of [lo, hi). */
+static void later_stacks(decoder *d, size_t lo, size_t hi)
+{
+    int trunc;
+    for (size_t i = lo; i < hi; i++) {
+        if (!d->want[i] || d->text_done[i]) continue;
+        sample_write(d, i, d->arena + d->text_off[i], &trunc);
+        d->text_done[i] = 1;
+    }
+}
+
+void ingest_pprof_write_text(ingest_profile *profiles, size_t n, const uint32_t *const *leaves,
+                             const ingest_par *par)
+{
+    struct pprof_later *L = n ? profiles[0].later : NULL;
+    if (!L) return;
+    decoder *d = &L->d;
+    const pprof_flat *pb = d->pb;
+    size_t wanted = 0;
+    memset(d->want, 0, pb->n_sample ? pb->n_sample : 1);
+    memset(d->loc_want, 0, pb->n_location ? pb->n_location : 1);
+    for (size_t t = 0; t < n && t < L->n_types; t++) {
+        for (size_t i = 0; i < profiles[t].n_stacks; i++) {
+            if (leaves && leaves[t] && leaves[t][i]) continue;
+            uint32_t si = L->sample_of[t][i];
+            if (d->text_done[si] || d->want[si]) continue;
+            d->want[si] = 1;
+            wanted++;
+            const pprof_sample *s = &pb->sample[si];
+            for (size_t k = 0; k < d->keep[si]; k++) d->loc_want[d->sample_loc[s->loc0 + k]] = 1;
+        }
+    }
+    if (!wanted) return;
+    d->par = wanted >= PAR_MIN_ITEMS ? par : NULL; /* a few new stacks: not worth waking threads */
+    par_ranges(d, pb->n_location, later_locations);
+    par_ranges(d, pb->n_sample, later_stacks);
+    d->par = NULL;
 }
 
 ingest_status pprof_flat_decode(const pprof_flat *f, size_t max_out, const ingest_profile *base, int window_given,
@@ -1025,7 +1292,7 @@ ingest_status pprof_flat_decode(const pprof_flat *f, size_t max_out, const inges
         snprintf(err, errlen, "%zu sample types (1 to %d)", f->n_sample_type, MAX_SAMPLE_TYPES);
         return INGEST_EINVAL;
     }
-    return decode(f, max_out, base, window_given, NULL, out, err, errlen);
+    return decode(f, max_out, base, window_given, NULL, NULL, out, err, errlen);
 }
 
 /* protobuf-c structs (OTLP's, built by hand) in the flat form: the arrays
@@ -1102,7 +1369,7 @@ ingest_status ingest_pprof_decode(const struct Perftools__Profiles__Profile *pb,
     pprof_flat f;
     ingest_status s = flat_from_pb(pb, &f);
     if (s) snprintf(err, errlen, "out of memory decoding the pprof profile");
-    else s = decode(&f, max_out, base, window_given, NULL, out, err, errlen);
+    else s = decode(&f, max_out, base, window_given, NULL, NULL, out, err, errlen);
     f.string_table = NULL; /* the caller's */
     pprof_flat_free(&f);
     return s;
@@ -1162,8 +1429,20 @@ ingest_status ingest_pprof_parse_par(const void *body, size_t len, size_t max_ou
     } else if (!(ps = calloc(nt, sizeof *ps))) {
         snprintf(err, errlen, "out of memory decoding the pprof profile");
         s = INGEST_ENOMEM;
+    } else if (base->text_later) {
+        /* the flat form and the decoder stay for ingest_pprof_write_text */
+        struct pprof_later *L = calloc(1, sizeof *L);
+        if (!L) {
+            snprintf(err, errlen, "out of memory decoding the pprof profile");
+            s = INGEST_ENOMEM;
+        } else {
+            L->f = f;
+            memset(&f, 0, sizeof f);
+            s = decode(&L->f, max_out, base, window_given, par, L, ps, err, errlen);
+            if (s) pprof_later_free(L);
+        }
     } else {
-        s = decode(&f, max_out, base, window_given, par, ps, err, errlen);
+        s = decode(&f, max_out, base, window_given, par, NULL, ps, err, errlen);
     }
     pprof_flat_free(&f);
     if (s) {

@@ -42,6 +42,7 @@ void ingest_profile_free(ingest_profile *p)
     free(p->stacks);
     free(p->arena);
     free(p->hashes);
+    pprof_later_free(p->later);
     ingest_profile_init(p);
 }
 

@@ -372,6 +372,19 @@ static void pool_lend(void *pool, size_t n, void (*task)(void *arg, size_t i), v
     srv_workpool_lend(pool, n, task, arg);
 }
 
+/* The parse pool's idle threads, for a decode's passes. */
+static ingest_par job_par(srv_request *rq)
+{
+    return (ingest_par){ pool_lend, rq->srv->pool, rq->srv->pool ? srv_workpool_threads(rq->srv->pool) : 1 };
+}
+
+/* The writer's call when it cannot use the leaves (store_profile.write_text). */
+static void job_write_text(void *ctx)
+{
+    ingest_job *job = ctx;
+    ingest_pprof_write_text(job->pp, job->n_pp, NULL, NULL);
+}
+
 static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
 {
     srv_request *rq = job->rq;
@@ -393,7 +406,10 @@ static void job_parse_pprof(ingest_job *job, const char *body, size_t len)
      * in both modes: a front end's stacks carry them into ClickHouse and
      * its readers skip or filter them as a store's do */
     job->p.sample_labels = 1;
-    ingest_par par = { pool_lend, rq->srv->pool, rq->srv->pool ? srv_workpool_threads(rq->srv->pool) : 1 };
+    /* Only the stacks the store does not know yet need their text
+     * (store_all): a front end's spool takes every stack's text. */
+    job->p.text_later = rq->srv->st != NULL;
+    ingest_par par = job_par(rq);
     ingest_status s = ingest_pprof_parse_par(body, len, rq->srv->max_body, &job->p, job->window_given,
                                              rq->srv->pool ? &par : NULL,
                                              &job->pp, &job->n_pp, err, sizeof err);
@@ -415,6 +431,21 @@ static void store_all(ingest_job *job)
     for (size_t i = 0; i < job->n_pp; i++)
         if (prep_fill(rq, &job->pp[i], &job->preps[i], i ? &job->preps[0] : NULL))
             return job_finish(job, 500, "out of memory");
+    /* pprof's text later: now the text of the stacks the store does not
+     * know, which the writer interns by it; the others are written only if
+     * the writer cannot use their leaves */
+    if (job->n_pp && job->pp[0].later) {
+        const uint32_t **leaves = malloc(job->n_pp * sizeof *leaves);
+        if (!leaves) return job_finish(job, 500, "out of memory");
+        for (size_t i = 0; i < job->n_pp; i++) {
+            leaves[i] = job->preps[i].leaves;
+            job->preps[i].sp.write_text = job_write_text;
+            job->preps[i].sp.write_text_ctx = job;
+        }
+        ingest_par par = job_par(rq);
+        ingest_pprof_write_text(job->pp, job->n_pp, leaves, rq->srv->pool ? &par : NULL);
+        free(leaves);
+    }
     /* every sample type of the file, or none: one transaction */
     const store_profile **all = malloc(job->n_pp * sizeof *all);
     void **ctx = malloc(job->n_pp * sizeof *ctx);

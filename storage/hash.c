@@ -16,3 +16,9 @@ hash128 hash_bytes128(const void *p, size_t len)
     XXH128_hash_t h = XXH3_128bits(p, len);
     return (hash128){ h.low64, h.high64 };
 }
+
+hash128 hash_bytes128_seeded(const void *p, size_t len, uint64_t seed)
+{
+    XXH128_hash_t h = XXH3_128bits_withSeed(p, len, seed);
+    return (hash128){ h.low64, h.high64 };
+}

@@ -17,6 +17,9 @@ typedef struct { uint64_t lo, hi; } hash128;
 
 uint64_t hash_bytes(const void *p, size_t len, uint64_t seed);
 hash128 hash_bytes128(const void *p, size_t len);
+/* XXH3-128 with a seed: keys of one kind kept apart from hash_bytes128's
+ * of text (ingest/pprof.c's stack keys). */
+hash128 hash_bytes128_seeded(const void *p, size_t len, uint64_t seed);
 
 static inline uint64_t hash_u64(uint64_t x)
 {

@@ -77,8 +77,14 @@ typedef struct {
     store_samples_kind samples_kind;
     uint64_t samples;           /* with STORE_SAMPLES_GIVEN: > 0 */
     int gauge;                  /* a snapshot (heap in use, goroutines): averaged over time */
-    const hash128 *hashes;      /* optional: hashes[i] = hash_bytes128 of stacks[i]'s frames, taken
-                                 * by the caller (the writer then hashes no new stack again) */
+    const hash128 *hashes;      /* optional: hashes[i] identifies stacks[i]'s frames, taken by the
+                                 * caller (the writer then hashes no new stack again): hash_bytes128
+                                 * of them, or any 128-bit key of which equal values mean equal text
+                                 * (ingest/pprof.c's keys); the stack table is by these */
+    void (*write_text)(void *ctx); /* optional: the stacks with leaves hold no text yet (only their
+                                 * hashes); the writer calls this first when it cannot use the
+                                 * leaves (another partition), to have every stack's text written */
+    void *write_text_ctx;
 } store_profile;
 
 typedef struct {
@@ -127,9 +133,10 @@ void store_close(store *st);
 uint64_t store_resolve(store *st, const store_label *labels, int n_labels, int64_t from_ms, const store_stack *stacks,
                        size_t n, uint32_t *leaves);
 /* The same with the stacks' hashes given (hashes[i] = hash_bytes128 of
- * stack i's frames, storage/hash.h), as a decoder that takes them while it
- * writes each stack's text, still in cache, can: the text is not read
- * again (issue 11, point 6). */
+ * stack i's frames, storage/hash.h, or another key of them, as
+ * store_profile.hashes), as a decoder that takes them while it writes
+ * each stack's text, still in cache, or without writing it, can: the text
+ * is not read (issue 11, point 6). */
 uint64_t store_resolve_hashed(store *st, const store_label *labels, int n_labels, int64_t from_ms,
                               const hash128 *hashes, size_t n, uint32_t *leaves);
 /* store_resolve answers a token naming the partition the leaves belong to

@@ -269,6 +269,8 @@ static store_status write_profile(writer *wr, batch_part *bp, MDB_txn *txn, writ
     const store_prep *pr = same_part && p->prep && p->prep->token == p->part_token ? p->prep : NULL;
     store_prep *own = NULL;
     if (!pr) {
+        /* leaves of another partition: every stack is interned by its text */
+        if (!same_part && p->write_text) p->write_text(p->write_text_ctx);
         if (scratch_reserve(s, p->n_stacks ? p->n_stacks : 1)) return STORE_ENOMEM;
         if ((ss = store_part_reserve_stacks(st, bp->p, p->n_stacks))) return ss;
         /* The stacks not resolved before queueing are interned in the

@@ -929,6 +929,188 @@ static void test_pprof_par_same_profiles(void **state)
     ingest_profile_free(&base);
 }
 
+/* ---- text later (ingest.h: base->text_later) ---- */
+
+static int same_text(const ingest_stack *a, const ingest_stack *b)
+{
+    return a->len == b->len && memcmp(a->frames, b->frames, a->len) == 0;
+}
+
+/* p decoded with its text now and with text later: the same stacks,
+ * counts and totals; the keys are equal exactly where the text is; the
+ * text written for the stacks said unknown is theirs, and once every
+ * stack's is written, all are the same as without text later.  The
+ * decode with text later runs its passes on par's threads. */
+static void assert_text_later_same(const pb *p, int sample_labels)
+{
+    ingest_profile base, *now, *later;
+    size_t n1, n2;
+    char err[512] = "";
+    base_init(&base);
+    base.sample_labels = sample_labels;
+    if (ingest_pprof_parse(p->b, p->n, 1 << 24, &base, 1, &now, &n1, err, sizeof err)) fail_msg("parse: %s", err);
+    base.text_later = 1;
+    ingest_par par = { par_run_threads, NULL, 3 };
+    if (ingest_pprof_parse_par(p->b, p->n, 1 << 24, &base, 1, &par, &later, &n2, err, sizeof err))
+        fail_msg("parse with text later: %s", err);
+    assert_int_equal(n1, n2);
+    assert_null(now[0].later);
+    assert_non_null(later[0].later);
+    for (size_t t = 0; t < n1; t++) {
+        assert_int_equal(now[t].n_stacks, later[t].n_stacks);
+        assert_int_equal(now[t].total, later[t].total);
+        assert_int_equal(now[t].samples, later[t].samples);
+        assert_int_equal(now[t].truncated_stacks, later[t].truncated_stacks);
+        for (size_t i = 0; i < now[t].n_stacks; i++) {
+            assert_int_equal(now[t].stacks[i].len, later[t].stacks[i].len);
+            assert_int_equal(now[t].stacks[i].count, later[t].stacks[i].count);
+            for (size_t j = 0; j < i; j++) {
+                int text = same_text(&now[t].stacks[i], &now[t].stacks[j]);
+                int key = memcmp(&later[t].hashes[i], &later[t].hashes[j], sizeof(hash128)) == 0;
+                if (key && !text) fail_msg("type %zu: stacks %zu and %zu have one key and two texts", t, j, i);
+            }
+        }
+    }
+    /* the stacks of profile 0 with an odd index are unknown to the store */
+    uint32_t **leaves = calloc(n2, sizeof *leaves);
+    for (size_t t = 0; t < n2; t++) {
+        leaves[t] = malloc((later[t].n_stacks + 1) * sizeof **leaves);
+        for (size_t i = 0; i < later[t].n_stacks; i++) leaves[t][i] = t == 0 && i % 2 ? 0 : 7;
+    }
+    ingest_pprof_write_text(later, n2, (const uint32_t *const *)leaves, &par);
+    for (size_t i = 1; i < later[0].n_stacks; i += 2)
+        if (!same_text(&now[0].stacks[i], &later[0].stacks[i]))
+            fail_msg("stack %zu, unknown, is \"%.*s\", expected \"%.*s\"", i, (int)later[0].stacks[i].len,
+                     later[0].stacks[i].frames, (int)now[0].stacks[i].len, now[0].stacks[i].frames);
+    ingest_pprof_write_text(later, n2, NULL, NULL);
+    for (size_t t = 0; t < n1; t++) {
+        for (size_t i = 0; i < now[t].n_stacks; i++)
+            if (!same_text(&now[t].stacks[i], &later[t].stacks[i]))
+                fail_msg("type %zu stack %zu is \"%.*s\", expected \"%.*s\"", t, i, (int)later[t].stacks[i].len,
+                         later[t].stacks[i].frames, (int)now[t].stacks[i].len, now[t].stacks[i].frames);
+        free(leaves[t]);
+    }
+    free(leaves);
+    ingest_pprof_write_text(now, n1, NULL, NULL); /* text now: nothing to do */
+    ingest_pprof_free(now, n1);
+    ingest_pprof_free(later, n2);
+    ingest_profile_free(&base);
+}
+
+static void test_pprof_text_later_same_text(void **state)
+{
+    (void)state;
+    static pb p;
+    static char longname[128];
+    static int lines[3000];
+    par_profile(&p, 0); /* files, lines, two types, 600 samples: the passes on threads */
+    assert_text_later_same(&p, 0);
+    build_two_types(&p); /* an inlined location, a zero value */
+    assert_text_later_same(&p, 0);
+    build_deep(&p, longname, lines); /* stacks cut at 1,024 frames inside a location */
+    assert_text_later_same(&p, 0);
+}
+
+/* Keys of one stack (profile, p): checked against its text. */
+static hash128 key_of(const ingest_profile *p, const char *text)
+{
+    for (size_t i = 0; i < p->n_stacks; i++)
+        if (p->stacks[i].len == strlen(text) && !memcmp(p->stacks[i].frames, text, p->stacks[i].len)) return p->hashes[i];
+    fail_msg("no stack \"%s\"", text);
+    return (hash128){ 0, 0 };
+}
+
+/* The key is of what a stack is, not of a profile's numbering: the same
+ * stacks in two profiles whose ids and string tables differ have the same
+ * keys, other stacks (another function, another line, another mapping,
+ * another sample label) other keys. */
+static void test_pprof_text_later_keys(void **state)
+{
+    (void)state;
+    static pb a, b;
+    static const char *const sa[] = { "", "samples", "count", "main", "f", "g", "/bin/app", "span_id", "s1", "s2" };
+    a.n = 0;
+    add_strings(&a, sa, 10);
+    add_type(&a, 1, 2);
+    add_function(&a, 1, 3);
+    add_function(&a, 2, 4);
+    add_function(&a, 3, 5);
+    pb m = { .n = 0 };
+    pb_int(&m, 1, 1);
+    pb_int(&m, 5, 6); /* mapping 1: /bin/app */
+    pb_msg(&a, P_MAPPING, &m);
+    int f1[] = { 1 }, f2[] = { 2 }, f3[] = { 3 };
+    add_location(&a, 1, 1, 0x100, f1, 1);
+    add_location(&a, 2, 1, 0x200, f2, 1);
+    add_location(&a, 3, 1, 0x300, f3, 1);
+    add_location(&a, 4, 0, 0x400, NULL, 0); /* no lines: named after its address */
+    uint64_t s1[] = { 3, 2, 1 }, s2[] = { 2, 1 }, s3[] = { 4, 1 };
+    int64_t one[] = { 1 };
+    const int lab1[][3] = { { 7, 8, 0 } }, lab2[][3] = { { 7, 9, 0 } };
+    add_labeled_sample(&a, s1, 3, one, 1, lab1, 1);
+    add_labeled_sample(&a, s1, 3, one, 1, lab2, 1);
+    add_sample(&a, s2, 2, one, 1);
+    add_sample(&a, s3, 2, one, 1);
+
+    /* b: the same functions under other ids and string indices, and one
+     * stack a does not have */
+    static const char *const sb[] = { "", "samples", "count", "s1", "g", "span_id", "/bin/app", "f", "main", "h" };
+    b.n = 0;
+    add_strings(&b, sb, 10);
+    add_type(&b, 1, 2);
+    add_function(&b, 30, 4); /* g */
+    add_function(&b, 10, 8); /* main */
+    add_function(&b, 20, 7); /* f */
+    add_function(&b, 40, 9); /* h */
+    m.n = 0;
+    pb_int(&m, 1, 5);
+    pb_int(&m, 5, 6);
+    pb_msg(&b, P_MAPPING, &m);
+    int g1[] = { 30 }, g2[] = { 10 }, g3[] = { 20 }, g4[] = { 40 };
+    add_location(&b, 93, 5, 0x300, g1, 1);
+    add_location(&b, 91, 5, 0x100, g2, 1);
+    add_location(&b, 92, 5, 0x200, g3, 1);
+    add_location(&b, 94, 5, 0x500, g4, 1);
+    add_location(&b, 95, 0, 0x400, NULL, 0);
+    uint64_t t1[] = { 93, 92, 91 }, t2[] = { 92, 91 }, t3[] = { 94, 91 }, t4[] = { 95, 91 };
+    const int labb[][3] = { { 5, 3, 0 } };
+    add_labeled_sample(&b, t1, 3, one, 1, labb, 1);
+    add_sample(&b, t2, 2, one, 1);
+    add_sample(&b, t3, 2, one, 1);
+    add_sample(&b, t4, 2, one, 1);
+
+    ingest_profile base, *pa, *pbp;
+    size_t na, nb;
+    char err[512] = "";
+    base_init(&base);
+    base.sample_labels = 1;
+    base.text_later = 1;
+    if (ingest_pprof_parse(a.b, a.n, 1 << 20, &base, 1, &pa, &na, err, sizeof err)) fail_msg("parse a: %s", err);
+    if (ingest_pprof_parse(b.b, b.n, 1 << 20, &base, 1, &pbp, &nb, err, sizeof err)) fail_msg("parse b: %s", err);
+    ingest_pprof_write_text(pa, na, NULL, NULL);
+    ingest_pprof_write_text(pbp, nb, NULL, NULL);
+    assert_int_equal(pa[0].n_stacks, 4);
+    assert_int_equal(pbp[0].n_stacks, 4);
+    /* no file or line: the frames are the names (the mapping only in the keys) */
+    const char *fg1 = "\x1fspan_id=s1;main;f;g", *fg2 = "\x1fspan_id=s2;main;f;g", *fmain = "main;f",
+               *faddr = "main;0x400";
+    hash128 ka[4] = { key_of(&pa[0], fg1), key_of(&pa[0], fg2), key_of(&pa[0], fmain), key_of(&pa[0], faddr) };
+    hash128 k1 = key_of(&pbp[0], fg1), k3 = key_of(&pbp[0], fmain), k4 = key_of(&pbp[0], faddr);
+    assert_memory_equal(&ka[0], &k1, sizeof k1);
+    assert_memory_equal(&ka[2], &k3, sizeof k3);
+    assert_memory_equal(&ka[3], &k4, sizeof k4);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < i; j++) assert_memory_not_equal(&ka[i], &ka[j], sizeof ka[i]);
+    hash128 kh = key_of(&pbp[0], "main;h"); /* h's stack: a key of its own */
+    for (int j = 0; j < 4; j++) assert_memory_not_equal(&kh, &ka[j], sizeof kh);
+    /* keys are apart from storage's hash of the text */
+    hash128 th = hash_bytes128(fmain, strlen(fmain));
+    assert_memory_not_equal(&th, &ka[2], sizeof th);
+    ingest_pprof_free(pa, na);
+    ingest_pprof_free(pbp, nb);
+    ingest_profile_free(&base);
+}
+
 /* A runner that takes every task in order on the caller's thread. */
 static void par_run_in_order(void *ctx, size_t n, void (*task)(void *arg, size_t i), void *arg)
 {
@@ -1134,6 +1316,8 @@ int main(void)
         cmocka_unit_test(test_pprof_duplicate_sample_types),
         cmocka_unit_test(test_pprof_par_same_profiles),
         cmocka_unit_test(test_pprof_par_same_errors),
+        cmocka_unit_test(test_pprof_text_later_same_text),
+        cmocka_unit_test(test_pprof_text_later_keys),
         cmocka_unit_test(test_multipart),
         cmocka_unit_test(test_multipart_ends_after_delimiter),
         cmocka_unit_test(test_perf_script),

@@ -68,7 +68,7 @@ static store_status write_stacks(store *st, const store_label *labels, int n_lab
         stacks[i].len = (uint32_t)strlen(frames[i]);
         stacks[i].count = counts[i];
     }
-    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     char err[256];
     return store_write(st, &p, NULL, err, sizeof err);
 }
@@ -283,7 +283,7 @@ static void test_lossless_roundtrip_and_reopen(void **state)
     uint32_t sid;
     store_stack stacks[5];
     for (int i = 0; i < 5; i++) stacks[i] = (store_stack){ frames[i], (uint32_t)strlen(frames[i]), counts[i] };
-    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
     const char *expect = "main;a 5\nmain;a;b 7\nmain;x y z;c 9007199254740991\nother 1\n";
@@ -651,8 +651,8 @@ static void test_write_all_or_none(void **state)
         len = random_chars(big, len, 900, &x);
     }
     store_stack huge = { big, (uint32_t)len, 1 };
-    store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
-    store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     const store_profile *group[] = { &pa, &pb };
     stream_ctx c = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
     void *ctx[] = { &c, &c };
@@ -670,8 +670,8 @@ static void test_write_all_or_none(void **state)
     store_reader_end(r);
     assert_int_equal(profiles, 0); /* the first, small one left no trace */
     /* two that fit: both stored */
-    store_profile pc = { api_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
-    store_profile pd = { a_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile pc = { api_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile pd = { a_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     const store_profile *fit[] = { &pc, &pd };
     c.done = c.failed = 0;
     assert_int_equal(store_write_async_all(st, fit, 2, stream_done, ctx), STORE_OK);
@@ -682,7 +682,7 @@ static void test_write_all_or_none(void **state)
     assert_int_equal(d.profiles, 2);
     /* members in two partitions (a day apart) cannot share a transaction */
     store_profile pe = { api_labels, 3, 86400000 + 40000, 86400000 + 50000, 0, "samples", &small, 1, NULL, 0, NULL,
-                         STORE_SAMPLES_COUNTS, 0, 0, NULL };
+                         STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     const store_profile *apart[] = { &pc, &pe };
     assert_int_equal(store_write_async_all(st, apart, 2, stream_done, ctx), STORE_EINVAL);
     free(big);
@@ -719,7 +719,7 @@ static void test_invalid_profiles_refused(void **state)
     (void)state;
     store *st = open_store(0, 0);
     store_stack s = { "a", 1, 0 };
-    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     char err[256];
     assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* zero count */
     s.count = 1;
@@ -850,7 +850,7 @@ static void test_resolve_and_async_write(void **state)
     async_result a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, STORE_EIO, 0 };
     /* the hashes go with the profile: the writer interns the new stack
      * (index 1) under hs[1], its own */
-    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, hs };
+    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, hs, NULL, NULL };
     assert_int_equal(store_write_async(st, &p, async_done, &a), STORE_OK);
     pthread_mutex_lock(&a.lock);
     while (!a.calls) pthread_cond_wait(&a.cond, &a.lock);
@@ -880,6 +880,60 @@ static void test_resolve_and_async_write(void **state)
     store_close(st);
 }
 
+/* Stacks given with their hashes and leaves but no text yet (ingest's
+ * text later): when the leaves are of another partition object than the
+ * one written, the writer has the text written (store_profile.write_text)
+ * and interns every stack by it. */
+typedef struct { char *text; int calls; } text_later_ctx;
+
+static void text_later_write(void *arg)
+{
+    text_later_ctx *c = arg;
+    memcpy(c->text, "main;a;bmain;c", 14);
+    c->calls++;
+}
+
+static void test_write_text_when_leaves_are_stale(void **state)
+{
+    (void)state;
+    store *st = open_store(0, 0);
+    const char *f[] = { "main;a;b", "main;c" };
+    uint64_t counts[] = { 1, 2 };
+    assert_int_equal(write_stacks(st, api_labels, 3, 0, f, counts, 2, 0), STORE_OK);
+    char text[15];
+    memset(text, '?', sizeof text);
+    store_stack stacks[2] = { { text, 8, 3 }, { text + 8, 6, 4 } };
+    hash128 keys[2] = { hash_bytes128_seeded("k1", 2, 7), hash_bytes128_seeded("k2", 2, 7) };
+    uint32_t leaves[2];
+    uint64_t token = store_resolve_hashed(st, api_labels, 3, 20000, keys, 2, leaves);
+    assert_int_not_equal(token, 0);
+    assert_int_equal(leaves[0], 0); /* keys the table has never met */
+    leaves[0] = 1;
+    leaves[1] = 2;
+    text_later_ctx c = { text, 0 };
+    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 2, leaves, token + 1000003, NULL,
+                        STORE_SAMPLES_COUNTS, 0, 0, keys, text_later_write, &c };
+    assert_int_equal(store_write(st, &p, NULL, NULL, 0), STORE_OK);
+    assert_int_equal(c.calls, 1);
+    dump_ctx d;
+    dump_series(st, 1, &d);
+    assert_string_equal(d.out, "main;a;b 1\nmain;c 2\nmain;a;b 3\nmain;c 4\n");
+    /* with leaves of the partition written, no text is asked for */
+    uint32_t known[2];
+    token = store_resolve_hashed(st, api_labels, 3, 40000, keys, 2, known);
+    assert_int_not_equal(known[0], 0); /* the writer put the keys in the table */
+    memset(text, '?', sizeof text - 1);
+    c.calls = 0;
+    p = (store_profile){ .labels = api_labels, .n_labels = 3, .from_ms = 40000, .until_ms = 50000, .unit = "samples",
+                         .stacks = stacks, .n_stacks = 2, .leaves = known, .part_token = token, .hashes = keys,
+                         .write_text = text_later_write, .write_text_ctx = &c };
+    assert_int_equal(store_write(st, &p, NULL, NULL, 0), STORE_OK);
+    assert_int_equal(c.calls, 0);
+    dump_series(st, 1, &d);
+    assert_string_equal(d.out, "main;a;b 1\nmain;c 2\nmain;a;b 3\nmain;c 4\nmain;a;b 3\nmain;c 4\n");
+    store_close(st);
+}
+
 static int64_t wall_ms(void)
 {
     struct timespec ts;
@@ -904,7 +958,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
     uint32_t leaves[3];
     uint64_t token = store_resolve(st, api_labels, 3, t0, known, 3, leaves);
     assert_int_not_equal(token, 0);
-    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     store_prep *prep = store_prepare(&p);
     assert_non_null(prep);
     p.prep = prep;
@@ -917,7 +971,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
 
     store_stack partly[2] = { { "main;c", 6, 1 }, { "main;new", 8, 1 } };
     uint32_t pl[2];
-    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, api_labels, 3, t0, partly, 2, pl), NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL };
+    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, api_labels, 3, t0, partly, 2, pl), NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
     assert_null(store_prepare(&q)); /* a new stack: the writer makes the block */
 
     /* Retention drops the partition; the same hour is written anew with
@@ -1866,6 +1920,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_over_segments, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_invalid_profiles_refused, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_resolve_and_async_write, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_write_text_when_leaves_are_stale, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_dictionary_chunks_survive_reopen, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_node_chunks_grow_across_commits, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_prepared_blocks_and_stale_leaves, make_tmp, remove_tmp),
