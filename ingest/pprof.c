@@ -1034,8 +1034,9 @@ static void stacks_key(decoder *d, size_t lo, size_t hi)
         const pprof_sample *s = &d->pb->sample[i];
         if (!sample_used(d, s)) continue;
         size_t m = d->keep[i];
-        rec[0] = d->lab_off ? hash_bytes128_seeded(d->lab_text + d->lab_off[i], d->lab_off[i + 1] - d->lab_off[i],
-                                                   SEED_LABELS)
+        /* lab_text is NULL when no sample has a label kept */
+        rec[0] = d->lab_off ? hash_bytes128_seeded(d->lab_text ? d->lab_text + d->lab_off[i] : "",
+                                                   d->lab_off[i + 1] - d->lab_off[i], SEED_LABELS)
                             : zero_hash();
         rec[1] = (hash128){ m, (uint64_t)d->take[i] | (d->lab_off ? UINT64_C(1) << 32 : 0) };
         for (size_t k = 0; k < m; k++) rec[2 + k] = d->loc_key[d->sample_loc[s->loc0 + m - 1 - k]];

@@ -4,7 +4,10 @@
  * without NUL, at most INGEST_MAX_DEPTH deep, inside the shared arena),
  * and memory must follow what is kept: a 4 KB input that needs more than
  * the allocation limit (libFuzzer's -malloc_limit_mb, ASan's
- * max_allocation_size_mb in replay) is a crash. */
+ * max_allocation_size_mb in replay) is a crash.  Decoded again with text
+ * later (as the server does), the answer must be the same: the same error,
+ * or the same stacks whose text, once written, is byte for byte the same,
+ * and keys equal only where the text is. */
 #include "fuzz.h"
 
 #include "../../ingest/ingest.h"
@@ -21,6 +24,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     base.sample_labels = 1; /* sample labels as pseudo-frames, as the server asks */
     ingest_status s = ingest_pprof_parse(data, size, (size_t)1 << 20, &base, 0, &out, &n, err, sizeof err);
     FUZZ_CHECK(s != INGEST_ENOMEM);
+    ingest_profile *later = NULL;
+    size_t n_later = 0;
+    char err_later[1024] = "";
+    base.text_later = 1;
+    ingest_status sl = ingest_pprof_parse(data, size, (size_t)1 << 20, &base, 0, &later, &n_later, err_later,
+                                          sizeof err_later);
+    FUZZ_CHECK(sl == s && strcmp(err, err_later) == 0 && n_later == n);
+    if (sl == INGEST_OK) {
+        ingest_pprof_write_text(later, n_later, NULL, NULL);
+        for (size_t t = 0; t < n; t++) {
+            FUZZ_CHECK(later[t].n_stacks == out[t].n_stacks && later[t].total == out[t].total);
+            for (size_t i = 0; i < out[t].n_stacks; i++) {
+                const ingest_stack *a = &out[t].stacks[i], *b = &later[t].stacks[i];
+                FUZZ_CHECK(a->len == b->len && a->count == b->count && !memcmp(a->frames, b->frames, a->len));
+                for (size_t j = 0; j < i && j < 256; j++) {
+                    const ingest_stack *c = &out[t].stacks[j];
+                    if (!memcmp(&later[t].hashes[i], &later[t].hashes[j], sizeof later[t].hashes[i]))
+                        FUZZ_CHECK(c->len == a->len && !memcmp(c->frames, a->frames, a->len));
+                }
+            }
+        }
+        ingest_pprof_free(later, n_later);
+    }
     if (s == INGEST_OK) {
         FUZZ_CHECK(n > 0 && out != NULL);
         const char *arena = out[0].arena;

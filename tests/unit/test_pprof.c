@@ -1005,6 +1005,7 @@ static void test_pprof_text_later_same_text(void **state)
     static int lines[3000];
     par_profile(&p, 0); /* files, lines, two types, 600 samples: the passes on threads */
     assert_text_later_same(&p, 0);
+    assert_text_later_same(&p, 1); /* sample labels asked for, none given (no label text at all) */
     build_two_types(&p); /* an inlined location, a zero value */
     assert_text_later_same(&p, 0);
     build_deep(&p, longname, lines); /* stacks cut at 1,024 frames inside a location */
