@@ -32,7 +32,9 @@
  *
  * The writer thread keeps, for the partitions it writes (pdict_w), maps
  * from content to id: strings and stacks by their 128-bit hash (trusted,
- * hash.h), nodes by (parent, func).  Strings and nodes are idsets (ids and
+ * hash.h; a stack's may be a caller's key of its text instead,
+ * store_profile.hashes: ingest/pprof.c's text later), nodes by (parent,
+ * func).  Strings and nodes are idsets (ids and
  * 8-bit hash fragments in 4-byte slots below 2^24 ids, 1/2 to 3/4 full)
  * over the keys kept once by id: strings' hashes in an append-only chunked
  * table (table.h: 16 bytes a string, never copied as it grows), nodes in a
