@@ -68,7 +68,7 @@ static void *load(void *arg)
             int64_t from = base_ms + w * WINDOW_S * 1000;
             uint32_t leaves[STACKS]; /* as the server does, off the writer thread */
             uint64_t token = store_resolve(l->st, labels, 3, from, stacks, STACKS, leaves);
-            store_profile p = { labels, 3, from, from + WINDOW_S * 1000, 99, "samples", stacks, STACKS, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+            store_profile p = { labels, 3, from, from + WINDOW_S * 1000, 99, "samples", stacks, STACKS, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
             store_prep *prep = store_prepare(&p);
             p.prep = prep;
             char err[256];

@@ -291,6 +291,9 @@ static int prep_fill(srv_request *rq, ingest_profile *p, profile_prep *pr, const
                                                           : STORE_SAMPLES_COUNTS,
         .samples = p->samples_how == INGEST_SAMPLES_KNOWN ? p->samples : 0,
         .gauge = p->aggregation == INGEST_AGG_AVERAGE,
+        /* its connection sends nothing more until this is answered: the
+         * writer never holds a commit for it (writer.c: gather) */
+        .origin = (uint64_t)(uintptr_t)rq->conn,
     };
     if (st) pr->sp.prep = pr->prep = store_prepare(&pr->sp);
     return 0;

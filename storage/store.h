@@ -85,6 +85,12 @@ typedef struct {
                                  * hashes); the writer calls this first when it cannot use the
                                  * leaves (another partition), to have every stack's text written */
     void *write_text_ctx;
+    uint64_t origin;            /* optional, for group commit: who sent it, where one origin sends its
+                                 * next write only once this one is answered (the server passes its
+                                 * HTTP connection: HTTP/1.1 answers a connection's requests in
+                                 * order); 0 = unknown.  A writer never holds a commit for more
+                                 * writes when every recent write came from an origin already in
+                                 * the batch (writer.c: gather) */
 } store_profile;
 
 typedef struct {

@@ -59,6 +59,8 @@ typedef struct write_req {
  * (writer.c: release_due). */
 #define STORE_MAPPED_SLACK ((uint64_t)2 << 20)
 #define STORE_MAX_WRITERS 16
+/* The latest writes whose origins group commit looks at (writer.c: gather). */
+#define STORE_RECENT_ORIGINS 8
 
 /* One writer thread (writer.c) and what it owns: its queue, group-commit
  * state, the shard files it writes (part_shard % n_writers == idx) with
@@ -75,6 +77,9 @@ typedef struct writer {
     double last_arrival, gap_ewma;
     unsigned gather_misses, gather_skip;
     int holding;                         /* in gather: arrivals do not wake it */
+    uint64_t recent_origin[STORE_RECENT_ORIGINS]; /* the latest writes' origins (store_profile.origin),
+                                          * a ring; a slot of 0: unknown or none yet */
+    unsigned n_recent;                   /* writes recorded there, all time */
     /* the writer thread's own */
     void *zcctx;                         /* its ZSTD_CCtx, reused */
     part *wparts[STORE_WRITER_PARTS + 8]; /* parts with writer state, most recent first */

@@ -79,6 +79,26 @@ test_metrics_exact_counters() {
     assert_eq "metrics 200s" 1 "$(metric 'flamedb_http_requests_total{route="/metrics",code="200"}')"
 }
 
+# --commit-wait never holds a client that pushes one request after the
+# other on one connection (a closed loop: flamedb import, a benchmark): its
+# next push cannot come before this answer, so a hold would only wait.
+test_metrics_commit_wait_spares_one_connection() {
+    start_server --commit-wait 300ms
+    local i args=() t0=$(($(date +%s) - 3600))
+    for i in $(seq 1 20); do
+        ((i > 1)) && args+=(--next)
+        args+=(-s -o /dev/null -w '%{http_code}:%{num_connects} ' -X POST --data-binary $'a;b 1\n'
+            "$BASE/api/v1/ingest?service=cw&instance=i$((i % 3))&from=$((t0 + i * 10))&until=$((t0 + 10 + i * 10))")
+    done
+    local out
+    out=$(curl "${args[@]}")
+    assert_eq "20 pushes answered 200 over one connection" "200:1 $(printf '200:0 %.0s' $(seq 2 20))" "$out"
+    get /metrics
+    assert_eq "no commit held" 0 "$(metric flamedb_commit_waits_total)"
+    assert_eq "a commit each" 20 "$(metric flamedb_commit_duration_seconds_count)"
+    assert_eq "every push stored" 20 "$(metric flamedb_ingested_samples_total)"
+}
+
 # --commit-wait: pushes arriving 20 ms apart share commits (held 300 ms);
 # each is still acknowledged only once durable, and all are stored.
 test_metrics_commit_wait_groups_pushes() {

@@ -29,7 +29,7 @@ static void put_kind(const char *service, const char *type, const char *instance
         stacks[n].len = (uint32_t)strlen(line);
         stacks[n++].count = strtoull(sp + 1, NULL, 10);
     }
-    store_profile p = { labels, 3, from, from + 10000, rate, unit, stacks, n, NULL, 0, NULL, samples, 0, gauge, NULL, NULL, NULL };
+    store_profile p = { labels, 3, from, from + 10000, rate, unit, stacks, n, NULL, 0, NULL, samples, 0, gauge, NULL, NULL, NULL, 0 };
     char err[256];
     if (store_write(st, &p, NULL, err, sizeof err)) fail_msg("store_write: %s", err);
 }

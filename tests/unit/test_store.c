@@ -68,7 +68,7 @@ static store_status write_stacks(store *st, const store_label *labels, int n_lab
         stacks[i].len = (uint32_t)strlen(frames[i]);
         stacks[i].count = counts[i];
     }
-    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile p = { labels, n_labels, from, from + 10000, rate, "samples", stacks, n, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     char err[256];
     return store_write(st, &p, NULL, err, sizeof err);
 }
@@ -283,7 +283,7 @@ static void test_lossless_roundtrip_and_reopen(void **state)
     uint32_t sid;
     store_stack stacks[5];
     for (int i = 0; i < 5; i++) stacks[i] = (store_stack){ frames[i], (uint32_t)strlen(frames[i]), counts[i] };
-    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile p = { api_labels, 3, 1000, 11000, 0, "samples", stacks, 5, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     char err[256];
     assert_int_equal(store_write(st, &p, &sid, err, sizeof err), STORE_OK);
     const char *expect = "main;a 5\nmain;a;b 7\nmain;x y z;c 9007199254740991\nother 1\n";
@@ -589,7 +589,8 @@ static void test_commit_wait_groups_a_stream(void **state)
         stacks[i] = (store_stack){ "main;work", 9, 3 };
         prof[i] = (store_profile){ .labels = labels[i], .n_labels = 3, .from_ms = (int64_t)i * 10000,
                                    .until_ms = (int64_t)i * 10000 + 10000, .unit = "samples", .stacks = &stacks[i],
-                                   .n_stacks = 1, .samples_kind = STORE_SAMPLES_COUNTS };
+                                   .n_stacks = 1, .samples_kind = STORE_SAMPLES_COUNTS,
+                                   .origin = (uint64_t)(i % 7) + 1 /* a connection per instance */ };
         assert_int_equal(store_write_async(st, &prof[i], stream_done, &c), STORE_OK);
         usleep(2000);
     }
@@ -630,6 +631,33 @@ static void test_commit_wait_spares_a_closed_loop(void **state)
     store_close(st);
 }
 
+/* A closed loop that names its origin (the server's connection) is never
+ * held: each of its writes finds the recent origins all in the batch.  The
+ * same loop without an origin is held while the writer learns (above). */
+static void test_commit_wait_never_holds_one_origin(void **state)
+{
+    (void)state;
+    store *st;
+    char err[256];
+    store_options opt = { .dir = tmpdir, .commit_wait_ms = 40 };
+    assert_int_equal(store_open(&st, &opt, err, sizeof err), STORE_OK);
+    store_stack stack = { "main;work", 9, 1 };
+    for (int i = 0; i < 300; i++) {
+        store_profile p = { .labels = api_labels, .n_labels = 3, .from_ms = (int64_t)i * 10000,
+                            .until_ms = (int64_t)i * 10000 + 10000, .unit = "samples", .stacks = &stack,
+                            .n_stacks = 1, .origin = 42 };
+        assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_OK);
+    }
+    store_stats s;
+    store_get_stats(st, &s);
+    assert_int_equal(s.gather_waits, 0);
+    assert_int_equal(s.commits, 300);
+    dump_ctx d;
+    dump_series(st, 1, &d);
+    assert_int_equal(d.samples, 300);
+    store_close(st);
+}
+
 /* store_write_async_all: the sample types of one pprof file are stored all
  * or none.  A group whose second profile cannot fit (a 1 MiB map) leaves
  * no trace of its first; a group that fits is stored whole; members in
@@ -651,8 +679,8 @@ static void test_write_all_or_none(void **state)
         len = random_chars(big, len, 900, &x);
     }
     store_stack huge = { big, (uint32_t)len, 1 };
-    store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
-    store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile pa = { a_labels, 3, 20000, 30000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
+    store_profile pb = { api_labels, 3, 20000, 30000, 0, "samples", &huge, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     const store_profile *group[] = { &pa, &pb };
     stream_ctx c = { PTHREAD_MUTEX_INITIALIZER, 0, 0 };
     void *ctx[] = { &c, &c };
@@ -670,8 +698,8 @@ static void test_write_all_or_none(void **state)
     store_reader_end(r);
     assert_int_equal(profiles, 0); /* the first, small one left no trace */
     /* two that fit: both stored */
-    store_profile pc = { api_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
-    store_profile pd = { a_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile pc = { api_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
+    store_profile pd = { a_labels, 3, 40000, 50000, 0, "samples", &small, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     const store_profile *fit[] = { &pc, &pd };
     c.done = c.failed = 0;
     assert_int_equal(store_write_async_all(st, fit, 2, stream_done, ctx), STORE_OK);
@@ -682,7 +710,7 @@ static void test_write_all_or_none(void **state)
     assert_int_equal(d.profiles, 2);
     /* members in two partitions (a day apart) cannot share a transaction */
     store_profile pe = { api_labels, 3, 86400000 + 40000, 86400000 + 50000, 0, "samples", &small, 1, NULL, 0, NULL,
-                         STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+                         STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     const store_profile *apart[] = { &pc, &pe };
     assert_int_equal(store_write_async_all(st, apart, 2, stream_done, ctx), STORE_EINVAL);
     free(big);
@@ -719,7 +747,7 @@ static void test_invalid_profiles_refused(void **state)
     (void)state;
     store *st = open_store(0, 0);
     store_stack s = { "a", 1, 0 };
-    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile p = { api_labels, 3, 0, 10, 0, "samples", &s, 1, NULL, 0, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     char err[256];
     assert_int_equal(store_write(st, &p, NULL, err, sizeof err), STORE_EINVAL); /* zero count */
     s.count = 1;
@@ -850,7 +878,7 @@ static void test_resolve_and_async_write(void **state)
     async_result a = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, STORE_EIO, 0 };
     /* the hashes go with the profile: the writer interns the new stack
      * (index 1) under hs[1], its own */
-    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, hs, NULL, NULL };
+    store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, hs, NULL, NULL, 0 };
     assert_int_equal(store_write_async(st, &p, async_done, &a), STORE_OK);
     pthread_mutex_lock(&a.lock);
     while (!a.calls) pthread_cond_wait(&a.cond, &a.lock);
@@ -912,7 +940,7 @@ static void test_write_text_when_leaves_are_stale(void **state)
     leaves[1] = 2;
     text_later_ctx c = { text, 0 };
     store_profile p = { api_labels, 3, 20000, 30000, 0, "samples", stacks, 2, leaves, token + 1000003, NULL,
-                        STORE_SAMPLES_COUNTS, 0, 0, keys, text_later_write, &c };
+                        STORE_SAMPLES_COUNTS, 0, 0, keys, text_later_write, &c, 0 };
     assert_int_equal(store_write(st, &p, NULL, NULL, 0), STORE_OK);
     assert_int_equal(c.calls, 1);
     dump_ctx d;
@@ -958,7 +986,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
     uint32_t leaves[3];
     uint64_t token = store_resolve(st, api_labels, 3, t0, known, 3, leaves);
     assert_int_not_equal(token, 0);
-    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile p = { api_labels, 3, t0 + 10000, t0 + 20000, 0, "samples", known, 3, leaves, token, NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     store_prep *prep = store_prepare(&p);
     assert_non_null(prep);
     p.prep = prep;
@@ -971,7 +999,7 @@ static void test_prepared_blocks_and_stale_leaves(void **state)
 
     store_stack partly[2] = { { "main;c", 6, 1 }, { "main;new", 8, 1 } };
     uint32_t pl[2];
-    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, api_labels, 3, t0, partly, 2, pl), NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL };
+    store_profile q = { api_labels, 3, t0, t0 + 1, 0, "samples", partly, 2, pl, store_resolve(st, api_labels, 3, t0, partly, 2, pl), NULL, STORE_SAMPLES_COUNTS, 0, 0, NULL, NULL, NULL, 0 };
     assert_null(store_prepare(&q)); /* a new stack: the writer makes the block */
 
     /* Retention drops the partition; the same hour is written anew with
@@ -1928,6 +1956,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_commit_wait_groups_a_stream, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_write_all_or_none, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_commit_wait_spares_a_closed_loop, make_tmp, remove_tmp),
+        cmocka_unit_test_setup_teardown(test_commit_wait_never_holds_one_origin, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_check_finds_damage, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_sealing_keeps_answers, make_tmp, remove_tmp),
         cmocka_unit_test_setup_teardown(test_env_map_release, make_tmp, remove_tmp),
