@@ -44,9 +44,9 @@
  * then resolves stacks by them (store_resolve_hashed) instead of reading
  * 5.6 MB of text back from memory for a gen_pprof.py profile (parse
  * thread 4.4-4.6 -> 4.1 ms a profile, bench_pprof_ingest).  The passes
- * that write the locations' and the stacks' text run in ranges on the
- * threads an ingest_par lends (ingest_pprof_parse_par; "the passes that
- * write text" below).
+ * over functions, locations and stacks (measured, keyed, written) run in
+ * ranges on the threads an ingest_par lends (ingest_pprof_parse_par;
+ * "the passes in ranges" below).
  *
  * Text later (base->text_later: the server's local store).  Writing and
  * hashing that text was a third of a decode, and the store needs the text
@@ -195,8 +195,8 @@ typedef struct {
     size_t *sample_loc; /* per location id of a sample (as pb->location_ids): its location's index */
     long *line_fn;      /* per line: its function's index, -1 without one */
     long *loc_map;      /* per location: its mapping's index, -1 without one */
-    size_t *fn_len;     /* per function: its name's length once measured and found UTF-8, else SIZE_MAX */
-    size_t *fn_file;    /* per function: its file field's length (FIELD_NONE: left empty), FIELD_UNSEEN before */
+    size_t *fn_len;     /* per function: its name's length if it is non-empty UTF-8, else SIZE_MAX */
+    size_t *fn_file;    /* per function: its file field's length (FIELD_NONE: left empty) */
     size_t *map_file, *map_bid; /* per mapping: its file and build id fields' lengths, or FIELD_NONE */
     size_t *keep;       /* per used sample: its kept locations (sample_keep's *m) */
     uint32_t *take;     /* per used sample: the frames its root-most kept location gives */
@@ -209,7 +209,7 @@ typedef struct {
     size_t *lab_off;    /* n_sample + 1 offsets into lab_text; NULL without sample labels */
     uint64_t lab_kept, lab_dropped, lab_other;
     size_t max_text;    /* the most bytes of stack text (max_out): INGEST_ETOOBIG beyond */
-    const ingest_par *par; /* threads for the passes that write text; NULL: this one */
+    const ingest_par *par; /* threads for the passes in ranges; NULL: this one */
     size_t *text_off;   /* n_sample + 1 offsets of the stacks' text in the arena (unused samples: none) */
     hash128 *text_hash; /* per used sample: its stack's hash, or with text later its key */
     char *arena;
@@ -217,11 +217,9 @@ typedef struct {
     size_t errlen;
     /* text later (ingest_pprof_write_text): keys instead of text */
     struct pprof_later *later; /* NULL: the text is written now */
-    hash128 *fn_key;    /* per function: the key of its name and file, when fn_keyed */
-    unsigned char *fn_keyed;
+    hash128 *fn_key;    /* per function: the key of its name and file (a name fn_len measured) */
     hash128 *map_key;   /* per mapping: the key of its file and build id */
     hash128 *loc_key;   /* per location: the key of its needed frames */
-    unsigned char *key_buf; /* a location's key material (render_locations, one thread) */
     unsigned char *loc_done, *text_done; /* per location, per sample: text written */
     unsigned char *loc_want, *want;      /* per location, per sample: to write (ingest_pprof_write_text) */
 } decoder;
@@ -292,12 +290,12 @@ static size_t frame_put(char *buf, const char *name, size_t n) { return field_pu
 #define MAX_BUILD_ID 128
 
 #define FIELD_NONE SIZE_MAX
-#define FIELD_UNSEEN (SIZE_MAX - 1)
 
 /* The length of a string of the table for a location field: FIELD_NONE
  * when absent, empty or not UTF-8 (the field is then left empty rather
  * than the profile refused).  Measured and checked once per function or
- * mapping (fn_file, map_file, map_bid), not per frame and pass. */
+ * mapping (fn_file: functions_measure; map_file, map_bid), not per frame
+ * and pass. */
 static size_t field_len(const decoder *d, int64_t i)
 {
     const char *s = str_at(d, i);
@@ -311,13 +309,9 @@ static size_t field_len(const decoder *d, int64_t i)
  * it would repeat the binary's path in every distinct frame (+0.2 bytes a
  * stored pair in bench_storage's pprof case) for nothing a line view can
  * use; a frame without a name is already named after it. */
-static size_t location_put(decoder *d, size_t li, long fi, int64_t line, char *buf)
+static size_t location_put(const decoder *d, size_t li, long fi, int64_t line, char *buf)
 {
-    size_t file_len = FIELD_NONE, map_len = FIELD_NONE, bid_len = FIELD_NONE;
-    if (fi >= 0) {
-        if (d->fn_file[fi] == FIELD_UNSEEN) d->fn_file[fi] = field_len(d, d->pb->function[fi].filename);
-        file_len = d->fn_file[fi];
-    }
+    size_t file_len = fi >= 0 ? d->fn_file[fi] : FIELD_NONE, map_len = FIELD_NONE, bid_len = FIELD_NONE;
     if (file_len == FIELD_NONE && line <= 0) return 0;
     long m = d->loc_map[li];
     if (m >= 0) {
@@ -401,20 +395,14 @@ static hash128 name_key(const char *name, size_t nl, const char *file, size_t fi
     return hash_bytes128_seeded(&r, sizeof r, SEED_FUNC);
 }
 
-/* The tables keys need, sized once the locations' lines are known; the
- * mappings' keys. */
+/* The tables keys need; the mappings' keys. */
 static int later_tables(decoder *d)
 {
     const pprof_flat *pb = d->pb;
-    size_t max_lines = 1;
-    for (size_t i = 0; i < pb->n_location; i++)
-        if (pb->location[i].n_line > max_lines) max_lines = pb->location[i].n_line;
     d->fn_key = malloc((pb->n_function ? pb->n_function : 1) * sizeof *d->fn_key);
-    d->fn_keyed = calloc(pb->n_function ? pb->n_function : 1, 1);
     d->map_key = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof *d->map_key);
     d->loc_key = malloc((pb->n_location ? pb->n_location : 1) * sizeof *d->loc_key);
-    d->key_buf = malloc(sizeof(loc_rec) + max_lines * sizeof(frame_rec));
-    if (!d->fn_key || !d->fn_keyed || !d->map_key || !d->loc_key || !d->key_buf) return -1;
+    if (!d->fn_key || !d->map_key || !d->loc_key) return -1;
     for (size_t i = 0; i < pb->n_mapping; i++) {
         struct { hash128 file, bid; uint64_t has; } r = { zero_hash(), zero_hash(), 0 };
         if (d->map_file[i] != FIELD_NONE) {
@@ -430,13 +418,18 @@ static int later_tables(decoder *d)
     return 0;
 }
 
+/* A location's key material: its loc_rec, then a frame_rec for each of
+ * its needed frames (at most INGEST_MAX_DEPTH: sample_keep). */
+#define KEY_BUF (sizeof(loc_rec) + INGEST_MAX_DEPTH * sizeof(frame_rec))
+
 /* The key of the `need` leaf-most frames of location li, right after
- * location_frames measured them (every length it uses is known). */
-static hash128 location_key(decoder *d, size_t li, uint32_t need)
+ * location_frames measured them (every length it uses is known); buf
+ * holds KEY_BUF bytes.  Reads the decoder only. */
+static hash128 location_key(const decoder *d, size_t li, uint32_t need, unsigned char *buf)
 {
     const pprof_location *loc = &d->pb->location[li];
     loc_rec h = { zero_hash(), 0 };
-    frame_rec *fr = (frame_rec *)(d->key_buf + sizeof h);
+    frame_rec *fr = (frame_rec *)(buf + sizeof h);
     long m = d->loc_map[li];
     char fb[300];
     if (m >= 0) h.map = d->map_key[m];
@@ -445,16 +438,11 @@ static hash128 location_key(decoder *d, size_t li, uint32_t need)
         const char *name = fi >= 0 ? str_at(d, d->pb->function[fi].name) : NULL;
         hash128 nk;
         if (name && *name) {
-            if (!d->fn_keyed[fi]) {
-                size_t fl = d->fn_file[fi] == FIELD_UNSEEN ? FIELD_NONE : d->fn_file[fi];
-                d->fn_key[fi] = name_key(name, d->fn_len[fi], str_at(d, d->pb->function[fi].filename), fl);
-                d->fn_keyed[fi] = 1;
-            }
             nk = d->fn_key[fi];
         } else {
             fallback_name(d, li, fb, sizeof fb);
-            size_t fl = fi >= 0 && d->fn_file[fi] != FIELD_UNSEEN ? d->fn_file[fi] : FIELD_NONE;
-            nk = name_key(fb, strlen(fb), fi >= 0 ? str_at(d, d->pb->function[fi].filename) : NULL, fl);
+            nk = name_key(fb, strlen(fb), fi >= 0 ? str_at(d, d->pb->function[fi].filename) : NULL,
+                          fi >= 0 ? d->fn_file[fi] : FIELD_NONE);
         }
         fr[h.n++] = (frame_rec){ nk, d->pb->lines[loc->line0 + k].line };
     }
@@ -464,8 +452,8 @@ static hash128 location_key(decoder *d, size_t li, uint32_t need)
         fr[0] = (frame_rec){ name_key(fb, strlen(fb), NULL, FIELD_NONE), 0 };
         n = 1;
     }
-    memcpy(d->key_buf, &h, sizeof h);
-    return hash_bytes128_seeded(d->key_buf, sizeof h + n * sizeof *fr, SEED_LOC);
+    memcpy(buf, &h, sizeof h);
+    return hash_bytes128_seeded(buf, sizeof h + n * sizeof *fr, SEED_LOC);
 }
 
 /* The frames of a location: its lines, or 1 when it has none. */
@@ -488,10 +476,6 @@ static ingest_status check_locations(decoder *d)
     d->map_file = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof *d->map_file);
     d->map_bid = malloc((pb->n_mapping ? pb->n_mapping : 1) * sizeof *d->map_bid);
     if (!d->line_fn || !d->loc_map || !d->fn_len || !d->fn_file || !d->map_file || !d->map_bid) return INGEST_ENOMEM;
-    for (size_t i = 0; i < pb->n_function; i++) {
-        d->fn_len[i] = SIZE_MAX;
-        d->fn_file[i] = FIELD_UNSEEN;
-    }
     for (size_t i = 0; i < pb->n_mapping; i++) {
         d->map_file[i] = field_len(d, pb->mapping[i].filename);
         d->map_bid[i] = field_len(d, pb->mapping[i].build_id);
@@ -522,8 +506,10 @@ static ingest_status check_locations(decoder *d)
 }
 
 /* Writes (buf non-NULL) or measures the `need` leaf-most frames of a
- * location (need <= its frames), caller first. */
-static ingest_status location_frames(decoder *d, size_t li, uint32_t need, char *buf, size_t *len)
+ * location (need <= its frames), caller first, once functions_measure
+ * has run.  Reads the decoder only; INGEST_EINVAL, without a message,
+ * when a function name it needs is not UTF-8 (render_locations says). */
+static ingest_status location_frames(const decoder *d, size_t li, uint32_t need, char *buf, size_t *len)
 {
     const pprof_location *loc = &d->pb->location[li];
     size_t pos = 0;
@@ -534,19 +520,14 @@ static ingest_status location_frames(decoder *d, size_t li, uint32_t need, char 
         long fi = d->line_fn[loc->line0 + k];
         const char *name = fi >= 0 ? str_at(d, d->pb->function[fi].name) : NULL;
         size_t nl;
-        if (name && *name && d->fn_len[fi] != SIZE_MAX) {
+        if (name && *name) {
             nl = d->fn_len[fi]; /* measured and checked before */
+            if (nl == SIZE_MAX) return INGEST_EINVAL;
         } else {
-            if (!name || !*name) {
-                fallback_name(d, li, fb, sizeof fb);
-                name = fb;
-            }
+            fallback_name(d, li, fb, sizeof fb);
+            name = fb;
             nl = strlen(name);
-            if (!utf8_valid(name, nl)) {
-                snprintf(d->err, d->errlen, "location %" PRIu64 ": function name is not valid UTF-8", loc->id);
-                return INGEST_EINVAL;
-            }
-            if (name != fb) d->fn_len[fi] = nl;
+            if (!utf8_valid(name, nl)) return INGEST_EINVAL;
         }
         if (n) {
             if (buf) buf[pos] = ';';
@@ -564,16 +545,20 @@ static ingest_status location_frames(decoder *d, size_t li, uint32_t need, char 
     return INGEST_OK;
 }
 
-/* ---- the passes that write text, on several threads ----
+/* ---- the passes in ranges, on several threads ----
  *
- * Rendering the locations and writing (and hashing) the stacks are most of
- * a decode after gunzip (bench_pprof_ingest); both write at offsets that a
- * measuring pass before fixed, and read only what earlier passes left (a
- * function's lengths, the locations' text), so ranges of locations or
- * samples go to the threads par lends, each writing its own bytes.  One
- * client's request is serial (decode, store, answer): on a machine whose
- * other cores wait, its decode is what they can take.  Errors are all
- * found by the measuring passes, which stay on the caller's thread. */
+ * After gunzip and the wire reader, most of a decode is in passes over
+ * items that each write their own slots and read only what earlier passes
+ * left: the functions measured (and keyed), then the locations, then the
+ * stacks (measured, then keyed or written at the offsets the measures
+ * fixed).  So ranges of them go to the threads par lends.  One client's
+ * request is serial (decode, store, answer): on a machine whose other
+ * cores wait, its decode is what they can take.  A measuring range stops
+ * at its first failure and marks it; the caller then sums the lengths in
+ * item order, so the error (a name that is not UTF-8, a text over
+ * max_text) is the one a single pass would meet first.  The samples'
+ * check stays on the caller's thread: in ranges it went no faster (the
+ * loc_need pass after it read back what another core wrote). */
 
 #define PAR_MIN_ITEMS 64 /* locations or samples a range takes at least */
 
@@ -619,17 +604,61 @@ static void locations_write(decoder *d, size_t lo, size_t hi)
     for (size_t i = lo; i < hi; i++) location_frames(d, i, d->loc_need[i], d->loc_text + d->loc_off[i], &len);
 }
 
+/* Measures functions [lo, hi), each once for every frame that names it:
+ * its name's length when the name is non-empty UTF-8 (fn_len, else
+ * SIZE_MAX: a location that needs it reports it), its file field's
+ * (fn_file) and, with text later, its key.  Every function is measured,
+ * needed or not (a name no kept frame uses is never an error: nothing here
+ * fails); each is one range's alone. */
+static void functions_measure(decoder *d, size_t lo, size_t hi)
+{
+    for (size_t fi = lo; fi < hi; fi++) {
+        const pprof_function *f = &d->pb->function[fi];
+        const char *name = str_at(d, f->name);
+        size_t nl = name ? strlen(name) : 0;
+        d->fn_file[fi] = field_len(d, f->filename);
+        d->fn_len[fi] = nl && utf8_valid(name, nl) ? nl : SIZE_MAX;
+        if (d->later && d->fn_len[fi] != SIZE_MAX)
+            d->fn_key[fi] = name_key(name, nl, str_at(d, f->filename), d->fn_file[fi]);
+    }
+}
+
+#define LOC_FAILED SIZE_MAX /* in loc_off while measuring: a name that is not UTF-8 */
+
+/* Measures (and with text later keys) locations [lo, hi): each one's
+ * length into loc_off[i], up to the first that fails, marked LOC_FAILED
+ * (render_locations sums them in order, stopping at the first failure or
+ * excess, so the error is the one a single pass would find). */
+static void locations_measure(decoder *d, size_t lo, size_t hi)
+{
+    unsigned char buf[KEY_BUF];
+    for (size_t i = lo; i < hi; i++) {
+        size_t len;
+        if (location_frames(d, i, d->loc_need[i], NULL, &len)) {
+            d->loc_off[i] = LOC_FAILED;
+            return;
+        }
+        if (d->later) d->loc_key[i] = location_key(d, i, d->loc_need[i], buf);
+        d->loc_off[i] = len;
+    }
+}
+
 /* Renders, once, the frames of each location that kept stacks use
- * (loc_need, set by sample_check). */
+ * (loc_need, set by sample_check): the functions measured, then the
+ * locations, both in ranges on par's threads. */
 static ingest_status render_locations(decoder *d)
 {
-    size_t n = d->pb->n_location, total = 0, len;
+    size_t n = d->pb->n_location, total = 0;
     d->loc_off = malloc((n + 1) * sizeof *d->loc_off);
     if (!d->loc_off) return INGEST_ENOMEM;
+    par_ranges(d, d->pb->n_function, functions_measure);
+    par_ranges(d, n, locations_measure);
     for (size_t i = 0; i < n; i++) {
-        ingest_status s = location_frames(d, i, d->loc_need[i], NULL, &len);
-        if (s) return s;
-        if (d->later) d->loc_key[i] = location_key(d, i, d->loc_need[i]);
+        size_t len = d->loc_off[i];
+        if (len == LOC_FAILED) {
+            snprintf(d->err, d->errlen, "location %" PRIu64 ": function name is not valid UTF-8", d->pb->location[i].id);
+            return INGEST_EINVAL;
+        }
         d->loc_off[i] = total;
         total += len;
         if (total > d->max_text) return too_much_text(d); /* the stacks would be longer still */
@@ -684,7 +713,7 @@ static int sample_keep(const decoder *d, const pprof_sample *s, size_t *m, uint3
  * starts: past the frames it cuts, measured without the text (which,
  * with text later, is not written yet): the `take` leaf-most frames of a
  * location are its text's last ones, rendered alone. */
-static size_t root_skip(decoder *d, size_t si)
+static size_t root_skip(const decoder *d, size_t si)
 {
     size_t m = d->keep[si], len;
     if (!d->cut[si] || !m) return 0;
@@ -1044,6 +1073,21 @@ static void stacks_key(decoder *d, size_t lo, size_t hi)
     }
 }
 
+/* Measures the stacks of samples [lo, hi): each one's length into
+ * text_off[i] (0 when unused; build sums them into offsets) and where it
+ * starts in its root-most location (skip); with text later, keys them. */
+static void samples_measure(decoder *d, size_t lo, size_t hi)
+{
+    int trunc;
+    for (size_t i = lo; i < hi; i++) {
+        d->text_off[i] = 0;
+        if (!sample_used(d, &d->pb->sample[i])) continue;
+        d->skip[i] = root_skip(d, i);
+        d->text_off[i] = sample_write(d, i, NULL, &trunc);
+    }
+    if (d->later) stacks_key(d, lo, hi);
+}
+
 static ingest_status build(decoder *d, const ingest_profile *base, int window_given, ingest_profile *out)
 {
     const pprof_flat *pb = d->pb;
@@ -1066,11 +1110,11 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
     d->text_hash = malloc((pb->n_sample ? pb->n_sample : 1) * sizeof *d->text_hash);
     d->skip = malloc((pb->n_sample ? pb->n_sample : 1) * sizeof *d->skip);
     if (!d->text_off || !d->text_hash || !d->skip) return INGEST_ENOMEM;
+    par_ranges(d, pb->n_sample, samples_measure);
     for (size_t i = 0; i < pb->n_sample; i++) {
+        size_t len = d->text_off[i];
         d->text_off[i] = total;
-        if (!sample_used(d, &pb->sample[i])) continue;
-        d->skip[i] = root_skip(d, i);
-        total += sample_write(d, i, NULL, &trunc);
+        total += len;
         if (total > d->max_text) return too_much_text(d);
     }
     d->text_off[pb->n_sample] = total;
@@ -1096,7 +1140,6 @@ static ingest_status build(decoder *d, const ingest_profile *base, int window_gi
         L->n_types = nt;
         for (size_t t = 0; t < nt; t++)
             if (!(L->sample_of[t] = malloc(out[t].cap_stacks * sizeof *L->sample_of[t]))) return INGEST_ENOMEM;
-        par_ranges(d, pb->n_sample, stacks_key);
     } else {
         par_ranges(d, pb->n_sample, stacks_write);
     }
@@ -1188,10 +1231,8 @@ static void decoder_free(decoder *d)
     free(d->text_off);
     free(d->text_hash);
     free(d->fn_key);
-    free(d->fn_keyed);
     free(d->map_key);
     free(d->loc_key);
-    free(d->key_buf);
     free(d->loc_done);
     free(d->text_done);
     free(d->loc_want);

@@ -908,7 +908,9 @@ static void test_pprof_par_same_profiles(void **state)
     par_calls = 0;
     if (ingest_pprof_parse_par(p.b, p.n, 1 << 24, &base, 1, &par, &many, &n2, err, sizeof err))
         fail_msg("parse with threads: %s", err);
-    assert_int_equal(par_calls, 2); /* the locations' pass and the stacks' */
+    /* in ranges: the functions and the locations measured, the
+     * locations written, the stacks measured and written */
+    assert_int_equal(par_calls, 5);
     assert_int_equal(n1, 2);
     assert_int_equal(n2, 2);
     for (size_t t = 0; t < 2; t++) {
@@ -1120,12 +1122,23 @@ static void par_run_in_order(void *ctx, size_t n, void (*task)(void *arg, size_t
     for (size_t i = 0; i < n; i++) task(arg, i);
 }
 
+/* The last range first: a later range's failure is found before an
+ * earlier one's. */
+static void par_run_reversed(void *ctx, size_t n, void (*task)(void *arg, size_t i), void *arg)
+{
+    (void)ctx;
+    par_calls++;
+    for (size_t i = n; i-- > 0;) task(arg, i);
+}
+
 /* A spoiled profile is refused with the same message on one thread and
  * with ingest_par, whatever order its runner takes the tasks in: the
  * least failing sample or location, and a text limit met before the bad
- * item wins, as in order.  (The measuring passes that find every error
- * stay on the caller's thread: passes of a few hundred microseconds did
- * not pay for lending a thread, bench_pprof_ingest.) */
+ * item wins, as in order: the passes that measure locations and stacks
+ * run in ranges, each stopping at its first failure, and the caller goes
+ * through the items in order (the samples' check stays on its thread: in
+ * ranges, the serial pass that follows it read back what another core
+ * wrote, and one client's pprof pushes went no faster). */
 static void test_pprof_par_same_errors(void **state)
 {
     (void)state;
@@ -1149,8 +1162,8 @@ static void test_pprof_par_same_errors(void **state)
         assert_err_contains(err1, cases[c].want);
         assert_null(one);
         assert_int_equal(n1, 0);
-        for (int r = 0; r < 2; r++) {
-            ingest_par par = { r ? par_run_in_order : par_run_threads, NULL, 3 };
+        for (int r = 0; r < 3; r++) {
+            ingest_par par = { r == 0 ? par_run_threads : r == 1 ? par_run_in_order : par_run_reversed, NULL, 3 };
             par_calls = 0;
             err2[0] = '\0';
             assert_int_not_equal(ingest_pprof_parse_par(p.b, p.n, cases[c].max, &base, 1, &par, &many, &n2, err2,
