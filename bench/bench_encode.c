@@ -1,6 +1,10 @@
 /* bench_encode.c — the merged tree's encodings, end to end over HTTP: the
  * nested JSON tree, the compact levels, pprof and folded text of the
- * issue's 500-profile set (issue 11, point 2).
+ * issue's 500-profile set (issue 11, point 2), and what Grafana's Pyroscope
+ * data source asks for the same tree: flamebearer JSON (GET
+ * /pyroscope/render, max-nodes=0) and SelectMergeStacktraces in binary
+ * protobuf (a connect-go style unary POST, application/proto; max_nodes
+ * above the tree's size, as 0 there means Pyroscope's default 16,384).
  *
  *   bench_encode [FLAMEDB_BIN [BEFORE_BIN]]
  *
@@ -21,6 +25,7 @@
 #include <curl/curl.h>
 #include <glob.h>
 
+#include "querier.pb-c.h"
 #include "server.h"
 
 #define REPS 5
@@ -98,8 +103,35 @@ typedef struct {
     double seconds;   /* median; < 0: not answered (HTTP code in status) */
     size_t bytes;
     long status;
-    double total;     /* the answer's first "total" (JSON formats) */
+    double total;     /* the tree's total, as the answer says it */
 } figure;
+
+/* One way to ask for the whole tree. */
+typedef struct {
+    const char *name;
+    int kind;         /* 0 /api/v1/query?format=name, 1 /pyroscope/render, 2 SelectMergeStacktraces */
+} way;
+
+static const way ways[] = { { "json", 0 }, { "levels", 0 }, { "pprof", 0 }, { "folded", 0 },
+                            { "flamebearer", 1 }, { "protobuf", 2 } };
+#define N_FORMATS (sizeof ways / sizeof *ways)
+
+/* The total an answer says: "total" of the JSON formats, flamebearer's
+ * "numTicks", the FlameGraph's total; 0 for pprof and folded. */
+static double answer_total(const way *w, const mem *m)
+{
+    if (!m->buf) return 0;
+    if (w->kind == 2) {
+        Querier__V1__SelectMergeStacktracesResponse *r =
+            querier__v1__select_merge_stacktraces_response__unpack(NULL, m->len, (const uint8_t *)m->buf);
+        double t = r && r->flamegraph ? (double)r->flamegraph->total : -1;
+        if (r) querier__v1__select_merge_stacktraces_response__free_unpacked(r, NULL);
+        return t;
+    }
+    const char *key = w->kind == 1 ? "\"numTicks\":" : "\"total\":";
+    const char *tot = m->buf[0] == '{' ? strstr(m->buf, key) : NULL;
+    return tot ? strtod(tot + strlen(key), NULL) : 0;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -107,40 +139,71 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static figure ask(server *s, CURL *c, const char *format, long base)
+static figure ask(server *s, CURL *c, const way *w, long base)
 {
     figure f = { -1, 0, 0, 0 };
     char url[512];
-    /* {service="bench",type="cpu"} */
-    snprintf(url, sizeof url,
-             "http://127.0.0.1:%d/api/v1/query?query=%%7Bservice%%3D%%22bench%%22%%2Ctype%%3D%%22cpu%%22%%7D"
-             "&from=%ld&until=now&max_nodes=0&format=%s", s->port, base - 10, format);
+    uint8_t *body = NULL;
+    size_t body_len = 0;
+    struct curl_slist *headers = NULL;
+    if (w->kind == 0) { /* {service="bench",type="cpu"} */
+        snprintf(url, sizeof url,
+                 "http://127.0.0.1:%d/api/v1/query?query=%%7Bservice%%3D%%22bench%%22%%2Ctype%%3D%%22cpu%%22%%7D"
+                 "&from=%ld&until=now&max_nodes=0&format=%s", s->port, base - 10, w->name);
+    } else if (w->kind == 1) { /* process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="bench"} */
+        snprintf(url, sizeof url,
+                 "http://127.0.0.1:%d/pyroscope/render?query=process_cpu%%3Acpu%%3Ananoseconds%%3Acpu%%3Ananoseconds"
+                 "%%7Bservice_name%%3D%%22bench%%22%%7D&from=%ld&until=now&max-nodes=0&format=json", s->port, base - 10);
+    } else {
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/querier.v1.QuerierService/SelectMergeStacktraces", s->port);
+        Querier__V1__SelectMergeStacktracesRequest rq = QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+        rq.profile_typeid = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
+        rq.label_selector = "{service_name=\"bench\"}";
+        rq.start = (int64_t)(base - 10) * 1000;
+        rq.end = (int64_t)time(NULL) * 1000 + 1000;
+        rq.max_nodes = INT64_C(1) << 40;
+        body_len = querier__v1__select_merge_stacktraces_request__get_packed_size(&rq);
+        body = gen_xrealloc(NULL, body_len ? body_len : 1);
+        querier__v1__select_merge_stacktraces_request__pack(&rq, body);
+        headers = curl_slist_append(NULL, "Content-Type: application/proto");
+        headers = curl_slist_append(headers, "Connect-Protocol-Version: 1");
+    }
     double t[REPS];
     for (int i = 0; i <= REPS; i++) {
         mem m = { 0 };
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &m);
+        if (body) {
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+            curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        } else {
+            curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+            curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+        }
         double t0 = gen_now();
         CURLcode rc = curl_easy_perform(c);
         double dt = gen_now() - t0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &f.status);
         if (rc != CURLE_OK || f.status != 200) {
             free(m.buf);
-            return f;
+            if (f.status == 200) f.status = -1; /* cut short */
+            break;
         }
         if (i) t[i - 1] = dt;
         f.bytes = m.len;
-        const char *tot = m.buf ? strstr(m.buf, "\"total\":") : NULL;
-        if (tot && m.buf[0] == '{') f.total = strtod(tot + 8, NULL);
+        f.total = answer_total(w, &m);
         free(m.buf);
     }
+    free(body);
+    curl_slist_free_all(headers);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    if (f.status != 200) return f;
     qsort(t, REPS, sizeof t[0], cmp_double);
     f.seconds = t[REPS / 2];
     return f;
 }
-
-static const char *formats[] = { "json", "levels", "pprof", "folded" };
-#define N_FORMATS 4
 
 /* Starts bin, pushes, measures every format; -1 when the server failed. */
 static int run(const char *bin, const char *tag, char **files, size_t n, figure *out, double *push_s)
@@ -155,7 +218,7 @@ static int run(const char *bin, const char *tag, char **files, size_t n, figure 
     double t0 = gen_now();
     int rc = push_all(&s, c, files, n, base);
     *push_s = gen_now() - t0;
-    for (int i = 0; rc == 0 && i < N_FORMATS; i++) out[i] = ask(&s, c, formats[i], base);
+    for (size_t i = 0; rc == 0 && i < N_FORMATS; i++) out[i] = ask(&s, c, &ways[i], base);
     curl_easy_cleanup(c);
     server_stop(&s, NULL, NULL);
     return rc;
@@ -198,15 +261,15 @@ int main(int argc, char **argv)
     int have_before = before && run(before, "bench-encode-before", g.gl_pathv, n, prev, &push_before) == 0;
     printf("pushed in %.2f s (%s)%s", push_after, bin, have_before ? "" : "\n");
     if (have_before) printf(", %.2f s (%s)\n", push_before, before);
-    printf("%-8s %10s %12s %10s %12s %8s %8s\n", "format", "seconds", "bytes", "before s", "before B", "speedup",
+    printf("%-11s %10s %12s %10s %12s %8s %8s\n", "format", "seconds", "bytes", "before s", "before B", "speedup",
            "size");
-    for (int i = 0; i < N_FORMATS; i++) {
+    for (size_t i = 0; i < N_FORMATS; i++) {
         figure *a = &after[i], *b = &prev[i];
         if (a->seconds < 0) {
-            printf("%-8s HTTP %ld\n", formats[i], a->status);
+            printf("%-11s HTTP %ld\n", ways[i].name, a->status);
             continue;
         }
-        printf("%-8s %10.3f %12zu", formats[i], a->seconds, a->bytes);
+        printf("%-11s %10.3f %12zu", ways[i].name, a->seconds, a->bytes);
         if (have_before && b->seconds >= 0)
             printf(" %10.3f %12zu %7.1fx %7.2fx", b->seconds, b->bytes, b->seconds / a->seconds,
                    (double)a->bytes / (double)b->bytes);
@@ -217,13 +280,14 @@ int main(int argc, char **argv)
     /* against the old nested JSON of the same run, or this run's json */
     figure *ref = have_before && prev[0].seconds > 0 ? &prev[0] : &after[0];
     const char *refname = ref == &prev[0] ? "json before" : "json";
-    for (int i = 0; i < N_FORMATS; i++)
+    for (size_t i = 0; i < N_FORMATS; i++)
         if (after[i].seconds > 0 && ref->seconds > 0)
-            printf("RESULT encode %s: %.3f s, %zu bytes (%.1fx faster, %.2fx the bytes of %s)\n", formats[i],
+            printf("RESULT encode %s: %.3f s, %zu bytes (%.1fx faster, %.2fx the bytes of %s)\n", ways[i].name,
                    after[i].seconds, after[i].bytes, ref->seconds / after[i].seconds,
                    (double)after[i].bytes / (double)ref->bytes, refname);
-    if (after[0].total != after[1].total)
-        printf("note: json total %.0f != levels total %.0f\n", after[0].total, after[1].total);
+    for (size_t i = 1; i < N_FORMATS; i++)
+        if (after[i].seconds > 0 && after[i].total && after[i].total != after[0].total)
+            printf("note: json total %.0f != %s total %.0f\n", after[0].total, ways[i].name, after[i].total);
     globfree(&g);
     if (made) gen_rm_rf(made);
     curl_global_cleanup();
