@@ -189,6 +189,28 @@ int query_merge_in_unit(store_reader *r, const query_series_set *set, int64_t fr
                         const char *unit, query_tree *out, char *err, size_t errlen);
 void query_tree_free(query_tree *t);
 
+/* A side of a question (side.c): a selector over [from, until), its series
+ * resolved, their profiles merged into one tree.  Top, stability,
+ * timeline and variance ask about one side, compare and diff (and
+ * Pyroscope's render-diff) about two.  Plain data, owned by the side once
+ * given: query_side_init takes sel; each step records what it holds, so
+ * query_side_free frees whatever was reached.  A step answers 0 or the
+ * code of the call it makes (query_resolve's -1, query_merge's). */
+typedef struct {
+    query_selector sel;
+    int64_t from, until;
+    query_series_set set;      /* after query_side_resolve */
+    query_tree tree;           /* after query_side_merge */
+    int have_sel, have_set, have_tree;
+} query_side;
+
+void query_side_init(query_side *s, query_selector *sel, int64_t from, int64_t until);
+int query_side_resolve(query_side *s, store_reader *r, char *err, size_t errlen);
+/* Merges the resolved series' profiles (unit NULL: every unit of the type,
+ * as query_merge; else only that unit's, as query_merge_in_unit). */
+int query_side_merge(query_side *s, store_reader *r, const char *unit, char *err, size_t errlen);
+void query_side_free(query_side *s);
+
 /* Sorts series ids by their label sets (series_order.c): labels by name,
  * compared pair by pair, name then value (bytes), a set before the sets it
  * is a prefix of.  Ids follow push order; label sets are the data's, so

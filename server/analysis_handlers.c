@@ -4,8 +4,8 @@
  *
  * Each handler reads and checks its parameters (400 naming the one at
  * fault), opens one read snapshot, asks query/ for the answer and encodes
- * it.  A "side" is a selector over a time range, resolved and merged; compare
- * and diff have two (left and right, each with optional left_from,
+ * it.  A side (query/side.c) is a selector over a time range, resolved and
+ * merged; compare and diff have two (left and right, each with optional left_from,
  * left_until, right_from, right_until over the shared from and until).
  * The answers of one side (top, stability, timeline, variance) say where
  * the selector's profiles are when its range held none (with_head). */
@@ -16,30 +16,15 @@
 
 #define MAX_WINDOWS 10000
 
-typedef struct {
-    query_selector sel;
-    int64_t from, until;
-    query_series_set set;
-    query_tree tree;
-    int have_sel, have_set, have_tree;
-} side;
-
-static void side_free(side *s)
-{
-    if (s->have_tree) query_tree_free(&s->tree);
-    if (s->have_set) query_series_set_free(&s->set);
-    if (s->have_sel) query_selector_free(&s->sel);
-    memset(s, 0, sizeof *s);
-}
-
 /* Reads a side: selector parameter qname (def when absent, NULL:
  * required) and its range, from prefix_from/prefix_until when given, else
  * from/until.  Replies itself on error. */
-static int side_read(srv_request *rq, const char *qname, const char *def, const char *prefix, side *s)
+static int side_read(srv_request *rq, const char *qname, const char *def, const char *prefix, query_side *s)
 {
     memset(s, 0, sizeof *s);
-    if (srv_selector(rq, qname, def, &s->sel)) return -1;
-    s->have_sel = 1;
+    query_selector sel;
+    if (srv_selector(rq, qname, def, &sel)) return -1;
+    query_side_init(s, &sel, 0, 0);
     if (srv_time_range(rq, "from", "until", SRV_DEFAULT_RANGE_MS, &s->from, &s->until)) return -1;
     if (prefix) {
         /* Each override replaces only its own bound. */
@@ -64,23 +49,16 @@ static int side_read(srv_request *rq, const char *qname, const char *def, const 
     return 0;
 }
 
-static int side_resolve(srv_request *rq, store_reader *r, side *s)
-{
-    if (srv_resolve(rq, r, &s->sel, s->from, s->until, &s->set)) return -1;
-    s->have_set = 1;
-    return 0;
-}
-
-static int side_merge(srv_request *rq, store_reader *r, side *s)
+/* Resolved and merged (query_side_merge); replies itself on error. */
+static int side_merge(srv_request *rq, store_reader *r, query_side *s)
 {
     char err[256];
-    if (side_resolve(rq, r, s)) return -1;
-    int mrc;
-    if ((mrc = query_merge(r, &s->set, s->from, s->until, &s->tree, err, sizeof err))) {
+    if (srv_side_resolve(rq, r, s)) return -1;
+    int mrc = query_side_merge(s, r, NULL, err, sizeof err);
+    if (mrc) {
         srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
         return -1;
     }
-    s->have_tree = 1;
     return 0;
 }
 
@@ -93,7 +71,7 @@ static store_reader *begin(srv_request *rq)
 /* Adds the common head of an answer: type, unit, from, until, other_types;
  * and when the range held no profile of the selector, where its profiles
  * are ("latest", "earliest": query_extent_json). */
-static json_t *with_head(json_t *o, store_reader *r, const side *s, const char *unit)
+static json_t *with_head(json_t *o, store_reader *r, const query_side *s, const char *unit)
 {
     if (!o) return NULL;
     json_t *others = json_array();
@@ -226,7 +204,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     if (srv_group_by_sample(rq, &sample_key)) return MHD_YES;
     query_group_by by;
     int grouped;
-    side s;
+    query_side s;
     if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
     if (side_read(rq, "query", "{}", NULL, &s)) {
         query_group_by_free(&by);
@@ -253,7 +231,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
         res = srv_reply_json(rq, 200, o);
         goto out;
     }
-    if (side_resolve(rq, r, &s)) goto out;
+    if (srv_side_resolve(rq, r, &s)) goto out;
     query_group *g;
     size_t ng;
     if (srv_groups_split(rq, "group_by", r, &s.set, &by, s.from, s.until, 1, &g, &ng)) goto out;
@@ -297,7 +275,7 @@ enum MHD_Result srv_handle_top(srv_request *rq)
     query_groups_free(g, ng);
 out:
     if (r) srv_reader_end(rq, r);
-    side_free(&s);
+    query_side_free(&s);
     query_group_by_free(&by);
     return res;
 }
@@ -315,7 +293,7 @@ enum MHD_Result srv_handle_stability(srv_request *rq)
     if (k == 0) return srv_reply_error(rq, 400, "parameter 'k': must be at least 1");
     query_group_by by;
     int grouped;
-    side s;
+    query_side s;
     if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
     if (side_read(rq, "query", "{}", NULL, &s)) {
         query_group_by_free(&by);
@@ -331,7 +309,7 @@ enum MHD_Result srv_handle_stability(srv_request *rq)
     if (!(r = begin(rq))) goto out;
     json_t *o = NULL;
     if (!grouped) {
-        if (side_resolve(rq, r, &s)) goto out;
+        if (srv_side_resolve(rq, r, &s)) goto out;
         o = query_stability_windows_json(r, &s.set, s.from, s.until, step, (size_t)k, max_m, max_jsd);
     } else {
         if (side_merge(rq, r, &s)) goto out;
@@ -344,7 +322,7 @@ enum MHD_Result srv_handle_stability(srv_request *rq)
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
     if (r) srv_reader_end(rq, r);
-    side_free(&s);
+    query_side_free(&s);
     query_group_by_free(&by);
     return res;
 }
@@ -357,10 +335,10 @@ static enum MHD_Result two_sides(srv_request *rq, int diff)
     if (!diff && (srv_param_uint(rq, "k", 10, 10000, &k) || srv_param_uint(rq, "limit", 50, 1000000, &limit)))
         return MHD_YES;
     if (!diff && k == 0) return srv_reply_error(rq, 400, "parameter 'k': must be at least 1");
-    side L, R;
+    query_side L, R;
     memset(&R, 0, sizeof R);
     if (side_read(rq, "left", NULL, "left", &L)) {
-        side_free(&L);
+        query_side_free(&L);
         return MHD_YES;
     }
     enum MHD_Result res = MHD_YES;
@@ -386,8 +364,8 @@ static enum MHD_Result two_sides(srv_request *rq, int diff)
     res = srv_reply_json(rq, 200, o);
 out:
     if (r) srv_reader_end(rq, r);
-    side_free(&L);
-    side_free(&R);
+    query_side_free(&L);
+    query_side_free(&R);
     return res;
 }
 
@@ -400,7 +378,7 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
 {
     query_group_by by;
     int grouped;
-    side s;
+    query_side s;
     if (srv_group_by(rq, "group_by", &by, &grouped)) return MHD_YES;
     if (side_read(rq, "query", "{}", NULL, &s)) {
         query_group_by_free(&by);
@@ -414,7 +392,7 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
         res = srv_reply_error(rq, 400, "parameter 'step': more than 100000 points (use a larger step)");
         goto out;
     }
-    if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
+    if (!(r = begin(rq)) || srv_side_resolve(rq, r, &s)) goto out;
     if (s.set.sample.n_matchers) {
         res = srv_reply_error(rq, 400, "parameter 'query': %s names sample labels, which the timeline cannot "
                               "select (it reads profile totals); use them in query, top or the other analyses",
@@ -463,7 +441,7 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
     if (r) srv_reader_end(rq, r);
-    side_free(&s);
+    query_side_free(&s);
     query_group_by_free(&by);
     return res;
 }
@@ -480,7 +458,7 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
         return srv_reply_error(rq, 400, "parameters 'step' and 'by' exclude each other: units are windows or groups");
     query_group_by by;
     int grouped;
-    side s;
+    query_side s;
     if (srv_group_by(rq, "by", &by, &grouped)) return MHD_YES;
     if (side_read(rq, "query", "{}", NULL, &s)) {
         query_group_by_free(&by);
@@ -492,7 +470,7 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
         res = srv_reply_error(rq, 400, "parameter 'step': more than %d windows (use a larger step)", MAX_WINDOWS);
         goto out;
     }
-    if (!(r = begin(rq)) || side_resolve(rq, r, &s)) goto out;
+    if (!(r = begin(rq)) || srv_side_resolve(rq, r, &s)) goto out;
     json_t *o = NULL;
     if (!grouped) {
         o = query_variance_windows_json(r, &s.set, s.from, s.until, step, (size_t)k);
@@ -507,7 +485,7 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
     if (r) srv_reader_end(rq, r);
-    side_free(&s);
+    query_side_free(&s);
     query_group_by_free(&by);
     return res;
 }

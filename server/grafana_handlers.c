@@ -625,37 +625,36 @@ static enum MHD_Result do_series(call *c, const ProtobufCMessage *m)
     return srv_connect_reply(c->rq, &resp.base);
 }
 
-/* The merge a SelectMerge* call asks: its type's series matching the
- * selector, in the ID's unit.  Answers 0 with t and set filled, or replies
- * and answers -1. */
+/* The side a SelectMerge* call asks (query/side.c): its type's series
+ * matching the selector (of the given spans only, when spans), merged in
+ * the ID's unit.  Answers 0 with s resolved and merged, or replies and
+ * answers -1 with s freed. */
 static int select_merge(call *c, const char *type_id, const char *selector, char *const *spans, size_t n_spans,
-                        int64_t start, int64_t end, query_series_set *set, query_tree *t, int64_t *from,
-                        int64_t *until)
+                        int64_t start, int64_t end, query_side *s)
 {
     char type[128], unit[64], err[512];
+    int64_t from, until;
+    memset(s, 0, sizeof *s);
     if (!type_id || ptype_parse(type_id, type, sizeof type, unit, sizeof unit)) {
         srv_reply_error(c->rq, 400, "profile_typeID '%s': expected name:sample_type:sample_unit:period_type:period_unit "
                         "(ProfileTypes lists them)", type_id ? type_id : "");
         return -1;
     }
-    if (grafana_range(c->rq, start, end, from, until)) return -1;
+    if (grafana_range(c->rq, start, end, &from, &until)) return -1;
     query_selector sel;
     if (grafana_selector(c->rq, "label_selector", selector, type, &sel)) return -1;
-    int rc = srv_resolve(c->rq, c->r, &sel, *from, *until, set);
-    query_selector_free(&sel);
-    if (rc) return -1;
-    if (spans && query_sample_spans(set, spans, n_spans, err, sizeof err)) {
-        query_series_set_free(set);
+    query_side_init(s, &sel, from, until);
+    if (srv_side_resolve(c->rq, c->r, s)) {
+        /* replied */
+    } else if (spans && query_sample_spans(&s->set, spans, n_spans, err, sizeof err)) {
         srv_reply_error(c->rq, 400, "%s", err);
-        return -1;
-    }
-    int mrc = query_merge_in_unit(c->r, set, *from, *until, unit, t, err, sizeof err);
-    if (mrc) {
-        query_series_set_free(set);
+    } else {
+        int mrc = query_side_merge(s, c->r, unit, err, sizeof err);
+        if (!mrc) return 0;
         srv_reply_error(c->rq, srv_status_of_merge(mrc), "%s", err);
-        return -1;
     }
-    return 0;
+    query_side_free(s);
+    return -1;
 }
 
 /* The flame graph of levels l, pointing into it (and into c's pool). */
@@ -686,11 +685,11 @@ static Querier__V1__FlameGraph *flame_graph(call *c, const query_levels *l)
     return fg;
 }
 
-/* Answers t as a flame graph (SelectMergeStacktraces' or
- * SelectMergeSpanProfile's answer, the same fields) and frees t and set. */
-static enum MHD_Result reply_flame_graph(call *c, query_series_set *set, query_tree *t, int64_t max_nodes_req,
-                                         int span)
+/* Answers s's tree as a flame graph (SelectMergeStacktraces' or
+ * SelectMergeSpanProfile's answer, the same fields) and frees s. */
+static enum MHD_Result reply_flame_graph(call *c, query_side *s, int64_t max_nodes_req, int span)
 {
+    const query_tree *t = &s->tree;
     query_levels l;
     enum MHD_Result res;
     size_t max_nodes = max_nodes_req ? (size_t)max_nodes_req : DEFAULT_MAX_NODES;
@@ -711,22 +710,17 @@ static enum MHD_Result reply_flame_graph(call *c, query_series_set *set, query_t
         }
         query_levels_free(&l);
     }
-    query_tree_free(t);
-    query_series_set_free(set);
+    query_side_free(s);
     return res;
 }
 
 static enum MHD_Result do_select_merge_stacktraces(call *c, const ProtobufCMessage *m)
 {
     const Querier__V1__SelectMergeStacktracesRequest *req = (const Querier__V1__SelectMergeStacktracesRequest *)m;
-    query_series_set set;
-    query_tree t;
-    int64_t from, until;
+    query_side s;
     if (req->max_nodes < 0) return srv_reply_error(c->rq, 400, "max_nodes: must be 0 (the default) or more");
-    if (select_merge(c, req->profile_typeid, req->label_selector, NULL, 0, req->start, req->end, &set, &t, &from,
-                     &until))
-        return MHD_YES;
-    return reply_flame_graph(c, &set, &t, req->max_nodes, 0);
+    if (select_merge(c, req->profile_typeid, req->label_selector, NULL, 0, req->start, req->end, &s)) return MHD_YES;
+    return reply_flame_graph(c, &s, req->max_nodes, 0);
 }
 
 /* The merged flame graph of given spans: SelectMergeStacktraces' answer for
@@ -735,14 +729,12 @@ static enum MHD_Result do_select_merge_stacktraces(call *c, const ProtobufCMessa
 static enum MHD_Result do_select_merge_span_profile(call *c, const ProtobufCMessage *m)
 {
     const Querier__V1__SelectMergeSpanProfileRequest *req = (const Querier__V1__SelectMergeSpanProfileRequest *)m;
-    query_series_set set;
-    query_tree t;
-    int64_t from, until;
+    query_side s;
     if (req->max_nodes < 0) return srv_reply_error(c->rq, 400, "max_nodes: must be 0 (the default) or more");
     if (select_merge(c, req->profile_typeid, req->label_selector, req->span_selector, req->n_span_selector,
-                     req->start, req->end, &set, &t, &from, &until))
+                     req->start, req->end, &s))
         return MHD_YES;
-    return reply_flame_graph(c, &set, &t, req->max_nodes, 1);
+    return reply_flame_graph(c, &s, req->max_nodes, 1);
 }
 
 /* pprof, as /api/v1/query?format=pprof writes it, not gzip'd (the Connect
@@ -750,21 +742,17 @@ static enum MHD_Result do_select_merge_span_profile(call *c, const ProtobufCMess
 static enum MHD_Result do_select_merge_profile(call *c, const ProtobufCMessage *m)
 {
     const Querier__V1__SelectMergeProfileRequest *req = (const Querier__V1__SelectMergeProfileRequest *)m;
-    query_series_set set;
-    query_tree t;
-    int64_t from, until;
-    if (select_merge(c, req->profile_typeid, req->label_selector, NULL, 0, req->start, req->end, &set, &t, &from, &until))
-        return MHD_YES;
+    query_side s;
+    if (select_merge(c, req->profile_typeid, req->label_selector, NULL, 0, req->start, req->end, &s)) return MHD_YES;
     size_t gz_len = 0, len = 0;
-    char *gz = query_tree_pprof(c->r, &t, set.type, from, until, &gz_len), *raw = NULL, err[256];
+    char *gz = query_tree_pprof(c->r, &s.tree, s.set.type, s.from, s.until, &gz_len), *raw = NULL, err[256];
     enum MHD_Result res;
     if (!gz || ingest_gunzip(gz, gz_len, SIZE_MAX / 2, &raw, &len, err, sizeof err) != INGEST_OK)
         res = srv_reply_error(c->rq, 500, "out of memory encoding pprof");
     else
         res = srv_connect_reply_packed(c->rq, &perftools__profiles__profile__descriptor, raw, len);
     free(gz);
-    query_tree_free(&t);
-    query_series_set_free(&set);
+    query_side_free(&s);
     return res;
 }
 
@@ -979,26 +967,23 @@ enum MHD_Result srv_handle_connect(srv_request *rq)
 
 /* ---- Pyroscope's render ----------------------------------------------------- */
 
-/* query=ID{selector} (Pyroscope 1.x) or query=selector: type and unit
- * from the ID when given, else the type query_resolve picks and the unit
- * with the most profiles. */
-typedef struct {
-    query_series_set set;
-    query_tree t;
-    int64_t from, until;
-} render_side;
-
+/* Reads a render side (query/side.c) from param and its range:
+ * query=ID{selector} (Pyroscope 1.x) or query=selector, type and unit from
+ * the ID when given, else the type query_resolve picks and the unit with
+ * the most profiles.  Replies itself on error, with the side freed. */
 static int render_side_read(srv_request *rq, store_reader *r, const char *param, const char *from_name,
-                            const char *until_name, render_side *s)
+                            const char *until_name, query_side *s)
 {
     char err[512];
+    int64_t from, until;
+    memset(s, 0, sizeof *s);
     const char *q = srv_param(rq, param);
     if (!q) {
         srv_reply_error(rq, 400, "parameter '%s' is required: a profile type ID and a selector, e.g. "
                         "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\"}", param);
         return -1;
     }
-    if (srv_time_range(rq, from_name, until_name, SRV_DEFAULT_RANGE_MS, &s->from, &s->until)) return -1;
+    if (srv_time_range(rq, from_name, until_name, SRV_DEFAULT_RANGE_MS, &from, &until)) return -1;
     char type[128] = "", unit[64] = "", id[400];
     const char *brace = strchr(q, '{');
     size_t idlen = brace ? (size_t)(brace - q) : strlen(q);
@@ -1015,23 +1000,14 @@ static int render_side_read(srv_request *rq, store_reader *r, const char *param,
     snprintf(field, sizeof field, "parameter '%s'", param);
     query_selector sel;
     if (grafana_selector(rq, field, has_id ? (brace ? brace : "{}") : q, has_id ? type : NULL, &sel)) return -1;
-    int rc = srv_resolve(rq, r, &sel, s->from, s->until, &s->set);
-    query_selector_free(&sel);
-    if (rc) return -1;
-    int mrc = has_id ? query_merge_in_unit(r, &s->set, s->from, s->until, unit, &s->t, err, sizeof err)
-                     : query_merge(r, &s->set, s->from, s->until, &s->t, err, sizeof err);
-    if (mrc) {
-        query_series_set_free(&s->set);
+    query_side_init(s, &sel, from, until);
+    if (!srv_side_resolve(rq, r, s)) {
+        int mrc = query_side_merge(s, r, has_id ? unit : NULL, err, sizeof err);
+        if (!mrc) return 0;
         srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
-        return -1;
     }
-    return 0;
-}
-
-static void render_side_free(render_side *s)
-{
-    query_tree_free(&s->t);
-    query_series_set_free(&s->set);
+    query_side_free(s);
+    return -1;
 }
 
 /* Pyroscope's units: samples, objects, bytes, or the unit itself. */
@@ -1063,18 +1039,18 @@ enum MHD_Result srv_handle_render(srv_request *rq)
     uint64_t max_nodes;
     store_reader *r;
     if (render_begin(rq, &max_nodes, &r)) return MHD_YES;
-    render_side s;
+    query_side s;
     enum MHD_Result res = MHD_YES;
     if (render_side_read(rq, r, "query", "from", "until", &s)) goto out;
     query_levels l;
-    if (query_levels_build(r, &s.t, (size_t)max_nodes, &l)) {
+    if (query_levels_build(r, &s.tree, (size_t)max_nodes, &l)) {
         res = srv_reply_error(rq, 500, "out of memory building the flame graph");
-        render_side_free(&s);
+        query_side_free(&s);
         goto out;
     }
     query_buf b = { 0 };
     /* nanoseconds are shown as samples of 1e9 / sampleRate ns: a rate of 1e9 keeps them exact */
-    int ns = !strcmp(s.t.unit, "nanoseconds");
+    int ns = !strcmp(s.tree.unit, "nanoseconds");
     query_buf_puts(&b, "{\"version\":1,\"flamebearer\":{");
     query_levels_json_write(&b, &l);
     query_buf_puts(&b, ",\"numTicks\":");
@@ -1082,14 +1058,14 @@ enum MHD_Result srv_handle_render(srv_request *rq)
     query_buf_puts(&b, ",\"maxSelf\":");
     query_buf_i64(&b, l.max_self);
     query_buf_puts(&b, "},\"metadata\":");
-    json_t *meta = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s}", "format", "single", "units", render_units(s.t.unit),
+    json_t *meta = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s}", "format", "single", "units", render_units(s.tree.unit),
                              "sampleRate", (json_int_t)(ns ? 1000000000 : 100), "spyName", "flamedb", "name",
-                             s.set.type[0] ? s.set.type : "profile", "aggregation", query_aggregation_name(&s.t));
+                             s.set.type[0] ? s.set.type : "profile", "aggregation", query_aggregation_name(&s.tree));
     query_buf_json(&b, meta);
     json_decref(meta);
     query_buf_puts(&b, ",\"timeline\":null}\n");
     query_levels_free(&l);
-    render_side_free(&s);
+    query_side_free(&s);
     size_t len;
     char *text = query_buf_take(&b, &len);
     res = text ? srv_reply_bytes(rq, 200, "application/json", text, len, 1)
@@ -1108,21 +1084,21 @@ enum MHD_Result srv_handle_render_diff(srv_request *rq)
     uint64_t max_nodes;
     store_reader *r;
     if (render_begin(rq, &max_nodes, &r)) return MHD_YES;
-    render_side a, b;
+    query_side a, b;
     enum MHD_Result res = MHD_YES;
     if (render_side_read(rq, r, "leftQuery", "leftFrom", "leftUntil", &a)) goto out;
     if (render_side_read(rq, r, "rightQuery", "rightFrom", "rightUntil", &b)) {
-        render_side_free(&a);
+        query_side_free(&a);
         goto out;
     }
     query_levels l;
-    if (strcmp(a.t.unit, b.t.unit) && a.t.grand_total && b.t.grand_total) {
+    if (strcmp(a.tree.unit, b.tree.unit) && a.tree.grand_total && b.tree.grand_total) {
         res = srv_reply_error(rq, 400, "leftQuery is in %s, rightQuery in %s: a diff compares one unit (give both "
-                              "the same profile type ID)", a.t.unit, b.t.unit);
-    } else if (query_levels_diff_build(r, &a.t, &b.t, (size_t)max_nodes, &l)) {
+                              "the same profile type ID)", a.tree.unit, b.tree.unit);
+    } else if (query_levels_diff_build(r, &a.tree, &b.tree, (size_t)max_nodes, &l)) {
         res = srv_reply_error(rq, 500, "out of memory building the flame graph");
     } else {
-        const char *unit = a.t.grand_total ? a.t.unit : b.t.unit;
+        const char *unit = a.tree.grand_total ? a.tree.unit : b.tree.unit;
         int ns = !strcmp(unit, "nanoseconds");
         query_buf buf = { 0 };
         query_buf_puts(&buf, "{\"version\":1,\"flamebearer\":{");
@@ -1148,8 +1124,8 @@ enum MHD_Result srv_handle_render_diff(srv_request *rq)
         res = text ? srv_reply_bytes(rq, 200, "application/json", text, len, 1)
                    : srv_reply_error(rq, 500, "out of memory encoding the answer");
     }
-    render_side_free(&a);
-    render_side_free(&b);
+    query_side_free(&a);
+    query_side_free(&b);
 out:
     srv_reader_end(rq, r);
     return res;

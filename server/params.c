@@ -176,6 +176,26 @@ void srv_reader_end(srv_request *rq, store_reader *r)
     store_reader_end(r);
 }
 
+int srv_series_limit(srv_request *rq, const query_series_set *set)
+{
+    size_t max = rq->srv->max_series;
+    if (!max || set->n_series <= max) return 0;
+    srv_reply_error(rq, 400, "the selector matches %zu series with profiles in the range, more than the %zu one "
+                    "query may merge (--max-series); narrow it with a label (service=, instance=) or "
+                    "shorten the range", set->n_series, max);
+    return -1;
+}
+
+int srv_side_resolve(srv_request *rq, store_reader *r, query_side *s)
+{
+    char err[256];
+    if (query_side_resolve(s, r, err, sizeof err)) {
+        srv_reply_error(rq, 500, "%s", err);
+        return -1;
+    }
+    return srv_series_limit(rq, &s->set);
+}
+
 int srv_resolve(srv_request *rq, store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
                 query_series_set *set)
 {
@@ -184,14 +204,9 @@ int srv_resolve(srv_request *rq, store_reader *r, const query_selector *sel, int
         srv_reply_error(rq, 500, "%s", err);
         return -1;
     }
-    size_t max = rq->srv->max_series;
-    if (max && set->n_series > max) {
-        size_t n = set->n_series;
+    if (srv_series_limit(rq, set)) {
         query_series_set_free(set);
         memset(set, 0, sizeof *set);
-        srv_reply_error(rq, 400, "the selector matches %zu series with profiles in the range, more than the %zu one "
-                        "query may merge (--max-series); narrow it with a label (service=, instance=) or "
-                        "shorten the range", n, max);
         return -1;
     }
     return 0;

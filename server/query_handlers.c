@@ -237,9 +237,7 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     }
 
     store_reader *r;
-    query_series_set set;
-    query_tree t;
-    enum MHD_Result res;
+    enum MHD_Result res = MHD_YES;
     if (srv_reader_begin(rq, &r)) {
         query_selector_free(&sel);
         query_group_by_free(&by);
@@ -248,45 +246,43 @@ enum MHD_Result srv_handle_query(srv_request *rq)
     /* pprof always keeps lines: go tool pprof -list and -lines need them */
     store_reader_lines(r, lines || pprof);
     if (sample_key) store_reader_sample_root(r, sample_key);
-    if (srv_resolve(rq, r, &sel, from, until, &set)) {
-        res = MHD_YES;
-        goto out;
-    }
+    query_side side; /* query/side.c: it takes sel */
+    query_side_init(&side, &sel, from, until);
+    const query_series_set *set = &side.set;
+    const query_tree *t = &side.tree;
+    if (srv_side_resolve(rq, r, &side)) goto out;
     /* JSON answers of an empty range say where the selector's profiles are */
     query_extent ext = { 0 };
-    if (!set.n_series && !folded && !pprof && !speedscope && query_extent_find(r, &sel, &ext)) ext.found = 0;
+    if (!set->n_series && !folded && !pprof && !speedscope && query_extent_find(r, &side.sel, &ext)) ext.found = 0;
     if (grouped) {
-        res = reply_groups(rq, r, &set, &by, from, until, (size_t)max_nodes, speedscope, levels, &ext);
-        goto out_set;
+        res = reply_groups(rq, r, set, &by, from, until, (size_t)max_nodes, speedscope, levels, &ext);
+        goto out;
     }
     int mrc;
-    if ((mrc = query_merge(r, &set, from, until, &t, err, sizeof err))) {
+    if ((mrc = query_side_merge(&side, r, NULL, err, sizeof err))) {
         res = srv_reply_error(rq, srv_status_of_merge(mrc), "%s", err);
-        goto out_set;
+        goto out;
     }
     if (pprof) {
         size_t len = 0;
-        char *gz = query_tree_pprof(r, &t, set.type, from, until, &len);
+        char *gz = query_tree_pprof(r, t, set->type, from, until, &len);
         res = gz ? srv_reply_bytes(rq, 200, "application/octet-stream", gz, len, 1)
                  : srv_reply_error(rq, 500, "out of memory encoding pprof");
     } else if (folded) {
         size_t len = 0;
-        char *text = query_tree_folded(r, &t, &len);
+        char *text = query_tree_folded(r, t, &len);
         res = text ? srv_reply_bytes(rq, 200, "text/plain; charset=utf-8", text, len, 1)
                    : srv_reply_error(rq, 500, "out of memory encoding folded stacks");
     } else if (speedscope) {
-        const query_tree *trees[1] = { &t };
-        const char *names[1] = { set.type[0] ? set.type : "profile" };
+        const query_tree *trees[1] = { t };
+        const char *names[1] = { set->type[0] ? set->type : "profile" };
         res = srv_reply_json(rq, 200, query_trees_speedscope(r, trees, names, 1, names[0]));
     } else {
-        res = reply_tree(rq, r, &set, &t, from, until, (size_t)max_nodes, levels, &ext);
+        res = reply_tree(rq, r, set, t, from, until, (size_t)max_nodes, levels, &ext);
     }
-    query_tree_free(&t);
-out_set:
-    query_series_set_free(&set);
 out:
+    query_side_free(&side);
     srv_reader_end(rq, r);
-    query_selector_free(&sel);
     query_group_by_free(&by);
     return res;
 }

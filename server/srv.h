@@ -307,6 +307,13 @@ void srv_reader_end(srv_request *rq, store_reader *r);
  * nothing (the connection is closed).  srv_reply_json calls it when an
  * analysis answered nothing. */
 enum MHD_Result srv_reply_stopped(srv_request *rq);
+/* --max-series: 0 when set has at most that many series, else replies
+ * 400 naming the limit and answers -1 (set left to its owner). */
+int srv_series_limit(srv_request *rq, const query_series_set *set);
+/* A side's series (query_side_resolve) within --max-series: 0, or replies
+ * itself (500, or 400 naming the limit) and answers -1, the side left to
+ * its owner to free. */
+int srv_side_resolve(srv_request *rq, store_reader *r, query_side *s);
 /* query_resolve bounded by --max-series: answers 0, or replies itself
  * (400 naming the limit, 500) and answers -1; set is empty then. */
 int srv_resolve(srv_request *rq, store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,

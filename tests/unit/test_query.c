@@ -121,6 +121,49 @@ static void test_rate_weighting_merges_in_nanoseconds(void **state)
     done(&a);
 }
 
+/* query_side (query/side.c): a selector over a range, resolved and
+ * merged, answers what query_resolve and query_merge answer; with a unit,
+ * what query_merge_in_unit does; freed at any step it reached (a side
+ * resolved only, or only given its selector: ASan's run finds a leak). */
+static void test_side_resolves_and_merges(void **state)
+{
+    (void)state;
+    char err[256];
+    store_reader *r;
+    assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+    query_selector sel;
+    assert_int_equal(query_selector_parse("db{}", &sel, err, sizeof err), 0);
+    query_side s;
+    query_side_init(&s, &sel, 0, 100000);
+    assert_int_equal(sel.n_matchers, 0); /* taken */
+    assert_int_equal(query_side_resolve(&s, r, err, sizeof err), 0);
+    assert_string_equal(s.set.type, "samples");
+    assert_int_equal(query_side_merge(&s, r, NULL, err, sizeof err), 0);
+    assert_string_equal(s.tree.unit, "samples"); /* the majority unit, as query_merge */
+    assert_int_equal(s.tree.grand_total, 3);
+    assert_int_equal(s.tree.skipped_profiles, 1);
+    query_side_free(&s);
+    assert_int_equal(s.have_tree + s.have_set + s.have_sel, 0);
+    /* in a unit: only its profiles */
+    assert_int_equal(query_selector_parse("db{}", &sel, err, sizeof err), 0);
+    query_side_init(&s, &sel, 0, 100000);
+    assert_int_equal(query_side_resolve(&s, r, err, sizeof err), 0);
+    assert_int_equal(query_side_merge(&s, r, "nanoseconds", err, sizeof err), 0);
+    assert_string_equal(s.tree.unit, "nanoseconds");
+    assert_int_equal(s.tree.grand_total, 300000000);
+    query_side_free(&s);
+    /* freed after resolving only, and after init only */
+    assert_int_equal(query_selector_parse("api{}", &sel, err, sizeof err), 0);
+    query_side_init(&s, &sel, 0, 100000);
+    assert_int_equal(query_side_resolve(&s, r, err, sizeof err), 0);
+    assert_int_equal(s.set.n_series, 2);
+    query_side_free(&s);
+    assert_int_equal(query_selector_parse("api{instance=\"i-1\"}", &sel, err, sizeof err), 0);
+    query_side_init(&s, &sel, 0, 100000);
+    query_side_free(&s);
+    store_reader_end(r);
+}
+
 static void test_type_choice(void **state)
 {
     (void)state;
@@ -1068,6 +1111,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rate_weighting_merges_in_nanoseconds),
+        cmocka_unit_test(test_side_resolves_and_merges),
         cmocka_unit_test(test_type_choice),
         cmocka_unit_test(test_majority_unit_wins),
         cmocka_unit_test(test_window_start_decides_membership),
