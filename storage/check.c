@@ -88,6 +88,7 @@
 
 #include <zstd.h>
 
+#include "../common/utf8.h"
 #include "block.h"
 #include "catalog.h"
 #include "env.h"
@@ -208,29 +209,10 @@ static const char *level_name(char buf[32], int level)
     return buf;
 }
 
-/* Strict UTF-8 (RFC 3629: no overlongs, surrogates or code points above
- * U+10FFFF); NUL bytes refused when nul_ok is 0. */
+/* Strict UTF-8 (common/utf8.c); NUL bytes refused when nul_ok is 0. */
 static int utf8_ok(const unsigned char *s, size_t len, int nul_ok)
 {
-    for (size_t i = 0; i < len;) {
-        unsigned char b = s[i];
-        if (b < 0x80) {
-            if (!b && !nul_ok) return 0;
-            i++;
-            continue;
-        }
-        size_t n;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (b >= 0xC2 && b <= 0xDF) n = 2;
-        else if (b >= 0xE0 && b <= 0xEF) n = 3, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
-        else if (b >= 0xF0 && b <= 0xF4) n = 4, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
-        else return 0;
-        if (len - i < n || s[i + 1] < lo || s[i + 1] > hi) return 0;
-        for (size_t k = 2; k < n; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return 0;
-        i += n;
-    }
-    return 1;
+    return utf8_valid((const char *)s, len) && (nul_ok || !memchr(s, 0, len));
 }
 
 static inline uint32_t rd32(const unsigned char *p)
