@@ -23,11 +23,11 @@ static int row_cmp(const void *a, const void *b, void *arg)
     return strcmp(store_string(r, x->fn, NULL), store_string(r, y->fn, NULL));
 }
 
-static json_t *side_json(const query_fprofile *p)
+static void side_of(const query_fprofile *p, const query_tree *t, query_compare_side *out)
 {
-    return json_pack("{s:o,s:o,s:I,s:f}", "total", query_fprofile_total_json(p), "samples",
-                     query_samples_json(p->samples, p->samples_unknown),
-                     "profiles", (json_int_t)p->profiles, "entropy", query_entropy(&p->d));
+    out->f = query_fprofile_figures(p);
+    out->entropy = query_entropy(&p->d);
+    snprintf(out->unit, sizeof out->unit, "%s", t->unit);
 }
 
 /* Adds the Manhattan distance and JSD of x against y over their top k. */
@@ -42,18 +42,19 @@ int query_distances(store_reader *r, const query_dist *x, const query_dist *y, s
     return 0;
 }
 
-json_t *query_compare_json(store_reader *r, const query_tree *left, const query_tree *right, size_t k, size_t limit)
+int query_compare(store_reader *r, const query_tree *left, const query_tree *right, size_t k, size_t limit,
+                  query_compare_result *out)
 {
+    memset(out, 0, sizeof *out);
     query_fprofile L, R;
-    if (query_fprofile_build(r, left, &L)) return NULL;
+    if (query_fprofile_build(r, left, &L)) return -1;
     if (query_fprofile_build(r, right, &R)) {
         query_fprofile_free(&L);
-        return NULL;
+        return -1;
     }
-    json_t *out = NULL, *arr = json_array();
+    int rc = -1;
     row *rows = malloc((L.d.n + R.d.n + 1) * sizeof *rows);
-    double m, jsd;
-    if (!arr || !rows || query_distances(r, &L.d, &R.d, k, &m, &jsd)) goto done;
+    if (!rows || query_distances(r, &L.d, &R.d, k, &out->manhattan, &out->jsd)) goto done;
     /* The union of both distributions, walked in function-id order. */
     size_t n = 0, i = 0, j = 0;
     while (i < L.d.n || j < R.d.n) {
@@ -62,23 +63,32 @@ json_t *query_compare_json(store_reader *r, const query_tree *left, const query_
         double rr = j < R.d.n && R.d.fn[j] == fn ? R.d.p[j++] : 0;
         rows[n++] = (row){ fn, l, rr, rr - l };
     }
-    row_ctx rc = { r };
+    row_ctx rc_ = { r };
     int known = !L.samples_unknown && !R.samples_unknown && L.samples && R.samples;
-    qsort_r(rows, n, sizeof *rows, row_cmp, &rc);
-    for (size_t q = 0; q < n && (!limit || q < limit); q++) {
+    qsort_r(rows, n, sizeof *rows, row_cmp, &rc_);
+    size_t keep = limit && limit < n ? limit : n;
+    out->rows = malloc((keep ? keep : 1) * sizeof *out->rows);
+    if (!out->rows) goto done;
+    for (size_t q = 0; q < keep; q++) {
         uint64_t x1 = (uint64_t)llround(rows[q].l * (double)L.samples);
         uint64_t x2 = (uint64_t)llround(rows[q].r * (double)R.samples);
-        json_t *sig = known ? json_boolean(query_significant(x1, L.samples, x2, R.samples)) : json_null();
-        json_t *e = json_pack("{s:s,s:f,s:f,s:f,s:o}", "name", store_string(r, rows[q].fn, NULL), "left_share",
-                              rows[q].l, "right_share", rows[q].r, "delta", rows[q].delta, "significant", sig);
-        if (!e || json_array_append_new(arr, e)) goto done;
+        out->rows[q] = (query_compare_row){ store_string(r, rows[q].fn, NULL), rows[q].l, rows[q].r, rows[q].delta,
+                                            known ? query_significant(x1, L.samples, x2, R.samples) : -1 };
     }
-    out = json_pack("{s:o,s:o,s:f,s:f,s:O}", "left", side_json(&L), "right", side_json(&R), "manhattan", m,
-                    "jsd", jsd, "functions", arr);
+    out->n = keep;
+    side_of(&L, left, &out->left);
+    side_of(&R, right, &out->right);
+    rc = 0;
 done:
-    json_decref(arr);
     free(rows);
     query_fprofile_free(&L);
     query_fprofile_free(&R);
-    return out;
+    if (rc) query_compare_free(out);
+    return rc;
+}
+
+void query_compare_free(query_compare_result *c)
+{
+    free(c->rows);
+    memset(c, 0, sizeof *c);
 }

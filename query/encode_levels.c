@@ -25,8 +25,9 @@
  * flamebearer): the union of their touched nodes (one reader, so ids
  * agree), ordered by left + right total, each node 7 values — left x
  * offset, total, self, right x offset, total, self, name — each side laid
- * out on its own as above.  max_nodes keeps the largest left + right totals,
- * ties in path order as in tree_view.c. */
+ * out on its own as above.  The nodes and their order are diff.c's view
+ * (query_diff_view, as /api/v1/diff's JSON): max_nodes keeps the largest
+ * left + right totals, ties in path order as in tree_view.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,29 +180,6 @@ out:
 
 /* ---- two trees as one ---------------------------------------------------- */
 
-static uint64_t both_key(const void *ctx, uint32_t id) { return diff_both(ctx, id); }
-
-static int by_both_then_id(const void *x, const void *y, void *arg)
-{
-    const diff_ctx *c = arg;
-    uint32_t p = *(const uint32_t *)x, q = *(const uint32_t *)y;
-    uint64_t tp = diff_both(c, p), tq = diff_both(c, q);
-    if (tp != tq) return tp > tq ? -1 : 1;
-    return (p > q) - (p < q);
-}
-
-static int diff_edge_cmp(const void *x, const void *y, void *arg)
-{
-    const diff_ctx *c = arg;
-    const query_edge *p = x, *q = y;
-    if (p->parent != q->parent) return p->parent < q->parent ? -1 : 1;
-    uint64_t tp = diff_both(c, p->id), tq = diff_both(c, q->id);
-    if (tp != tq) return tp > tq ? -1 : 1;
-    int s = strcmp(store_string(c->r, store_node_func(c->r, p->id), NULL),
-                   store_string(c->r, store_node_func(c->r, q->id), NULL));
-    return s ? s : (p->id > q->id) - (p->id < q->id);
-}
-
 typedef struct {
     uint32_t first, n, i;
     uint64_t xl, xr;  /* where the next child starts on each side (raw values) */
@@ -211,13 +189,10 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
                             query_levels *l)
 {
     memset(l, 0, sizeof *l);
-    diff_ctx c = { r, left, right };
-    /* the union of the touched nodes (one reader: the ids agree) */
-    uint32_t n_nodes = left->n_nodes > right->n_nodes ? left->n_nodes : right->n_nodes, n = 0;
-    for (uint32_t id = 1; id < n_nodes; id++) n += diff_hit(left, id) | diff_hit(right, id);
-    uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    query_view v = { 0 };
-    v.edges = malloc((n ? n : 1) * sizeof *v.edges);
+    query_view v;
+    if (query_diff_view(r, left, right, max_nodes, &v)) return -1;
+    l->trunc_nodes = v.trunc_nodes;
+    l->trunc_total = v.trunc_total;
     uint32_t n_ids = store_string_max(r) + 1;
     uint32_t *index = malloc((size_t)n_ids * sizeof *index);
     size_t names_cap = 64, levels_cap = 0, cap = 64, sp = 0, end_cap = 0;
@@ -226,23 +201,7 @@ int query_levels_diff_build(store_reader *r, const query_tree *left, const query
     diff_frame *st = malloc(cap * sizeof *st);
     int64_t *end = NULL; /* per level, two ends: left, right (rounded) */
     int rc = -1;
-    if (!ids || !v.edges || !index || !l->names || !l->name_lens || !st) goto out;
-    uint32_t k = 0;
-    for (uint32_t id = 1; id < n_nodes; id++)
-        if (diff_hit(left, id) | diff_hit(right, id)) ids[k++] = id;
-    if (max_nodes && n > max_nodes) { /* a parent's sum is at least its child's, first among equals: a tree */
-        qsort_r(ids, n, sizeof *ids, by_both_then_id, &c);
-        query_view_ties(r, ids, n, (uint32_t)max_nodes, both_key, &c);
-        for (uint32_t i = (uint32_t)max_nodes; i < n; i++) {
-            l->trunc_nodes++;
-            l->trunc_total += diff_self_at(left, ids[i]) + diff_self_at(right, ids[i]);
-        }
-        n = (uint32_t)max_nodes;
-    }
-    for (uint32_t i = 0; i < n; i++) v.edges[i] = (query_edge){ store_node_parent(r, ids[i]), ids[i] };
-    v.n_edges = n;
-    qsort_r(v.edges, n, sizeof *v.edges, diff_edge_cmp, &c);
-    if (query_view_index(&v, n_nodes)) goto out;
+    if (!index || !l->names || !l->name_lens || !st) goto out;
     memset(index, 0xff, (size_t)n_ids * sizeof *index);
     l->names[0] = "total";
     l->name_lens[0] = 5;
@@ -312,7 +271,6 @@ out:
     free(end);
     free(st);
     free(index);
-    free(ids);
     query_view_free(&v);
     if (rc) query_levels_free(l);
     return rc;

@@ -109,9 +109,9 @@ int query_fprofile_build(store_reader *r, const query_tree *t, query_fprofile *o
     return 0;
 }
 
-json_t *query_fprofile_total_json(const query_fprofile *p)
+query_figures query_fprofile_figures(const query_fprofile *p)
 {
-    return p->divisor > 1 ? json_real((double)p->total / (double)p->divisor) : json_integer((json_int_t)p->total);
+    return (query_figures){ p->profiles, p->total, p->divisor ? p->divisor : 1, p->samples, p->samples_unknown };
 }
 
 void query_fprofile_free(query_fprofile *p)

@@ -1,8 +1,12 @@
 /* listings.c — what is stored, for discovery: label names with their
  * cardinality, the values of one label, and series with statistics over a
- * time range (from the block headers alone: no decoding); and the JSON of
- * the sample labels query_sample_labels_scan found (sample.c: those are
- * read from the stacks). */
+ * time range and the units they are answered in (from the block headers
+ * alone: no decoding); and the names
+ * and values of the sample labels query_sample_labels_scan found (sample.c:
+ * those are read from the stacks).  Each answers a list (data, names the
+ * reader's); encode_json.c writes /api/v1's JSON of them and the Connect
+ * handlers (LabelNames, LabelValues) their messages. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,60 +57,111 @@ static int room(size_t listed, size_t limit, int *cut)
     return 1;
 }
 
-json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n, const char *hide, size_t limit, int *cut)
+int query_label_names(store_reader *r, const uint32_t *ids, size_t n, const char *hide, size_t limit,
+                      query_label_list *out)
 {
     size_t k;
-    *cut = 0;
+    memset(out, 0, sizeof *out);
     label_ref *refs = collect(r, ids, n, &k);
-    json_t *arr = json_array(), *o = json_object();
-    if (!refs || !arr || !o) goto fail;
+    out->items = malloc((k ? k : 1) * sizeof *out->items);
+    if (!refs || !out->items) {
+        free(refs);
+        query_label_list_free(out);
+        return -1;
+    }
     for (size_t i = 0; i < k;) {
         size_t j = i, values = 0;
         while (j < k && strcmp(refs[j].name, refs[i].name) == 0) {
             if (j == i || strcmp(refs[j].value, refs[j - 1].value)) values++;
             j++;
         }
-        if (hide && !strcmp(refs[i].name, hide)) {
-            i = j;
-            continue;
+        if (!(hide && !strcmp(refs[i].name, hide))) {
+            if (!room(out->n, limit, &out->cut)) break;
+            out->items[out->n++] = (query_label_count){ refs[i].name, values };
         }
-        if (!room(json_array_size(arr), limit, cut)) break;
-        json_t *e = json_pack("{s:s,s:I}", "name", refs[i].name, "values", (json_int_t)values);
-        if (!e || json_array_append_new(arr, e)) goto fail;
         i = j;
     }
     free(refs);
-    json_object_set_new(o, "labels", arr);
-    return o;
-fail:
-    free(refs);
-    json_decref(arr);
-    json_decref(o);
-    return NULL;
+    return 0;
 }
 
-json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name, size_t limit,
-                                int *cut)
+static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+int query_label_values(store_reader *r, const uint32_t *ids, size_t n, const char *name, size_t limit,
+                       query_value_list *out)
 {
-    size_t k;
-    *cut = 0;
-    label_ref *refs = collect(r, ids, n, &k);
-    json_t *arr = json_array(), *o = json_object();
-    if (!refs || !arr || !o) goto fail;
-    for (size_t i = 0; i < k; i++) {
-        if (strcmp(refs[i].name, name)) continue;
-        if (i && strcmp(refs[i - 1].name, name) == 0 && strcmp(refs[i - 1].value, refs[i].value) == 0) continue;
-        if (!room(json_array_size(arr), limit, cut)) break;
-        if (json_array_append_new(arr, json_string(refs[i].value))) goto fail;
+    memset(out, 0, sizeof *out);
+    out->items = malloc((n ? n : 1) * sizeof *out->items);
+    if (!out->items) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = store_series_label(r, ids[i], name);
+        if (v) out->items[k++] = v;
     }
-    free(refs);
-    json_object_set_new(o, "values", arr);
-    return o;
-fail:
-    free(refs);
-    json_decref(arr);
-    json_decref(o);
-    return NULL;
+    qsort(out->items, k, sizeof *out->items, str_cmp);
+    for (size_t i = 0; i < k; i++) {
+        if (out->n && !strcmp(out->items[out->n - 1], out->items[i])) continue;
+        if (!room(out->n, limit, &out->cut)) break;
+        out->items[out->n++] = out->items[i];
+    }
+    return 0;
+}
+
+int query_sample_names(const query_sample_labels *l, size_t limit, query_label_list *out)
+{
+    memset(out, 0, sizeof *out);
+    out->items = malloc((l->n ? l->n : 1) * sizeof *out->items);
+    if (!out->items) return -1;
+    for (size_t i = 0; i < l->n;) {
+        size_t j = i;
+        while (j < l->n && !strcmp(l->pairs[j].key, l->pairs[i].key)) j++;
+        if (!room(out->n, limit, &out->cut)) break;
+        out->items[out->n++] = (query_label_count){ l->pairs[i].key, j - i };
+        i = j;
+    }
+    return 0;
+}
+
+int query_sample_values(const query_sample_labels *l, const char *key, size_t limit, query_value_list *out)
+{
+    memset(out, 0, sizeof *out);
+    out->items = malloc((l->n ? l->n : 1) * sizeof *out->items);
+    if (!out->items) return -1;
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->pairs[i].key, key)) continue;
+        if (!room(out->n, limit, &out->cut)) break;
+        out->items[out->n++] = l->pairs[i].value;
+    }
+    return 0;
+}
+
+void query_label_list_free(query_label_list *l)
+{
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+void query_value_list_free(query_value_list *l)
+{
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+static int unit_block(const store_block *b, void *arg)
+{
+    query_unit_set *u = arg;
+    uint64_t w;
+    const char *unit = query_block_unit(b, &w);
+    for (int i = 0; i < u->n; i++)
+        if (!strcmp(u->units[i], unit)) return 0;
+    if (u->n < QUERY_MAX_UNITS) snprintf(u->units[u->n++], sizeof u->units[0], "%s", unit);
+    return 0;
+}
+
+void query_series_units(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, query_unit_set *out)
+{
+    out->n = 0;
+    store_blocks_scan(r, sid, from_ms, until_ms, unit_block, out);
 }
 
 /* Scanning one series' blocks into its figures. */
@@ -201,66 +256,4 @@ void query_series_list_free(query_series_list *l)
 {
     free(l->items);
     memset(l, 0, sizeof *l);
-}
-
-json_t *query_series_json(store_reader *r, const query_series_list *l)
-{
-    json_t *arr = json_array(), *o = json_object();
-    store_label labels[64];
-    if (!arr || !o) goto fail;
-    for (size_t i = 0; i < l->n; i++) {
-        const query_series_stat *s = &l->items[i];
-        json_t *lj = json_object();
-        int nl = store_series_labels(r, s->id, labels, 64);
-        for (int j = 0; lj && j < nl && j < 64; j++) json_object_set_new(lj, labels[j].name, json_string(labels[j].value));
-        /* a gauge's total over time is the average of its snapshots */
-        json_t *total = s->gauge && s->profiles ? json_real((double)s->total / (double)s->profiles)
-                                                : json_integer((json_int_t)s->total);
-        /* a profile's samples are not split by stack: unknown once one was left out */
-        json_t *samples = s->dropped ? json_null() : query_samples_json(s->samples, s->samples_unknown);
-        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:s,s:s,s:o,s:o}", "labels", lj, "profiles", (json_int_t)s->profiles,
-                              "samples", samples, "total", total, "aggregation", s->gauge ? "average" : "sum",
-                              "unit", s->mixed ? "mixed" : (s->unit ? s->unit : "samples"),
-                              "first", query_time_json(s->first), "last", query_time_json(s->last));
-        if (!e || json_array_append_new(arr, e)) goto fail;
-    }
-    json_object_set_new(o, "series", arr);
-    return o;
-fail:
-    json_decref(arr);
-    json_decref(o);
-    return NULL;
-}
-
-json_t *query_sample_names_json(const query_sample_labels *l, size_t limit, int *cut)
-{
-    json_t *arr = json_array();
-    *cut = 0;
-    for (size_t i = 0; arr && i < l->n;) {
-        size_t j = i;
-        while (j < l->n && !strcmp(l->pairs[j].key, l->pairs[i].key)) j++;
-        if (!room(json_array_size(arr), limit, cut)) break;
-        json_t *e = json_pack("{s:s,s:I}", "name", l->pairs[i].key, "values", (json_int_t)(j - i));
-        if (!e || json_array_append_new(arr, e)) {
-            json_decref(arr);
-            return NULL;
-        }
-        i = j;
-    }
-    return arr;
-}
-
-json_t *query_sample_values_json(const query_sample_labels *l, const char *key, size_t limit, int *cut)
-{
-    json_t *arr = json_array();
-    *cut = 0;
-    for (size_t i = 0; arr && i < l->n; i++) {
-        if (strcmp(l->pairs[i].key, key)) continue;
-        if (!room(json_array_size(arr), limit, cut)) break;
-        if (json_array_append_new(arr, json_string(l->pairs[i].value))) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr ? json_pack("{s:o}", "values", arr) : NULL;
 }

@@ -310,6 +310,14 @@ int query_sample_labels_scan(store_reader *r, const query_series_set *set, int64
                              const char *key, query_sample_labels *out, unsigned char *kept, char *err,
                              size_t errlen);
 void query_sample_labels_free(query_sample_labels *l);
+/* The series a listing shows: query_resolve_all's, and when sel has
+ * matchers on sample labels only the series holding a stack they keep
+ * (read from the stacks, query_sample_labels_scan, which also fills found
+ * and key as it says).  Answers 0, or resolve's or the scan's code with
+ * err (out empty). */
+int query_sample_resolve(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                         const char *key, query_sample_labels *found, query_series_set *out, char *err,
+                         size_t errlen);
 
 /* group_by_sample on a ranking: the tree t, merged with
  * store_reader_sample_root(r, key) set, split by its root frames
@@ -459,36 +467,146 @@ void query_top_free(query_top_result *top);
  * "total_ci95"}]}: the rows in t's unit. */
 json_t *query_top_json(const query_tree *t, const query_top_result *top);
 
-/* The union of two trees: {"name", "left_self", "left_total", "right_self",
- * "right_total", "children"}, children by left+right total descending. */
+/* Two trees as one (diff.c's view, also the double flamebearer's:
+ * query_levels_diff_build): {"left_total", "right_total", "left_unit",
+ * "right_unit", "tree"}, the tree's nodes {"name", "left_self",
+ * "left_total", "right_self", "right_total", "children"}, children by
+ * left + right total descending, then name. */
 json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tree *right);
 
 /* About 300 points, rounded up to a multiple of 10 s. */
 int64_t query_timeline_default_step(int64_t from_ms, int64_t until_ms);
-/* [[t, total], ...] one point per step from from_ms (empty steps 0), in the
- * unit with the most profiles, written to unit_out.  NULL with *too_big set
- * when a step's values add up past 2^63 (exact integers cannot show it). */
-json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
-                            int64_t step_ms, char *unit_out, size_t unit_len, int *too_big);
+/* A step of a timeline: where it starts, the sum of its counter profiles'
+ * values (exact) and, in a unit of gauges, the sum over series of each
+ * series' mean there (query_point_value adds them). */
+typedef struct {
+    int64_t t_ms;
+    uint64_t sum;
+    double gauge;
+} query_point;
 
-/* Compare two merges: {"left", "right", "manhattan", "jsd", "functions":
- * [{"name", "left_share", "right_share", "delta", "significant"}]}. */
-json_t *query_compare_json(store_reader *r, const query_tree *left, const query_tree *right, size_t k, size_t limit);
+typedef struct {
+    char unit[64];          /* the unit with the most profiles; "samples" when none */
+    int gauge;              /* the unit holds gauges: values are sum + gauge, not integers */
+    query_point *points;    /* owned: one per step from from_ms, empty steps 0 */
+    size_t n;
+} query_timeline_result;
 
-/* Stability over windows of step_ms: {"step", "windows", "summary"}. */
-json_t *query_stability_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
-                                     int64_t until_ms, int64_t step_ms, size_t k, double max_m, double max_jsd);
-/* Stability of groups against the whole: {"groups", "summary"}. */
-json_t *query_stability_groups_json(store_reader *r, const query_group_by *by, const query_group *groups,
-                                    size_t n, const query_tree *whole, int64_t from_ms, int64_t until_ms,
-                                    size_t k, double max_m, double max_jsd);
+/* The totals of set's profiles per step_ms from from_ms (block headers
+ * alone; each profile in the step its window starts in), in the unit with
+ * the most profiles.  Answers 0, QUERY_ETOOBIG (a step's values add up past
+ * 2^63: exact integers cannot show it), or -1 (out of memory, the reader's
+ * work stopped, or set has sample matchers: headers know no sample labels);
+ * nothing partial. */
+int query_timeline(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms, int64_t step_ms,
+                   query_timeline_result *out);
+void query_timeline_free(query_timeline_result *tl);
+static inline double query_point_value(const query_point *p) { return (double)p->sum + p->gauge; }
+/* [[t, total], ...]: integers, or numbers in a unit of gauges. */
+json_t *query_timeline_json(const query_timeline_result *tl);
+
+/* A merge's figures in its unit, as compare and stability show them:
+ * total / divisor is its value (divisor 1: an integer), samples unknown
+ * when samples_unknown. */
+typedef struct {
+    uint64_t profiles, total, divisor, samples, samples_unknown;
+} query_figures;
+
+/* Two merges (left, right) compared function by function: self shares,
+ * their difference, whether it is significant (a two-proportion z-test
+ * at 95% on the samples; -1 when a side does not know its samples), and
+ * the Manhattan distance and Jensen-Shannon divergence over the k
+ * functions that weigh most.  Rows by |delta| descending, then name; the
+ * first limit (0: all).  Names are the reader's.  -1 out of memory. */
+typedef struct {
+    const char *name;
+    double left_share, right_share, delta;
+    int significant;        /* 1, 0, or -1: unknown */
+} query_compare_row;
+
+typedef struct {
+    query_figures f;
+    double entropy;
+    char unit[64];
+} query_compare_side;
+
+typedef struct {
+    query_compare_side left, right;
+    double manhattan, jsd;
+    query_compare_row *rows;    /* owned */
+    size_t n;
+} query_compare_result;
+
+int query_compare(store_reader *r, const query_tree *left, const query_tree *right, size_t k, size_t limit,
+                  query_compare_result *out);
+void query_compare_free(query_compare_result *c);
+/* {"left", "right": {"total", "samples", "profiles", "entropy", "unit"},
+ * "manhattan", "jsd", "functions": [{"name", "left_share", "right_share",
+ * "delta", "significant"}]}. */
+json_t *query_compare_json(const query_compare_result *c);
+
+/* Can the profile be trusted?  Units (windows of step_ms, each against the
+ * previous non-empty one; or groups, each against the whole merge,
+ * outliers first) with their entropy, Manhattan distance and JSD (NaN:
+ * none), and a summary against max_manhattan and max_jsd. */
+typedef struct {
+    int64_t from_ms, until_ms;  /* a window's */
+    size_t group;               /* a group's index in the groups given */
+    query_figures f;
+    double entropy, manhattan, jsd;
+    double manhattan_noise, manhattan_z;  /* groups: the distance sampling alone gives, and how many times it */
+} query_stability_unit;
+
+typedef struct {
+    double entropy_mean, entropy_stddev, manhattan_mean, manhattan_max, jsd_mean, jsd_max; /* NaN: no value */
+    int stable;                 /* every comparison within the bounds; -1: no comparison */
+    size_t comparisons;
+    double max_manhattan, max_jsd;
+} query_stability_summary;
+
+typedef struct {
+    int64_t step_ms;            /* windows; 0: groups */
+    query_stability_unit *units;/* owned: windows in time order, groups outliers first */
+    size_t n;
+    query_stability_summary summary;
+} query_stability_result;
+
+int query_stability_windows(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                            int64_t step_ms, size_t k, double max_m, double max_jsd, query_stability_result *out);
+int query_stability_groups(store_reader *r, const query_group *groups, size_t n, const query_tree *whole,
+                           int64_t from_ms, int64_t until_ms, size_t k, double max_m, double max_jsd,
+                           query_stability_result *out);
+void query_stability_free(query_stability_result *s);
+/* Windows: {"step", "windows", "summary"}; groups (by and groups as given
+ * to the split): {"groups", "summary"}. */
+json_t *query_stability_json(const query_stability_result *s, const query_group_by *by, const query_group *groups);
 /* Number of windows of step_ms in [from, until). */
 size_t query_window_count(int64_t from_ms, int64_t until_ms, int64_t step_ms);
-/* Variance attribution over windows or groups: {"units", "mean", "variance", "functions"}. */
-json_t *query_variance_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
-                                    int64_t until_ms, int64_t step_ms, size_t k);
-json_t *query_variance_groups_json(store_reader *r, const query_series_set *whole, const query_group *groups,
-                                   size_t n, int64_t from_ms, int64_t until_ms, size_t k);
+
+/* What makes the total swing?  Over units (windows or groups), each
+ * function's contribution Cov(self, total) / Var(total) with its sampling
+ * error (NaN: unknown), the k largest first. */
+typedef struct {
+    const char *name;           /* the reader's */
+    double contribution, contribution_se, mean, variance;
+} query_variance_row;
+
+typedef struct {
+    size_t units;
+    int64_t step_ms;            /* windows; 0: groups */
+    double mean, variance;      /* of the units' totals; NaN without units */
+    query_variance_row *rows;   /* owned */
+    size_t n;
+} query_variance_result;
+
+int query_variance_windows(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                           int64_t step_ms, size_t k, query_variance_result *out);
+int query_variance_groups(store_reader *r, const query_series_set *whole, const query_group *groups, size_t n,
+                          int64_t from_ms, int64_t until_ms, size_t k, query_variance_result *out);
+void query_variance_free(query_variance_result *v);
+/* {"units", "mean", "variance", "functions": [{"name", "contribution",
+ * "contribution_se", "mean", "variance"}]}, and "step" over windows. */
+json_t *query_variance_json(const query_variance_result *v);
 /* The labels of a group as a JSON object. */
 json_t *query_group_labels_json(const query_group_by *by, const query_group *g);
 
@@ -515,16 +633,51 @@ void query_extent_json(json_t *o, const query_extent *e);
 /* Every listing takes limit, the most items it lists (0: no bound), and
  * sets *cut when it left some out (the first limit in its order are
  * listed). */
-/* {"labels": [{"name", "values": distinct count}]} over the series, by
- * name; hide (NULL: none) is a name left out. */
-json_t *query_labels_json(store_reader *r, const uint32_t *ids, size_t n, const char *hide, size_t limit, int *cut);
-/* {"values": [...]} of label name over the series, sorted. */
-json_t *query_label_values_json(store_reader *r, const uint32_t *ids, size_t n, const char *name, size_t limit,
-                                int *cut);
-/* [{"name", "values": distinct count}] of the sample labels found, by name. */
-json_t *query_sample_names_json(const query_sample_labels *l, size_t limit, int *cut);
-/* {"values": [...]} of sample label key, sorted. */
-json_t *query_sample_values_json(const query_sample_labels *l, const char *key, size_t limit, int *cut);
+/* A label name and the number of its distinct values. */
+typedef struct {
+    const char *name;
+    size_t values;
+} query_label_count;
+
+typedef struct {
+    query_label_count *items;   /* owned; names the reader's (or the scan's) */
+    size_t n;
+    int cut;                    /* limit left some out */
+} query_label_list;
+
+typedef struct {
+    const char **items;         /* owned array; strings the reader's (or the scan's) */
+    size_t n;
+    int cut;
+} query_value_list;
+
+/* The label names of series ids[0..n), by name, with their distinct
+ * values; hide (NULL: none) is a name left out.  -1 out of memory. */
+int query_label_names(store_reader *r, const uint32_t *ids, size_t n, const char *hide, size_t limit,
+                      query_label_list *out);
+/* The distinct values of label name over the series, sorted (bytes). */
+int query_label_values(store_reader *r, const uint32_t *ids, size_t n, const char *name, size_t limit,
+                       query_value_list *out);
+/* The same of the sample labels a scan found (query_sample_labels_scan;
+ * valid while l is). */
+int query_sample_names(const query_sample_labels *l, size_t limit, query_label_list *out);
+int query_sample_values(const query_sample_labels *l, const char *key, size_t limit, query_value_list *out);
+void query_label_list_free(query_label_list *l);
+void query_value_list_free(query_value_list *l);
+/* [{"name", "values": distinct count}, ...] */
+json_t *query_label_list_json(const query_label_list *l);
+/* ["value", ...] */
+json_t *query_value_list_json(const query_value_list *l);
+
+/* The units a series' profiles starting in a range are answered in
+ * (query_block_unit; usually one), in the order met, at most
+ * QUERY_MAX_UNITS (more are left out).  Block headers alone. */
+#define QUERY_MAX_UNITS 4
+typedef struct {
+    char units[QUERY_MAX_UNITS][64];
+    int n;
+} query_unit_set;
+void query_series_units(store_reader *r, uint32_t sid, int64_t from_ms, int64_t until_ms, query_unit_set *out);
 
 /* A series' figures over its profiles starting in a range. */
 typedef struct {
@@ -554,10 +707,11 @@ typedef struct {
 int query_series_stats(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
                        size_t limit, query_series_list *out, char *err, size_t errlen);
 void query_series_list_free(query_series_list *l);
-/* {"series": [{"labels", "profiles", "samples", "total", "unit", "first",
- * "last"}]}: samples null for a series whose listed profiles lost a stack
- * to the filter (a profile's samples are not split by stack). */
-json_t *query_series_json(store_reader *r, const query_series_list *l);
+/* {"series": [{"labels", "profiles", "samples", "total", "aggregation",
+ * "unit", "first", "last"}]}: samples null for a series whose listed
+ * profiles lost a stack to the filter (a profile's samples are not split
+ * by stack); hide (NULL: none) a label name left out of "labels". */
+json_t *query_series_json(store_reader *r, const query_series_list *l, const char *hide);
 
 /* acc += counts x weight, answering -1 (acc unchanged) past 2^63: the
  * checked sum every total over stored values uses (values past 2^63 are

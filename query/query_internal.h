@@ -52,8 +52,8 @@ typedef struct {
 } query_fprofile;
 
 int query_fprofile_build(store_reader *r, const query_tree *t, query_fprofile *out);
-/* Its total as JSON in its unit (see query_value_json). */
-json_t *query_fprofile_total_json(const query_fprofile *p);
+/* Its figures (profiles, total, divisor, samples). */
+query_figures query_fprofile_figures(const query_fprofile *p);
 void query_fprofile_free(query_fprofile *p);
 /* Distances of x to y over their top k (compare.c). */
 int query_distances(store_reader *r, const query_dist *x, const query_dist *y, size_t k, double *m, double *jsd);
@@ -63,7 +63,6 @@ int query_window_profiles(store_reader *r, const query_series_set *set, int64_t 
 int query_group_profiles(store_reader *r, const query_group *groups, size_t n, int64_t from_ms, int64_t until_ms,
                          const char *unit, query_fprofile **out);
 void query_units_free(query_fprofile *u, size_t n);
-json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, size_t k);
 
 /* Names function ids for stats' callbacks (ctx is the store_reader). */
 const char *query_fn_name(void *ctx, uint32_t fn);
@@ -108,5 +107,11 @@ static inline int diff_hit(const query_tree *t, uint32_t id)
     return id < t->n_nodes && ((t->touched[id >> 6] >> (id & 63)) & 1);
 }
 static inline uint64_t diff_both(const diff_ctx *c, uint32_t id) { return diff_total_at(c->a, id) + diff_total_at(c->b, id); }
+/* The union of two trees' touched nodes as an indexed view (diff.c):
+ * children by left + right total descending, then name; max_nodes (0: all)
+ * keeps the largest sums, trunc_nodes and trunc_total (both sides' self)
+ * counting the rest.  -1 out of memory (v empty). */
+int query_diff_view(store_reader *r, const query_tree *left, const query_tree *right, size_t max_nodes,
+                    query_view *v);
 
 #endif

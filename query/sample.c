@@ -287,6 +287,32 @@ static int pairs_finish(store_reader *r, query_sample_labels *l)
     return l->n_slots ? pairs_rehash(l, l->n_slots) : 0;
 }
 
+int query_sample_resolve(store_reader *r, const query_selector *sel, int64_t from_ms, int64_t until_ms,
+                         const char *key, query_sample_labels *found, query_series_set *out, char *err,
+                         size_t errlen)
+{
+    int rc = query_resolve_all(r, sel, from_ms, until_ms, out, err, errlen);
+    if (rc) return rc;
+    unsigned char *kept = NULL;
+    if (out->sample.n_matchers && !(kept = calloc(out->n_series + 1, 1))) {
+        query_set_err(err, errlen, "out of memory matching series");
+        query_series_set_free(out);
+        return -1;
+    }
+    rc = query_sample_labels_scan(r, out, from_ms, until_ms, key, found, kept, err, errlen);
+    if (rc) {
+        free(kept);
+        query_series_set_free(out);
+        return rc;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < out->n_series; i++)
+        if (!kept || kept[i]) out->series[n++] = out->series[i];
+    out->n_series = n;
+    free(kept);
+    return 0;
+}
+
 void query_sample_labels_free(query_sample_labels *l)
 {
     for (size_t i = 0; i < l->n; i++) {

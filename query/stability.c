@@ -9,38 +9,58 @@
  * so a group of two samples far from the whole does not hide a group of
  * ten thousand that moved; groups whose samples are unknown come last, by
  * distance.  The summary says whether every
- * comparison stayed within max_manhattan and max_jsd. */
+ * comparison stayed within max_manhattan and max_jsd.
+ *
+ * The analyses answer data (query_stability_result: the units in answer
+ * order and the summary); query_stability_json (encode_json.c) writes
+ * /api/v1/stability's JSON. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "query_internal.h"
 
-static json_t *summary_json(const double *entropy, const double *man, const double *jsd, size_t n,
-                            double max_m, double max_jsd)
+static void summarize(const double *entropy, const double *man, const double *jsd, size_t n, double max_m,
+                      double max_jsd, query_stability_summary *out)
 {
-    double em, es, emax, mm, ms, mmax, jm, js, jmax;
+    double es_max, m_sd, j_sd;
     size_t ec, mc, jc;
-    query_summary(entropy, n, &em, &es, &emax, &ec);
-    query_summary(man, n, &mm, &ms, &mmax, &mc);
-    query_summary(jsd, n, &jm, &js, &jmax, &jc);
-    json_t *stable = mc ? json_boolean(mmax <= max_m && jmax <= max_jsd) : json_null();
-    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:f,s:f}", "entropy_mean", query_real_or_null(em),
-                     "entropy_stddev", query_real_or_null(es), "manhattan_mean", query_real_or_null(mm),
-                     "manhattan_max", query_real_or_null(mmax), "jsd_mean", query_real_or_null(jm), "jsd_max",
-                     query_real_or_null(jmax), "stable", stable, "comparisons", (json_int_t)mc,
-                     "max_manhattan", max_m, "max_jsd", max_jsd);
+    query_summary(entropy, n, &out->entropy_mean, &out->entropy_stddev, &es_max, &ec);
+    query_summary(man, n, &out->manhattan_mean, &m_sd, &out->manhattan_max, &mc);
+    query_summary(jsd, n, &out->jsd_mean, &j_sd, &out->jsd_max, &jc);
+    out->stable = mc ? out->manhattan_max <= max_m && out->jsd_max <= max_jsd : -1;
+    out->comparisons = mc;
+    out->max_manhattan = max_m;
+    out->max_jsd = max_jsd;
 }
 
-json_t *query_stability_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
-                                     int64_t until_ms, int64_t step_ms, size_t k, double max_m, double max_jsd)
+/* n units and their entropy, distance and JSD arrays (one allocation). */
+static int units_alloc(query_stability_result *out, size_t n, double **ent)
+{
+    memset(out, 0, sizeof *out);
+    out->units = calloc(n ? n : 1, sizeof *out->units);
+    *ent = malloc((n ? n : 1) * 3 * sizeof **ent);
+    if (out->units && *ent) return 0;
+    free(out->units);
+    free(*ent);
+    out->units = NULL;
+    *ent = NULL;
+    return -1;
+}
+
+int query_stability_windows(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                            int64_t step_ms, size_t k, double max_m, double max_jsd, query_stability_result *out)
 {
     query_fprofile *u;
     size_t n;
-    if (query_window_profiles(r, set, from_ms, until_ms, step_ms, &u, &n)) return NULL;
-    double *ent = malloc((n ? n : 1) * 3 * sizeof *ent), *man = ent + n, *jsd = man + n;
-    json_t *windows = json_array(), *out = NULL;
-    if (!ent || !windows) goto done;
+    double *ent;
+    if (query_window_profiles(r, set, from_ms, until_ms, step_ms, &u, &n)) return -1;
+    if (units_alloc(out, n, &ent)) {
+        query_units_free(u, n);
+        return -1;
+    }
+    double *man = ent + n, *jsd = man + n;
+    int rc = -1;
     const query_fprofile *prev = NULL;
     for (size_t w = 0; w < n; w++) {
         ent[w] = man[w] = jsd[w] = NAN;
@@ -50,22 +70,21 @@ json_t *query_stability_windows_json(store_reader *r, const query_series_set *se
             prev = &u[w];
         }
         int64_t ws = from_ms + (int64_t)w * step_ms, we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
-        json_t *e = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o,s:o,s:o}", "from", query_time_json(ws), "until",
-                              query_time_json(we), "profiles", (json_int_t)u[w].profiles, "total",
-                              query_fprofile_total_json(&u[w]), "samples", query_samples_json(u[w].samples, u[w].samples_unknown), "entropy",
-                              query_real_or_null(ent[w]), "manhattan", query_real_or_null(man[w]), "jsd",
-                              query_real_or_null(jsd[w]));
-        if (!e || json_array_append_new(windows, e)) goto done;
+        out->units[w] = (query_stability_unit){ .from_ms = ws, .until_ms = we, .group = w,
+                                                .f = query_fprofile_figures(&u[w]), .entropy = ent[w],
+                                                .manhattan = man[w], .jsd = jsd[w], .manhattan_noise = NAN,
+                                                .manhattan_z = NAN };
     }
-    out = json_pack("{s:o,s:O,s:o}", "step", query_time_json(step_ms), "windows", windows, "summary",
-                    summary_json(ent, man, jsd, n, max_m, max_jsd));
+    out->n = n;
+    out->step_ms = step_ms;
+    summarize(ent, man, jsd, n, max_m, max_jsd, &out->summary);
+    rc = 0;
 done:
-    json_decref(windows);
     free(ent);
     query_units_free(u, n);
-    return out;
+    if (rc) query_stability_free(out);
+    return rc;
 }
-
 typedef struct { double z, m; size_t i; } by_m;
 
 /* z descending (null z last), then distance descending (null last). */
@@ -81,50 +100,61 @@ static int by_m_desc(const void *a, const void *b)
     return (p->i > q->i) - (p->i < q->i);
 }
 
-json_t *query_stability_groups_json(store_reader *r, const query_group_by *by, const query_group *groups,
-                                    size_t n, const query_tree *whole, int64_t from_ms, int64_t until_ms,
-                                    size_t k, double max_m, double max_jsd)
+int query_stability_groups(store_reader *r, const query_group *groups, size_t n, const query_tree *whole,
+                           int64_t from_ms, int64_t until_ms, size_t k, double max_m, double max_jsd,
+                           query_stability_result *out)
 {
     query_fprofile *u = NULL, all;
-    if (query_fprofile_build(r, whole, &all)) return NULL;
-    double *ent = malloc((n ? n : 1) * 4 * sizeof *ent), *man = ent + n, *jsd = man + n, *noise = jsd + n;
+    double *ent;
+    if (query_fprofile_build(r, whole, &all)) return -1;
+    if (units_alloc(out, n, &ent)) {
+        query_fprofile_free(&all);
+        return -1;
+    }
+    double *man = ent + n, *jsd = man + n;
     by_m *order = malloc((n ? n : 1) * sizeof *order);
     uint32_t *K = malloc((k ? k : 1) * sizeof *K);
-    json_t *arr = json_array(), *out = NULL;
-    if (!ent || !order || !K || !arr || query_group_profiles(r, groups, n, from_ms, until_ms, whole->unit, &u))
-        goto done;
+    int rc = -1;
+    if (!order || !K || query_group_profiles(r, groups, n, from_ms, until_ms, whole->unit, &u)) goto done;
     for (size_t g = 0; g < n; g++) {
-        ent[g] = man[g] = jsd[g] = noise[g] = NAN;
+        double noise = NAN;
+        ent[g] = man[g] = jsd[g] = NAN;
         if (u[g].total > 0) {
             ent[g] = query_entropy(&u[g].d);
             if (query_distances(r, &u[g].d, &all.d, k, &man[g], &jsd[g])) goto done;
             if (!u[g].samples_unknown) {
                 size_t nk = query_top_k(&u[g].d, &all.d, k, query_fn_name, r, K);
-                noise[g] = query_manhattan_noise(&all.d, K, nk, u[g].samples);
+                noise = query_manhattan_noise(&all.d, K, nk, u[g].samples);
             }
         }
-        double z = noise[g] > 0 ? man[g] / noise[g] : NAN;
+        double z = noise > 0 ? man[g] / noise : NAN;
         order[g] = (by_m){ z, man[g], g };
+        out->units[g] = (query_stability_unit){ .group = g, .f = query_fprofile_figures(&u[g]), .entropy = ent[g],
+                                                .manhattan = man[g], .jsd = jsd[g], .manhattan_noise = noise,
+                                                .manhattan_z = z };
     }
     qsort(order, n, sizeof *order, by_m_desc);
-    for (size_t q = 0; q < n; q++) {
-        size_t g = order[q].i;
-        json_t *e = json_pack("{s:o,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "labels",
-                              query_group_labels_json(by, &groups[g]), "profiles", (json_int_t)u[g].profiles, "total",
-                              query_fprofile_total_json(&u[g]), "samples",
-                              query_samples_json(u[g].samples, u[g].samples_unknown), "entropy",
-                              query_real_or_null(ent[g]), "manhattan", query_real_or_null(man[g]), "manhattan_noise",
-                              query_real_or_null(noise[g]), "manhattan_z", query_real_or_null(order[q].z), "jsd",
-                              query_real_or_null(jsd[g]));
-        if (!e || json_array_append_new(arr, e)) goto done;
-    }
-    out = json_pack("{s:O,s:o}", "groups", arr, "summary", summary_json(ent, man, jsd, n, max_m, max_jsd));
+    /* the units in rank order: the summary reads them unordered */
+    query_stability_unit *ranked = malloc((n ? n : 1) * sizeof *ranked);
+    if (!ranked) goto done;
+    for (size_t q = 0; q < n; q++) ranked[q] = out->units[order[q].i];
+    free(out->units);
+    out->units = ranked;
+    out->n = n;
+    summarize(ent, man, jsd, n, max_m, max_jsd, &out->summary);
+    rc = 0;
 done:
-    json_decref(arr);
     free(ent);
     free(order);
     free(K);
     query_units_free(u, n);
     query_fprofile_free(&all);
-    return out;
+    if (rc) query_stability_free(out);
+    return rc;
+}
+
+void query_stability_free(query_stability_result *s)
+{
+    free(s->units);
+    memset(s, 0, sizeof *s);
 }

@@ -8,7 +8,12 @@
  * Gauges (snapshots: heap in use) are averaged, not added: within a step,
  * each series adds the mean of its gauge profiles there (the sum of their
  * values over their number), so a step holding two snapshots of 15 MB
- * shows 15 MB, as the merge of that step would. */
+ * shows 15 MB, as the merge of that step would.
+ *
+ * query_timeline answers the points as data (time, counters' sum, gauges'
+ * averages); query_timeline_json (encode_json.c) writes /api/v1/timeline's
+ * [[t, total], ...] and the Connect SelectSeries handler makes its Points
+ * of the same data. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,32 +66,33 @@ static int tl_block(const store_block *b, void *arg)
     return c->too_big;
 }
 
-json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
-                            int64_t step_ms, char *unit_out, size_t unit_len, int *too_big)
+int query_timeline(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms, int64_t step_ms,
+                   query_timeline_result *out)
 {
     tl_ctx c = { 0 };
-    *too_big = 0;
-    if (set->sample.n_matchers) return NULL; /* block headers know no sample labels: the caller refuses them */
+    int rc = -1;
+    memset(out, 0, sizeof *out);
+    if (set->sample.n_matchers) return -1; /* block headers know no sample labels: the caller refuses them */
     c.n = (size_t)((until_ms - from_ms + step_ms - 1) / step_ms);
     c.values = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.values);
     c.averages = calloc((c.n ? c.n : 1) * TL_UNITS, sizeof *c.averages);
-    json_t *points = json_array();
+    out->points = malloc((c.n ? c.n : 1) * sizeof *out->points);
     /* series in label-set order: the gauge averages are floating-point sums
      * over series, whose ids follow push order and layout; in a content
      * order the answer is the data's alone (docs/ARCHITECTURE.md) */
     uint32_t *order = malloc((set->n_series ? set->n_series : 1) * sizeof *order);
-    if (!c.values || !c.averages || !points || !order) goto fail;
+    if (!c.values || !c.averages || !out->points || !order) goto out;
     memcpy(order, set->series, set->n_series * sizeof *order);
-    if (query_series_sort(r, order, set->n_series)) goto fail;
+    if (query_series_sort(r, order, set->n_series)) goto out;
     for (size_t i = 0; i < set->n_series; i++) {
         for (c.step_index = 0; c.step_index < c.n; c.step_index++) {
             int64_t ws = from_ms + (int64_t)c.step_index * step_ms;
             int64_t we = ws + step_ms < until_ms ? ws + step_ms : until_ms;
-            if (store_reader_expired(r)) goto fail; /* nothing partial: the caller says why */
+            if (store_reader_expired(r)) goto out; /* nothing partial: the caller says why */
             store_blocks_scan_merged(r, order[i], ws, we, tl_block, &c);
             if (c.too_big) {
-                *too_big = 1;
-                goto fail;
+                rc = QUERY_ETOOBIG;
+                goto out;
             }
             for (int u = 0; u < c.n_units; u++) {
                 if (c.gauge_n[u])
@@ -100,23 +106,23 @@ json_t *query_timeline_json(store_reader *r, const query_series_set *set, int64_
         if (best < 0 || c.unit_profiles[i] > c.unit_profiles[best] ||
             (c.unit_profiles[i] == c.unit_profiles[best] && strcmp(c.units[i], c.units[best]) < 0))
             best = i;
-    snprintf(unit_out, unit_len, "%s", best >= 0 ? c.units[best] : "samples");
-    for (size_t k = 0; k < c.n; k++) {
-        uint64_t v = best >= 0 ? c.values[(size_t)best * c.n + k] : 0;
-        json_t *value = best >= 0 && c.unit_gauge[best]
-                            ? json_real((double)v + c.averages[(size_t)best * c.n + k])
-                            : json_integer((json_int_t)v);
-        if (json_array_append_new(points, json_pack("[o,o]", query_time_json(from_ms + (int64_t)k * step_ms), value)))
-            goto fail;
-    }
+    snprintf(out->unit, sizeof out->unit, "%s", best >= 0 ? c.units[best] : "samples");
+    out->gauge = best >= 0 && c.unit_gauge[best];
+    for (size_t k = 0; k < c.n; k++)
+        out->points[k] = (query_point){ from_ms + (int64_t)k * step_ms, best >= 0 ? c.values[(size_t)best * c.n + k] : 0,
+                                        out->gauge ? c.averages[(size_t)best * c.n + k] : 0 };
+    out->n = c.n;
+    rc = 0;
+out:
     free(order);
     free(c.values);
     free(c.averages);
-    return points;
-fail:
-    free(order);
-    free(c.values);
-    free(c.averages);
-    json_decref(points);
-    return NULL;
+    if (rc) query_timeline_free(out);
+    return rc;
+}
+
+void query_timeline_free(query_timeline_result *tl)
+{
+    free(tl->points);
+    memset(tl, 0, sizeof *tl);
 }

@@ -8,7 +8,7 @@
  * bytes) the interval is an approximation.
  *
  * query_top ranks and answers data (rows: names, values, shares and their
- * intervals); query_top_json is its JSON encoding (/api/v1/top), and the
+ * intervals); query_top_json (encode_json.c) is its JSON (/api/v1/top), and the
  * Prometheus text of /api/v1/hotspots/metrics reads the rows directly.
  *
  * Paging: the whole ranking is sorted once per call and rows [offset,
@@ -110,30 +110,4 @@ void query_top_free(query_top_result *top)
 {
     free(top->rows);
     memset(top, 0, sizeof *top);
-}
-
-/* [lo, hi], or null when the number of samples is not known. */
-static json_t *interval_json(const query_top_result *top, const double ci[2])
-{
-    return top->has_ci ? json_pack("[f,f]", ci[0], ci[1]) : json_null();
-}
-
-json_t *query_top_json(const query_tree *t, const query_top_result *top)
-{
-    json_t *arr = json_array();
-    if (!arr) return NULL;
-    for (size_t k = 0; k < top->n; k++) {
-        const query_top_row *row = &top->rows[k];
-        json_t *e = json_pack("{s:s,s:o,s:o,s:f,s:f,s:o,s:o}", "name", row->name, "self", query_value_json(t, row->self),
-                              "total", query_value_json(t, row->total), "self_share", row->self_share, "total_share",
-                              row->total_share, "self_ci95", interval_json(top, row->self_ci), "total_ci95",
-                              interval_json(top, row->total_ci));
-        if (!e || json_array_append_new(arr, e)) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return json_pack("{s:o,s:o,s:I,s:I,s:o}", "total", query_value_json(t, t->grand_total), "samples",
-                     query_samples_json(t->samples, t->samples_unknown), "functions_total",
-                     (json_int_t)top->n_functions, "offset", (json_int_t)top->offset, "functions", arr);
 }

@@ -11,7 +11,9 @@
  * is linear in the s_f,u with weights (T_u - mean T) / (N Var(T)), so
  *   se(f)^2 = sum_u T_u^2 p_u (1 - p_u) / n_u (T_u - mean T)^2 / (sum_u (T_u - mean T)^2)^2
  * (the totals taken as given).  null when a unit does not know its samples.
- * Values of gauges are the units' averages (divided by their divisor). */
+ * Values of gauges are the units' averages (divided by their divisor).
+ * The analysis answers rows (query_variance_result); query_variance_json
+ * (encode_json.c) is /api/v1/variance's JSON. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +54,8 @@ static double contribution_se(const query_fprofile *u, const double *T, const do
     return den > 0 ? sqrt(num) / den : NAN;
 }
 
-json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, size_t k)
+/* The k largest contributions over units u[0..n). */
+static int variance_of(store_reader *r, const query_fprofile *u, size_t n, size_t k, query_variance_result *out)
 {
     /* The union of the units' functions. */
     size_t nf = 0, cap = 0;
@@ -60,8 +63,8 @@ json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, 
     uint32_t *fns = malloc((cap ? cap : 1) * sizeof *fns);
     double *T = malloc((n ? n : 1) * sizeof *T), *s = NULL;
     fn_var *vars = NULL;
-    json_t *arr = json_array(), *out = NULL;
-    if (!fns || !T || !arr) goto done;
+    int rc = -1;
+    if (!fns || !T) goto done;
     for (size_t i = 0; i < n; i++) {
         memcpy(fns + nf, u[i].f.fn, u[i].f.n * sizeof *fns);
         nf += u[i].f.n;
@@ -74,7 +77,9 @@ json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, 
     nf = uniq;
     s = malloc((n ? n : 1) * sizeof *s);
     vars = malloc((nf ? nf : 1) * sizeof *vars);
-    if (!s || !vars) goto done;
+    size_t keep = nf < k ? nf : k;
+    out->rows = malloc((keep ? keep : 1) * sizeof *out->rows);
+    if (!s || !vars || !out->rows) goto done;
     for (size_t f = 0; f < nf; f++) {
         for (size_t i = 0; i < n; i++) {
             const query_functions *qf = &u[i].f;
@@ -89,7 +94,7 @@ json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, 
         vars[f] = (fn_var){ query_contribution(s, T, n), query_mean(s, n), fns[f], f, r };
     }
     qsort(vars, nf, sizeof *vars, by_contribution);
-    for (size_t q = 0; q < nf && q < k; q++) {
+    for (size_t q = 0; q < keep; q++) {
         /* The function's own variance needs its series again. */
         for (size_t i = 0; i < n; i++) {
             const query_functions *qf = &u[i].f;
@@ -97,45 +102,55 @@ json_t *query_variance_json(store_reader *r, const query_fprofile *u, size_t n, 
             for (size_t j = 0; j < qf->n; j++)
                 if (qf->fn[j] == vars[q].fn) s[i] = (double)qf->self[j] / (double)(u[i].divisor ? u[i].divisor : 1);
         }
-        json_t *e = json_pack("{s:s,s:o,s:o,s:f,s:f}", "name", store_string(r, vars[q].fn, NULL), "contribution",
-                              query_real_or_null(vars[q].c), "contribution_se",
-                              query_real_or_null(contribution_se(u, T, s, n)), "mean", query_mean(s, n), "variance",
-                              query_var(s, n));
-        if (!e || json_array_append_new(arr, e)) goto done;
+        out->rows[q] = (query_variance_row){ store_string(r, vars[q].fn, NULL), vars[q].c,
+                                             contribution_se(u, T, s, n), query_mean(s, n), query_var(s, n) };
     }
-    out = json_pack("{s:I,s:o,s:o,s:O}", "units", (json_int_t)n, "mean", query_real_or_null(query_mean(T, n)),
-                    "variance", query_real_or_null(query_var(T, n)), "functions", arr);
+    out->n = keep;
+    out->units = n;
+    out->mean = query_mean(T, n);
+    out->variance = query_var(T, n);
+    rc = 0;
 done:
-    json_decref(arr);
     free(fns);
     free(T);
     free(s);
     free(vars);
-    return out;
+    return rc;
 }
 
-json_t *query_variance_windows_json(store_reader *r, const query_series_set *set, int64_t from_ms,
-                                    int64_t until_ms, int64_t step_ms, size_t k)
+int query_variance_windows(store_reader *r, const query_series_set *set, int64_t from_ms, int64_t until_ms,
+                           int64_t step_ms, size_t k, query_variance_result *out)
 {
     query_fprofile *u;
     size_t n;
-    if (query_window_profiles(r, set, from_ms, until_ms, step_ms, &u, &n)) return NULL;
-    json_t *out = query_variance_json(r, u, n, k);
+    memset(out, 0, sizeof *out);
+    if (query_window_profiles(r, set, from_ms, until_ms, step_ms, &u, &n)) return -1;
+    int rc = variance_of(r, u, n, k, out);
+    out->step_ms = step_ms;
     query_units_free(u, n);
-    return out;
+    if (rc) query_variance_free(out);
+    return rc;
 }
 
-json_t *query_variance_groups_json(store_reader *r, const query_series_set *whole, const query_group *groups,
-                                   size_t n, int64_t from_ms, int64_t until_ms, size_t k)
+int query_variance_groups(store_reader *r, const query_series_set *whole, const query_group *groups, size_t n,
+                          int64_t from_ms, int64_t until_ms, size_t k, query_variance_result *out)
 {
     query_fprofile *u;
     query_tree t;
     char err[128], unit[64];
-    if (query_merge(r, whole, from_ms, until_ms, &t, err, sizeof err)) return NULL;
+    memset(out, 0, sizeof *out);
+    if (query_merge(r, whole, from_ms, until_ms, &t, err, sizeof err)) return -1;
     snprintf(unit, sizeof unit, "%s", t.unit);
     query_tree_free(&t);
-    if (query_group_profiles(r, groups, n, from_ms, until_ms, unit, &u)) return NULL;
-    json_t *out = query_variance_json(r, u, n, k);
+    if (query_group_profiles(r, groups, n, from_ms, until_ms, unit, &u)) return -1;
+    int rc = variance_of(r, u, n, k, out);
     query_units_free(u, n);
-    return out;
+    if (rc) query_variance_free(out);
+    return rc;
+}
+
+void query_variance_free(query_variance_result *v)
+{
+    free(v->rows);
+    memset(v, 0, sizeof *v);
 }

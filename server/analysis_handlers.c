@@ -308,17 +308,22 @@ enum MHD_Result srv_handle_stability(srv_request *rq)
     }
     if (!(r = begin(rq))) goto out;
     json_t *o = NULL;
+    query_stability_result st;
+    int arc;
     if (!grouped) {
         if (srv_side_resolve(rq, r, &s)) goto out;
-        o = query_stability_windows_json(r, &s.set, s.from, s.until, step, (size_t)k, max_m, max_jsd);
+        if (!(arc = query_stability_windows(r, &s.set, s.from, s.until, step, (size_t)k, max_m, max_jsd, &st)))
+            o = query_stability_json(&st, NULL, NULL);
     } else {
         if (side_merge(rq, r, &s)) goto out;
         query_group *g;
         size_t ng;
         if (srv_groups_split(rq, "group_by", r, &s.set, &by, s.from, s.until, 0, &g, &ng)) goto out;
-        o = query_stability_groups_json(r, &by, g, ng, &s.tree, s.from, s.until, (size_t)k, max_m, max_jsd);
+        if (!(arc = query_stability_groups(r, g, ng, &s.tree, s.from, s.until, (size_t)k, max_m, max_jsd, &st)))
+            o = query_stability_json(&st, &by, g);
         query_groups_free(g, ng);
     }
+    if (!arc) query_stability_free(&st);
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:
     if (r) srv_reader_end(rq, r);
@@ -345,17 +350,13 @@ static enum MHD_Result two_sides(srv_request *rq, int diff)
     store_reader *r = NULL;
     if (side_read(rq, "right", NULL, "right", &R) || !(r = begin(rq))) goto out;
     if (side_merge(rq, r, &L) || side_merge(rq, r, &R)) goto out;
-    json_t *o;
+    json_t *o = NULL;
+    query_compare_result cmp;
     if (diff) {
-        o = json_pack("{s:o,s:o,s:s,s:s,s:o}", "left_total", query_value_json(&L.tree, L.tree.grand_total),
-                      "right_total", query_value_json(&R.tree, R.tree.grand_total), "left_unit", L.tree.unit, "right_unit", R.tree.unit, "tree",
-                      query_diff_json(r, &L.tree, &R.tree));
-    } else {
-        o = query_compare_json(r, &L.tree, &R.tree, (size_t)k, (size_t)limit);
-        if (o) {
-            json_object_set_new(json_object_get(o, "left"), "unit", json_string(L.tree.unit));
-            json_object_set_new(json_object_get(o, "right"), "unit", json_string(R.tree.unit));
-        }
+        o = query_diff_json(r, &L.tree, &R.tree);
+    } else if (!query_compare(r, &L.tree, &R.tree, (size_t)k, (size_t)limit, &cmp)) {
+        o = query_compare_json(&cmp);
+        query_compare_free(&cmp);
     }
     if (o) {
         json_object_set_new(o, "left_type", L.set.type[0] ? json_string(L.set.type) : json_null());
@@ -373,6 +374,24 @@ enum MHD_Result srv_handle_compare(srv_request *rq) { return two_sides(rq, 0); }
 enum MHD_Result srv_handle_diff(srv_request *rq) { return two_sides(rq, 1); }
 
 /* ---- /api/v1/timeline ------------------------------------------------- */
+
+/* {"points", "unit"} of one set, or a group's {"labels", "unit", "points"};
+ * NULL on failure (*too_big set past 2^63). */
+static json_t *timeline_json(store_reader *r, const query_series_set *set, int64_t from, int64_t until, int64_t step,
+                             json_t *labels, int *too_big)
+{
+    query_timeline_result tl;
+    int rc = query_timeline(r, set, from, until, step, &tl);
+    if (rc) {
+        *too_big = rc == QUERY_ETOOBIG;
+        json_decref(labels);
+        return NULL;
+    }
+    json_t *o = labels ? json_pack("{s:o,s:s,s:o}", "labels", labels, "unit", tl.unit, "points", query_timeline_json(&tl))
+                       : json_pack("{s:o,s:s}", "points", query_timeline_json(&tl), "unit", tl.unit);
+    query_timeline_free(&tl);
+    return o;
+}
 
 enum MHD_Result srv_handle_timeline(srv_request *rq)
 {
@@ -399,14 +418,12 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
                               s.set.sample_key);
         goto out;
     }
-    char unit[64];
     int too_big = 0, failed = 0;
     json_t *o = json_pack("{s:o}", "step", query_time_json(step));
     if (!grouped) {
-        json_t *pts = query_timeline_json(r, &s.set, s.from, s.until, step, unit, sizeof unit, &too_big);
-        failed = !pts;
-        json_object_set_new(o, "points", pts);
-        json_object_set_new(o, "unit", json_string(unit));
+        json_t *tl = timeline_json(r, &s.set, s.from, s.until, step, NULL, &too_big);
+        failed = !tl;
+        json_object_update_missing_new(o, tl);
     } else {
         query_group *g;
         size_t ng;
@@ -416,13 +433,10 @@ enum MHD_Result srv_handle_timeline(srv_request *rq)
             json_decref(groups);
             goto out;
         }
-        for (size_t i = 0; i < ng && !failed; i++) {
-            int big = 0;
-            json_t *pts = query_timeline_json(r, &g[i].set, s.from, s.until, step, unit, sizeof unit, &big);
-            too_big |= big;
-            failed = !pts;
-            json_array_append_new(groups, json_pack("{s:o,s:s,s:o}", "labels", query_group_labels_json(&by, &g[i]),
-                                                    "unit", unit, "points", pts));
+        for (size_t i = 0; i < ng && !failed && !too_big; i++) {
+            json_t *tl = timeline_json(r, &g[i].set, s.from, s.until, step, query_group_labels_json(&by, &g[i]), &too_big);
+            failed = !tl;
+            json_array_append_new(groups, tl);
         }
         query_groups_free(g, ng);
         json_object_set_new(o, "groups", groups);
@@ -472,15 +486,20 @@ enum MHD_Result srv_handle_variance(srv_request *rq)
     }
     if (!(r = begin(rq)) || srv_side_resolve(rq, r, &s)) goto out;
     json_t *o = NULL;
+    query_variance_result v;
+    int arc;
     if (!grouped) {
-        o = query_variance_windows_json(r, &s.set, s.from, s.until, step, (size_t)k);
-        if (o) json_object_set_new(o, "step", query_time_json(step));
+        arc = query_variance_windows(r, &s.set, s.from, s.until, step, (size_t)k, &v);
     } else {
         query_group *g;
         size_t ng;
         if (srv_groups_split(rq, "by", r, &s.set, &by, s.from, s.until, 0, &g, &ng)) goto out;
-        o = query_variance_groups_json(r, &s.set, g, ng, s.from, s.until, (size_t)k);
+        arc = query_variance_groups(r, &s.set, g, ng, s.from, s.until, (size_t)k, &v);
         query_groups_free(g, ng);
+    }
+    if (!arc) {
+        o = query_variance_json(&v);
+        query_variance_free(&v);
     }
     res = srv_reply_json(rq, 200, with_head(o, r, &s, NULL));
 out:

@@ -139,20 +139,6 @@ static int ptype_parse(const char *id, char *type, size_t tlen, char *unit, size
     return 0;
 }
 
-/* The units a series' profiles in the range are answered in (usually one). */
-typedef struct { char units[4][64]; int n; } unit_set;
-
-static int unit_block(const store_block *b, void *arg)
-{
-    unit_set *u = arg;
-    uint64_t w;
-    const char *unit = query_block_unit(b, &w);
-    for (int i = 0; i < u->n; i++)
-        if (!strcmp(u->units[i], unit)) return 0;
-    if (u->n < 4) snprintf(u->units[u->n++], 64, "%s", unit);
-    return 0;
-}
-
 /* ---- selectors ----------------------------------------------------------- */
 
 static int matcher_add(query_selector *sel, const char *name, const char *value)
@@ -242,10 +228,10 @@ static int cmp_u32(const void *a, const void *b)
 /* The series matching any of the selectors (none: every series) with a
  * profile in the range, ascending, unique.  A selector's matchers on
  * sample labels keep the series holding a stack they keep
- * (query_resolve_all); found (NULL: not asked) receives the sample labels
- * of the stacks each selector keeps (key non-NULL: that label's only),
- * read from the stacks under the query bounds (query_sample_labels_scan:
- * a stopped scan is the call's error, never a shorter list). */
+ * (query_sample_resolve, as /api/v1/labels lists); found (NULL: not asked)
+ * receives the sample labels of the stacks each selector keeps (key
+ * non-NULL: that label's only), read from the stacks under the query
+ * bounds (a stopped scan is the call's error, never a shorter list). */
 static int match_any(srv_request *rq, store_reader *r, char **matchers, size_t n, int64_t from, int64_t until,
                      const char *key, query_sample_labels *found, uint32_t **ids, size_t *n_ids)
 {
@@ -261,36 +247,21 @@ static int match_any(srv_request *rq, store_reader *r, char **matchers, size_t n
         char field[32], err[512];
         snprintf(field, sizeof field, "matchers[%zu]", i);
         if (grafana_selector(rq, field, n ? matchers[i] : "{}", NULL, &sel)) goto fail;
-        int rc = query_resolve_all(r, &sel, from, until, &set, err, sizeof err);
+        int rc = query_sample_resolve(r, &sel, from, until, key, found, &set, err, sizeof err);
         query_selector_free(&sel);
         if (rc) {
-            srv_reply_error(rq, 500, "%s", err);
-            goto fail;
-        }
-        unsigned char *kept = set.sample.n_matchers ? calloc(set.n_series + 1, 1) : NULL;
-        if (set.sample.n_matchers && !kept) {
-            query_series_set_free(&set);
-            srv_reply_error(rq, 500, "out of memory matching series");
-            goto fail;
-        }
-        rc = query_sample_labels_scan(r, &set, from, until, key, found, kept, err, sizeof err);
-        if (rc) {
-            free(kept);
-            query_series_set_free(&set);
             srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
             goto fail;
         }
         uint32_t *all = realloc(*ids, (*n_ids + set.n_series + 1) * sizeof *all);
         if (!all) {
-            free(kept);
             query_series_set_free(&set);
             srv_reply_error(rq, 500, "out of memory matching series");
             goto fail;
         }
         *ids = all;
-        for (size_t j = 0; j < set.n_series; j++)
-            if (!kept || kept[j]) all[(*n_ids)++] = set.series[j];
-        free(kept);
+        memcpy(all + *n_ids, set.series, set.n_series * sizeof *all);
+        *n_ids += set.n_series;
         query_series_set_free(&set);
     }
     /* sorted, each once */
@@ -334,8 +305,8 @@ static int profile_types(call *c, const uint32_t *ids, size_t n, int64_t from, i
     size_t np = 0, cap = 0;
     for (size_t i = 0; i < n; i++) {
         const char *type = store_series_label(c->r, ids[i], "type");
-        unit_set us = { .n = 0 };
-        store_blocks_scan(c->r, ids[i], from, until, unit_block, &us);
+        query_unit_set us;
+        query_series_units(c->r, ids[i], from, until, &us);
         for (int k = 0; k < us.n; k++) {
             ptype p;
             ptype_of(type ? type : "cpu", us.units[k], &p);
@@ -414,54 +385,41 @@ static enum MHD_Result do_label_names(call *c, const ProtobufCMessage *m)
         query_sample_labels_free(&sl);
         return MHD_YES;
     }
-    size_t cap = 64, k = 0;
-    char **names = malloc(cap * sizeof *names);
-    store_label labels[64];
-    for (size_t i = 0; names && i < n; i++) {
-        int nl = store_series_labels(c->r, ids[i], labels, 64);
-        for (int j = 0; names && j < nl && j < 64; j++) {
-            if (!strncmp(labels[j].name, "__", 2)) continue;
-            if (k + 1 >= cap) { /* room for service_name too */
-                char **nn = realloc(names, cap * 2 * sizeof *nn);
-                if (!nn) {
-                    free(names);
-                    names = NULL;
-                    break;
-                }
-                names = nn;
-                cap *= 2;
-            }
-            names[k++] = (char *)labels[j].name;
-        }
-    }
+    query_label_list series = { 0 }, sample = { 0 };
+    int failed = query_label_names(c->r, ids, n, NULL, 0, &series) || query_sample_names(&sl, 0, &sample);
     free(ids);
-    /* room for the sample labels' names: at most one a pair */
-    char **more = names ? realloc(names, (k + sl.n + 2) * sizeof *more) : NULL;
-    if (!more) {
-        free(names);
-        query_sample_labels_free(&sl);
-        return srv_reply_error(c->rq, 500, "out of memory listing label names");
+    /* room for service_name too */
+    char **names = failed ? NULL : malloc((series.n + sample.n + 1) * sizeof *names);
+    enum MHD_Result res;
+    if (!names) {
+        res = srv_reply_error(c->rq, 500, "out of memory listing label names");
+        goto out;
     }
-    names = more;
-    k = sort_unique(names, k);
-    for (size_t i = 0; i < k; i++)
-        if (!strcmp(names[i], "service")) {
-            names[k++] = (char *)"service_name";
-            k = sort_unique(names, k);
-            break;
-        }
-    /* sorted by key already; a name met as a series label is not repeated */
+    /* Grafana's: "__" names hidden (the tenant's too), service_name beside service */
+    size_t k = 0;
+    int service = 0;
+    for (size_t i = 0; i < series.n; i++) {
+        if (!strncmp(series.items[i].name, "__", 2)) continue;
+        service |= !strcmp(series.items[i].name, "service");
+        names[k++] = (char *)series.items[i].name;
+    }
+    if (service) {
+        names[k++] = (char *)"service_name";
+        k = sort_unique(names, k);
+    }
+    /* then the sample labels' names (by name), a name met as a series label not repeated */
     size_t series_names = k;
-    for (size_t i = 0; i < sl.n; i++) {
-        if (i && !strcmp(sl.pairs[i].key, sl.pairs[i - 1].key)) continue;
-        if (bsearch(&sl.pairs[i].key, names, series_names, sizeof *names, cmp_str)) continue;
-        names[k++] = sl.pairs[i].key;
-    }
+    for (size_t i = 0; i < sample.n; i++)
+        if (!bsearch(&sample.items[i].name, names, series_names, sizeof *names, cmp_str))
+            names[k++] = (char *)sample.items[i].name;
     Types__V1__LabelNamesResponse resp = TYPES__V1__LABEL_NAMES_RESPONSE__INIT;
     resp.n_names = k;
     resp.names = names;
-    enum MHD_Result res = srv_connect_reply(c->rq, &resp.base);
+    res = srv_connect_reply(c->rq, &resp.base);
     free(names);
+out:
+    query_label_list_free(&series);
+    query_label_list_free(&sample);
     query_sample_labels_free(&sl);
     return res;
 }
@@ -486,37 +444,33 @@ static enum MHD_Result do_label_values(call *c, const ProtobufCMessage *m)
         query_sample_labels_free(&sl);
         return MHD_YES;
     }
-    char **values = malloc((n > sl.n ? n : sl.n ? sl.n : 1) * sizeof *values);
-    size_t k = 0;
+    query_value_list values = { 0 };
     ptype *pt = NULL;
-    if (values && sample) {
-        for (size_t i = 0; i < sl.n; i++) values[k++] = sl.pairs[i].value;
-    } else if (values && !strcmp(name, "__profile_type__")) {
-        size_t np = 0;
-        if (profile_types(c, ids, n, from, until, &pt, &np) == 0) {
-            char **more = realloc(values, (np ? np : 1) * sizeof *more);
-            if (more) {
-                values = more;
-                for (size_t i = 0; i < np; i++) values[k++] = pt[i].id;
-            }
-        }
-    } else if (values) {
-        for (size_t i = 0; i < n; i++) {
-            const char *v = store_series_label(c->r, ids[i], name);
-            if (v) values[k++] = (char *)v;
-        }
+    size_t np = 0;
+    int failed;
+    char **list = NULL;
+    if (!strcmp(name, "__profile_type__")) {
+        /* the type ids Grafana asks by, not the stored label's values */
+        failed = profile_types(c, ids, n, from, until, &pt, &np) || !(list = malloc((np ? np : 1) * sizeof *list));
+        for (size_t i = 0; !failed && i < np; i++) list[i] = pt[i].id;
+        np = failed ? 0 : sort_unique(list, np);
+    } else {
+        failed = sample ? query_sample_values(&sl, name, 0, &values)
+                        : query_label_values(c->r, ids, n, name, 0, &values);
     }
     free(ids);
-    if (!values) {
-        query_sample_labels_free(&sl);
-        return srv_reply_error(c->rq, 500, "out of memory listing label values");
+    enum MHD_Result res;
+    if (failed) {
+        res = srv_reply_error(c->rq, 500, "out of memory listing label values");
+    } else {
+        Types__V1__LabelValuesResponse resp = TYPES__V1__LABEL_VALUES_RESPONSE__INIT;
+        resp.n_names = list ? np : values.n;
+        resp.names = list ? list : (char **)values.items;
+        res = srv_connect_reply(c->rq, &resp.base);
     }
-    Types__V1__LabelValuesResponse resp = TYPES__V1__LABEL_VALUES_RESPONSE__INIT;
-    resp.n_names = sort_unique(values, k);
-    resp.names = values;
-    enum MHD_Result res = srv_connect_reply(c->rq, &resp.base);
-    free(values);
+    free(list);
     free(pt);
+    query_value_list_free(&values);
     query_sample_labels_free(&sl);
     return res;
 }
@@ -562,15 +516,15 @@ static enum MHD_Result do_series(call *c, const ProtobufCMessage *m)
         free(ids);
         return srv_reply_error(c->rq, 500, "out of memory sorting series");
     }
-    size_t cap = n * 4 + 1, k = 0; /* unit_set: at most 4 units a series */
+    size_t cap = n * QUERY_MAX_UNITS + 1, k = 0;
     Types__V1__Labels **sets = pool_alloc(&c->pl, cap * sizeof *sets);
     store_label labels[64];
     for (size_t i = 0; sets && i < n && !c->pl.failed; i++) {
         int nl = store_series_labels(c->r, ids[i], labels, 64);
         if (nl > 64) nl = 64;
         const char *type = store_series_label(c->r, ids[i], "type");
-        unit_set us = { .n = 0 };
-        store_blocks_scan(c->r, ids[i], from, until, unit_block, &us);
+        query_unit_set us;
+        query_series_units(c->r, ids[i], from, until, &us);
         for (int u = 0; u < us.n && !c->pl.failed; u++) {
             ptype pt;
             ptype_of(type ? type : "cpu", us.units[u], &pt);
@@ -756,19 +710,19 @@ static enum MHD_Result do_select_merge_profile(call *c, const ProtobufCMessage *
     return res;
 }
 
-/* Points of a timeline answer ([[t seconds, value], ...]) as Points. */
-static Types__V1__Point **points_of(call *c, json_t *tl, size_t *n)
+/* A timeline's points as Points (timestamps in ms); their sum in *sum. */
+static Types__V1__Point **points_of(call *c, const query_timeline_result *tl, double *sum)
 {
-    *n = json_array_size(tl);
-    Types__V1__Point *pts = pool_alloc(&c->pl, *n * sizeof *pts);
-    Types__V1__Point **ptrs = pool_alloc(&c->pl, *n * sizeof *ptrs);
+    Types__V1__Point *pts = pool_alloc(&c->pl, tl->n * sizeof *pts);
+    Types__V1__Point **ptrs = pool_alloc(&c->pl, tl->n * sizeof *ptrs);
+    *sum = 0;
     if (c->pl.failed) return NULL;
-    for (size_t i = 0; i < *n; i++) {
-        json_t *p = json_array_get(tl, i);
+    for (size_t i = 0; i < tl->n; i++) {
         Types__V1__Point init = TYPES__V1__POINT__INIT;
         pts[i] = init;
-        pts[i].timestamp = (int64_t)llround(json_number_value(json_array_get(p, 0)) * 1000);
-        pts[i].value = json_number_value(json_array_get(p, 1));
+        pts[i].timestamp = tl->points[i].t_ms;
+        pts[i].value = query_point_value(&tl->points[i]);
+        *sum += pts[i].value;
         ptrs[i] = &pts[i];
     }
     return ptrs;
@@ -840,25 +794,24 @@ static enum MHD_Result do_select_series(call *c, const ProtobufCMessage *m)
     for (size_t g = 0; rs && g < nparts; g++) {
         const query_series_set *part = by.n_keys ? &groups[g].set : &set;
         if (!part->n_series) continue;
-        char got_unit[64] = "";
-        int too_big = 0;
-        json_t *tl = query_timeline_json(c->r, part, from, until, step, got_unit, sizeof got_unit, &too_big);
-        if (!tl) {
-            res = too_big ? srv_reply_error(c->rq, 422, "a step's values add up past 2^63: narrow the range")
-                          : srv_reply_json(c->rq, 500, NULL);
+        query_timeline_result tl;
+        int trc = query_timeline(c->r, part, from, until, step, &tl);
+        if (trc) {
+            res = trc == QUERY_ETOOBIG ? srv_reply_error(c->rq, 422, "a step's values add up past 2^63: narrow the range")
+                                       : srv_reply_json(c->rq, 500, NULL);
             goto out;
         }
         Types__V1__Series *s = pool_alloc(&c->pl, sizeof *s);
         if (!s) {
-            json_decref(tl);
+            query_timeline_free(&tl);
             break;
         }
         Types__V1__Series init = TYPES__V1__SERIES__INIT;
         *s = init;
-        s->points = points_of(c, tl, &s->n_points);
-        json_decref(tl);
-        double sum = 0;
-        for (size_t i = 0; s->points && i < s->n_points; i++) sum += s->points[i]->value;
+        double sum;
+        s->points = points_of(c, &tl, &sum);
+        s->n_points = s->points ? tl.n : 0;
+        query_timeline_free(&tl);
         size_t nl = by.n_keys;
         s->labels = pool_alloc(&c->pl, (nl ? nl : 1) * sizeof *s->labels);
         for (size_t i = 0; s->labels && i < nl; i++) {

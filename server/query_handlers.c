@@ -289,17 +289,6 @@ out:
 
 typedef enum { LIST_LABELS, LIST_VALUES } list_kind;
 
-/* Under --auth the tenant label is the server's, not the client's: left
- * out of each series' labels (its value is the request's own tenant
- * anyway: the selector was scoped to it; label names leave it out as they
- * are listed, query_labels_json). */
-static void hide_tenant(json_t *answer)
-{
-    json_t *a = json_object_get(answer, "series");
-    for (size_t i = 0; i < json_array_size(a); i++)
-        json_object_del(json_object_get(json_array_get(a, i), "labels"), SRV_TENANT_LABEL);
-}
-
 /* limit on a listing: the most items listed, 0 (the default) all of
  * them; *given says whether the client asked, so that the answer says
  * whether the list was cut ("truncated") only then and is otherwise what
@@ -342,11 +331,12 @@ static enum MHD_Result list_series(srv_request *rq)
         res = srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
         goto out_set;
     }
-    json_t *answer = query_series_json(r, &l);
+    /* under --auth the tenant label is the server's, not the client's (its
+     * value is the request's own tenant: the selector was scoped to it) */
+    json_t *answer = query_series_json(r, &l, rq->scoped ? SRV_TENANT_LABEL : NULL);
     if (answer && limited) json_object_set_new(answer, "truncated", json_boolean(l.cut));
     query_extent ext;
     if (answer && !l.n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
-    if (answer && rq->scoped) hide_tenant(answer);
     res = srv_reply_json(rq, 200, answer);
 out_set:
     query_series_set_free(&set);
@@ -358,7 +348,7 @@ out:
 }
 
 /* /labels and /label/NAME/values.  The selector splits as a query's does
- * (query_resolve_all): its matchers on sample labels keep the series
+ * (query_sample_resolve): its matchers on sample labels keep the series
  * holding a stack they keep.  Sample labels are found by scanning the
  * stacks (query_sample_labels_scan, under the query bounds): their names
  * in "sample_labels" beside the series' when asked (sample_labels=1: the
@@ -382,50 +372,49 @@ static enum MHD_Result list(srv_request *rq, list_kind kind)
     char err[512];
     query_series_set set;
     query_sample_labels sl = { 0 };
-    unsigned char *kept = NULL;
     json_t *answer = NULL;
     enum MHD_Result res;
     const char *name = rq->route_arg;
     /* a name no series carries (never a reserved one) is a sample label's */
     int sample_values = kind == LIST_VALUES && strncmp(name, "__", 2) && !store_label_name_known(r, name);
-    if (query_resolve_all(r, &sel, from, until, &set, err, sizeof err)) {
-        res = srv_reply_error(rq, 500, "%s", err);
-        goto out;
-    }
-    int filtered = set.sample.n_matchers > 0;
-    if (filtered && !(kept = calloc(set.n_series + 1, 1))) {
-        res = srv_reply_error(rq, 500, "out of memory listing labels");
-        goto out_set;
-    }
     query_sample_labels *found = sample_values || (kind == LIST_LABELS && want_names) ? &sl : NULL;
-    int rc = query_sample_labels_scan(r, &set, from, until, sample_values ? name : NULL, found, kept, err, sizeof err);
+    int rc = query_sample_resolve(r, &sel, from, until, sample_values ? name : NULL, found, &set, err, sizeof err);
     if (rc) {
         res = srv_reply_error(rq, srv_status_of_merge(rc), "%s", err);
-        goto out_set;
+        goto out;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < set.n_series; i++)
-        if (!kept || kept[i]) set.series[n++] = set.series[i];
-    int cut = 0, sample_cut = 0;
+    int cut = 0, failed = 0;
     if (kind == LIST_LABELS) {
+        query_label_list names, sample_names = { 0 };
         /* under --auth the tenant label is the server's: not listed */
-        answer = query_labels_json(r, set.series, n, rq->scoped ? SRV_TENANT_LABEL : NULL, (size_t)limit, &cut);
-        if (answer && sl.n)
-            json_object_set_new(answer, "sample_labels", query_sample_names_json(&sl, (size_t)limit, &sample_cut));
-        if (answer && limited && want_names)
-            json_object_set_new(answer, "sample_labels_truncated", json_boolean(sample_cut));
+        failed = query_label_names(r, set.series, set.n_series, rq->scoped ? SRV_TENANT_LABEL : NULL, (size_t)limit,
+                                   &names) ||
+                 query_sample_names(&sl, (size_t)limit, &sample_names);
+        if (!failed) {
+            cut = names.cut;
+            answer = json_pack("{s:o}", "labels", query_label_list_json(&names));
+            if (answer && sl.n) json_object_set_new(answer, "sample_labels", query_label_list_json(&sample_names));
+            if (answer && limited && want_names)
+                json_object_set_new(answer, "sample_labels_truncated", json_boolean(sample_names.cut));
+        }
+        query_label_list_free(&names);
+        query_label_list_free(&sample_names);
     } else {
-        answer = sample_values ? query_sample_values_json(&sl, name, (size_t)limit, &cut)
-                               : query_label_values_json(r, set.series, n, name, (size_t)limit, &cut);
+        query_value_list values;
+        failed = sample_values ? query_sample_values(&sl, name, (size_t)limit, &values)
+                               : query_label_values(r, set.series, set.n_series, name, (size_t)limit, &values);
+        if (!failed) {
+            cut = values.cut;
+            answer = json_pack("{s:o}", "values", query_value_list_json(&values));
+            query_value_list_free(&values);
+        }
     }
     if (answer && limited) json_object_set_new(answer, "truncated", json_boolean(cut));
     query_extent ext;
-    if (answer && !n && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
+    if (answer && !set.n_series && query_extent_find(r, &sel, &ext) == 0) query_extent_json(answer, &ext);
     res = srv_reply_json(rq, 200, answer);
-out_set:
     query_series_set_free(&set);
 out:
-    free(kept);
     query_sample_labels_free(&sl);
     srv_reader_end(rq, r);
     query_selector_free(&sel);

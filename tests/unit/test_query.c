@@ -1,6 +1,7 @@
 /* test_query.c — query/: resolving selectors to series and a type, merging
  * with rate weights and unit choice, totals, max_nodes truncation and the
  * JSON and folded encoders, all over a real store in a temporary directory. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,21 +303,47 @@ static void test_listings(void **state)
     size_t n;
     assert_int_equal(query_match(r, &sel, 0, 100000, &ids, &n), 0);
     assert_int_equal(n, 4); /* api cpu i-1, api cpu i-2, api alloc i-1, web cpu w-1 */
-    int cut;
-    expect_json(query_labels_json(r, ids, n, NULL, 0, &cut), "{\"labels\":[{\"name\":\"instance\",\"values\":3},"
-                "{\"name\":\"service\",\"values\":2},{\"name\":\"type\",\"values\":2}]}");
-    assert_int_equal(cut, 0);
+    query_label_list names;
+    assert_int_equal(query_label_names(r, ids, n, NULL, 0, &names), 0);
+    expect_json(query_label_list_json(&names), "[{\"name\":\"instance\",\"values\":3},"
+                "{\"name\":\"service\",\"values\":2},{\"name\":\"type\",\"values\":2}]");
+    assert_int_equal(names.cut, 0);
+    query_label_list_free(&names);
     /* a limit: the first in order, and whether some were left out */
-    expect_json(query_labels_json(r, ids, n, NULL, 2, &cut),
-                "{\"labels\":[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2}]}");
-    assert_int_equal(cut, 1);
-    expect_json(query_labels_json(r, ids, n, "instance", 2, &cut),
-                "{\"labels\":[{\"name\":\"service\",\"values\":2},{\"name\":\"type\",\"values\":2}]}");
-    assert_int_equal(cut, 0); /* the hidden name is no item */
-    expect_json(query_label_values_json(r, ids, n, "instance", 3, &cut), "{\"values\":[\"i-1\",\"i-2\",\"w-1\"]}");
-    assert_int_equal(cut, 0);
-    expect_json(query_label_values_json(r, ids, n, "instance", 1, &cut), "{\"values\":[\"i-1\"]}");
-    assert_int_equal(cut, 1);
+    assert_int_equal(query_label_names(r, ids, n, NULL, 2, &names), 0);
+    expect_json(query_label_list_json(&names), "[{\"name\":\"instance\",\"values\":3},{\"name\":\"service\",\"values\":2}]");
+    assert_int_equal(names.cut, 1);
+    query_label_list_free(&names);
+    assert_int_equal(query_label_names(r, ids, n, "instance", 2, &names), 0);
+    assert_int_equal(names.n, 2);
+    assert_string_equal(names.items[0].name, "service");
+    assert_string_equal(names.items[1].name, "type");
+    assert_int_equal(names.cut, 0); /* the hidden name is no item */
+    query_label_list_free(&names);
+    query_value_list values;
+    assert_int_equal(query_label_values(r, ids, n, "instance", 3, &values), 0);
+    expect_json(query_value_list_json(&values), "[\"i-1\",\"i-2\",\"w-1\"]");
+    assert_int_equal(values.cut, 0);
+    query_value_list_free(&values);
+    assert_int_equal(query_label_values(r, ids, n, "instance", 1, &values), 0);
+    assert_int_equal(values.n, 1);
+    assert_string_equal(values.items[0], "i-1");
+    assert_int_equal(values.cut, 1);
+    query_value_list_free(&values);
+    /* a name no series has: nothing */
+    assert_int_equal(query_label_values(r, ids, n, "zone", 0, &values), 0);
+    assert_int_equal(values.n, 0);
+    query_value_list_free(&values);
+    /* the series listing leaves out the name it hides */
+    query_series_set set = { .series = ids, .n_series = n };
+    query_series_list l;
+    assert_int_equal(query_series_stats(r, &set, 0, 100000, 0, &l, err, sizeof err), 0);
+    json_t *o = query_series_json(r, &l, "instance");
+    json_t *first = json_object_get(json_array_get(json_object_get(o, "series"), 0), "labels");
+    assert_null(json_object_get(first, "instance"));
+    assert_non_null(json_object_get(first, "service"));
+    json_decref(o);
+    query_series_list_free(&l);
     free(ids);
     query_selector_free(&sel);
     store_reader_end(r);
@@ -336,7 +363,7 @@ static json_t *series_json(store_reader *r, const query_series_set *set, int64_t
     query_series_list l;
     char err[256];
     if (query_series_stats(r, set, from, until, 0, &l, err, sizeof err)) return NULL;
-    json_t *o = query_series_json(r, &l);
+    json_t *o = query_series_json(r, &l, NULL);
     query_series_list_free(&l);
     return o;
 }
@@ -406,14 +433,20 @@ static void compare_rollups_and_raw_sels(int64_t ranges[][2], int n_ranges, cons
             /* The timeline too, at steps finer and coarser than buckets. */
             const int64_t steps[] = { 7000, 90000, 3600000 };
             for (int si = 0; si < 3; si++) {
-                char u_on[64], u_off[64];
-                int big_on, big_off;
-                json_t *p_on = query_timeline_json(on.r, &on.set, ranges[q][0], ranges[q][1], steps[si], u_on, sizeof u_on, &big_on);
-                json_t *p_off = query_timeline_json(r, &set, ranges[q][0], ranges[q][1], steps[si], u_off, sizeof u_off, &big_off);
-                assert_string_equal(u_on, u_off);
-                assert_true(json_equal(p_on, p_off));
-                json_decref(p_on);
-                json_decref(p_off);
+                query_timeline_result t_on, t_off;
+                assert_int_equal(query_timeline(on.r, &on.set, ranges[q][0], ranges[q][1], steps[si], &t_on), 0);
+                assert_int_equal(query_timeline(r, &set, ranges[q][0], ranges[q][1], steps[si], &t_off), 0);
+                assert_string_equal(t_on.unit, t_off.unit);
+                assert_int_equal(t_on.gauge, t_off.gauge);
+                assert_int_equal(t_on.n, t_off.n);
+                for (size_t k = 0; k < t_on.n; k++) {
+                    assert_int_equal(t_on.points[k].t_ms, ranges[q][0] + (int64_t)k * steps[si]);
+                    assert_int_equal(t_on.points[k].t_ms, t_off.points[k].t_ms);
+                    assert_int_equal(t_on.points[k].sum, t_off.points[k].sum);
+                    assert_true(t_on.points[k].gauge == t_off.points[k].gauge);
+                }
+                query_timeline_free(&t_on);
+                query_timeline_free(&t_off);
             }
             query_tree_free(&off.t);
             query_series_set_free(&set);
@@ -557,14 +590,17 @@ static char *dump_range(const char *selector, int64_t from, int64_t until, int *
     free(tree);
     const int64_t steps[] = { 7000, 90000, 3600000 };
     for (int si = 0; si < 3; si++) {
-        char unit[64];
-        int big;
-        json_t *tl = query_timeline_json(a.r, &a.set, from, until, steps[si], unit, sizeof unit, &big);
-        char *txt = tl ? json_dumps(tl, JSON_SORT_KEYS) : strdup("null");
+        query_timeline_result tl;
+        json_t *pts = NULL;
+        if (!query_timeline(a.r, &a.set, from, until, steps[si], &tl)) {
+            pts = query_timeline_json(&tl);
+            dump_add(&d, tl.unit);
+            query_timeline_free(&tl);
+        }
+        char *txt = pts ? json_dumps(pts, JSON_SORT_KEYS) : strdup("null");
         dump_add(&d, txt);
-        dump_add(&d, unit);
         free(txt);
-        json_decref(tl);
+        json_decref(pts);
     }
     json_t *ls = series_json(a.r, &a.set, from, until);
     char *txt = ls ? json_dumps(ls, JSON_SORT_KEYS) : strdup("null");
@@ -775,11 +811,16 @@ static void test_gauges_average_over_time(void **state)
         json_t *tj = query_tree_json(a.r, &a.t, 0, &tn, &tt);
         assert_true(json_real_value(json_object_get(tj, "total")) == 19.0);
         json_decref(tj);
-        char unit[64];
-        int big;
-        json_t *pts = query_timeline_json(a.r, &a.set, h, h + 3600000, 3600000, unit, sizeof unit, &big);
+        query_timeline_result tl;
+        assert_int_equal(query_timeline(a.r, &a.set, h, h + 3600000, 3600000, &tl), 0);
+        assert_int_equal(tl.n, 1);
+        assert_true(tl.gauge);
+        assert_true(query_point_value(&tl.points[0]) == 19.0);
+        /* the encoder writes a gauge's value as a number, not an integer */
+        json_t *pts = query_timeline_json(&tl);
         assert_true(json_real_value(json_array_get(json_array_get(pts, 0), 1)) == 19.0);
         json_decref(pts);
+        query_timeline_free(&tl);
         /* one instance alone: its own average */
         done(&a);
         ask(&a, "gg{instance=\"g1\"}", h, h + 3600000);
@@ -922,6 +963,47 @@ static void test_sample_labels_filter_and_skip(void **state)
         free(text);
         done(&a);
     }
+    /* listings: the series a selector on sample labels keeps, and the sample labels found */
+    {
+        store_reader *r;
+        query_selector sel;
+        query_series_set set;
+        query_sample_labels sl = { 0 };
+        char err[256];
+        assert_int_equal(store_reader_begin(st, &r), STORE_OK);
+        if (query_selector_parse("{service=~\"sl|plain\",span_id=\"b2\"}", &sel, err, sizeof err)) fail_msg("%s", err);
+        assert_int_equal(query_sample_resolve(r, &sel, d0, d1 + 3600000, NULL, &sl, &set, err, sizeof err), 0);
+        assert_int_equal(set.n_series, 1); /* plain holds no stack of span b2 */
+        assert_string_equal(store_series_label(r, set.series[0], "service"), "sl");
+        query_label_list names;
+        assert_int_equal(query_sample_names(&sl, 0, &names), 0);
+        /* the kept stack's labels: endpoint and span_id, one value each */
+        assert_int_equal(names.n, 2);
+        assert_string_equal(names.items[0].name, "endpoint");
+        assert_int_equal(names.items[1].values, 1);
+        query_label_list_free(&names);
+        query_series_set_free(&set);
+        query_sample_labels_free(&sl);
+        query_selector_free(&sel);
+        /* every stack of sl: span_id a1 and b2 */
+        query_sample_labels all = { 0 };
+        if (query_selector_parse("sl{}", &sel, err, sizeof err)) fail_msg("%s", err);
+        assert_int_equal(query_sample_resolve(r, &sel, d0, d1 + 3600000, "span_id", &all, &set, err, sizeof err), 0);
+        query_value_list values;
+        assert_int_equal(query_sample_values(&all, "span_id", 0, &values), 0);
+        assert_int_equal(values.n, 2);
+        assert_string_equal(values.items[0], "a1");
+        assert_string_equal(values.items[1], "b2");
+        query_value_list_free(&values);
+        assert_int_equal(query_sample_values(&all, "span_id", 1, &values), 0);
+        assert_int_equal(values.n, 1);
+        assert_int_equal(values.cut, 1);
+        query_value_list_free(&values);
+        query_series_set_free(&set);
+        query_sample_labels_free(&all);
+        query_selector_free(&sel);
+        store_reader_end(r);
+    }
 #undef SL
 }
 
@@ -994,14 +1076,15 @@ static void test_deadline_gives_up_whole(void **state)
     ask(&a, "api{}", 0, 100000);
     uint64_t total = a.t.grand_total;
     assert_true(total > 0);
-    char err[256], unit[64];
+    char err[256];
     query_tree t;
     store_reader_set_deadline(a.r, store_mono_ms() - 1);
     assert_true(store_reader_expired(a.r));
     assert_int_equal(query_merge(a.r, &a.set, 0, 100000, &t, err, sizeof err), QUERY_ETIMEOUT);
     assert_non_null(strstr(err, "--query-timeout"));
-    int big;
-    assert_null(query_timeline_json(a.r, &a.set, 0, 100000, 10000, unit, sizeof unit, &big));
+    query_timeline_result tl;
+    assert_int_equal(query_timeline(a.r, &a.set, 0, 100000, 10000, &tl), -1);
+    assert_null(tl.points);
     query_series_list sl;
     assert_int_equal(query_series_stats(a.r, &a.set, 0, 100000, 0, &sl, err, sizeof err), QUERY_ETIMEOUT);
     store_reader_set_deadline(a.r, 0);
@@ -1009,9 +1092,9 @@ static void test_deadline_gives_up_whole(void **state)
     assert_int_equal(query_merge(a.r, &a.set, 0, 100000, &t, err, sizeof err), 0);
     assert_int_equal(t.grand_total, total);
     query_tree_free(&t);
-    json_t *pts = query_timeline_json(a.r, &a.set, 0, 100000, 10000, unit, sizeof unit, &big);
-    assert_non_null(pts);
-    json_decref(pts);
+    assert_int_equal(query_timeline(a.r, &a.set, 0, 100000, 10000, &tl), 0);
+    assert_int_equal(tl.n, 10);
+    query_timeline_free(&tl);
     done(&a);
 }
 
@@ -1107,6 +1190,179 @@ static void test_delete_takes_rollups(void **state)
     store_reader_end(r);
 }
 
+/* ---- the analyses answer data (compare, stability, variance) ---------- */
+
+#define NEAR(x, want) assert_true(fabs((x) - (want)) < 1e-9)
+
+/* Left 30 a / 10 b, right 10 a / 30 b: shares .75/.25 and .25/.75. */
+static void test_compare_answers_rows(void **state)
+{
+    (void)state;
+    const int64_t t0 = 500000000;
+    put("cmp", "cpu", "c-1", t0, 0, "samples", "m;a 30\nm;b 10\n");
+    put("cmp", "cpu", "c-1", t0 + 60000, 0, "samples", "m;a 10\nm;b 30\n");
+    answer L, R;
+    ask(&L, "cmp{}", t0, t0 + 60000);
+    ask(&R, "cmp{}", t0 + 60000, t0 + 120000);
+    query_compare_result c;
+    assert_int_equal(query_compare(L.r, &L.t, &R.t, 10, 0, &c), 0);
+    assert_int_equal(c.n, 2);
+    /* |delta| equal: by name */
+    assert_string_equal(c.rows[0].name, "a");
+    NEAR(c.rows[0].left_share, 0.75);
+    NEAR(c.rows[0].right_share, 0.25);
+    NEAR(c.rows[0].delta, -0.5);
+    assert_string_equal(c.rows[1].name, "b");
+    NEAR(c.rows[1].delta, 0.5);
+    assert_int_equal(c.rows[0].significant, 1); /* 30 of 40 against 10 of 40 */
+    NEAR(c.manhattan, 1.0);
+    NEAR(c.jsd, 0.75 * log2(1.5) - 0.25);        /* against the mean (.5, .5) */
+    assert_int_equal(c.left.f.total, 40);
+    assert_int_equal(c.left.f.samples, 40);
+    assert_int_equal(c.left.f.profiles, 1);
+    assert_int_equal(c.left.f.divisor, 1);
+    NEAR(c.left.entropy, -(0.75 * log2(0.75) + 0.25 * log2(0.25)));
+    assert_string_equal(c.right.unit, "samples");
+    json_t *j = query_compare_json(&c);
+    assert_true(json_is_true(json_object_get(json_array_get(json_object_get(j, "functions"), 0), "significant")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "left"), "total")), 40);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "left"), "unit")), "samples");
+    json_decref(j);
+    query_compare_free(&c);
+    /* limit keeps the first rows */
+    assert_int_equal(query_compare(L.r, &L.t, &R.t, 10, 1, &c), 0);
+    assert_int_equal(c.n, 1);
+    assert_string_equal(c.rows[0].name, "a");
+    query_compare_free(&c);
+    done(&L);
+    done(&R);
+    /* a side that does not know its samples: no test, null in JSON */
+    put_kind("cmpu", "cpu", "u-1", t0, 0, "samples", "m;a 30\nm;b 10\n", 0, STORE_SAMPLES_UNKNOWN);
+    ask(&L, "cmp{}", t0, t0 + 60000);
+    ask(&R, "cmpu{}", t0, t0 + 60000);
+    assert_int_equal(query_compare(L.r, &L.t, &R.t, 10, 0, &c), 0);
+    assert_int_equal(c.rows[0].significant, -1);
+    NEAR(c.manhattan, 0.0);
+    assert_true(c.right.f.samples_unknown > 0);
+    j = query_compare_json(&c);
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(j, "functions"), 0), "significant")));
+    assert_true(json_is_null(json_object_get(json_object_get(j, "right"), "samples")));
+    json_decref(j);
+    query_compare_free(&c);
+    done(&L);
+    done(&R);
+}
+
+/* Windows of 10 s: 30 a / 10 b, nothing, 10 a / 30 b. */
+static void test_stability_answers_units(void **state)
+{
+    (void)state;
+    const int64_t t0 = 600000000;
+    put("stab", "cpu", "s-1", t0, 0, "samples", "m;a 30\nm;b 10\n");
+    put("stab", "cpu", "s-1", t0 + 20000, 0, "samples", "m;a 10\nm;b 30\n");
+    answer a;
+    ask(&a, "stab{}", t0, t0 + 30000);
+    query_stability_result s;
+    assert_int_equal(query_stability_windows(a.r, &a.set, t0, t0 + 30000, 10000, 10, 0.2, 0.05, &s), 0);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.step_ms, 10000);
+    assert_int_equal(s.units[1].from_ms, t0 + 10000);
+    assert_int_equal(s.units[1].until_ms, t0 + 20000);
+    assert_int_equal(s.units[0].f.total, 40);
+    NEAR(s.units[0].entropy, -(0.75 * log2(0.75) + 0.25 * log2(0.25)));
+    assert_true(isnan(s.units[0].manhattan)); /* nothing before it */
+    assert_int_equal(s.units[1].f.profiles, 0);
+    assert_true(isnan(s.units[1].entropy));
+    NEAR(s.units[2].manhattan, 1.0);           /* against window 0, the previous non-empty one */
+    assert_int_equal(s.summary.comparisons, 1);
+    assert_int_equal(s.summary.stable, 0);
+    NEAR(s.summary.manhattan_max, 1.0);
+    json_t *j = query_stability_json(&s, NULL, NULL);
+    json_t *w = json_object_get(j, "windows");
+    assert_int_equal(json_array_size(w), 3);
+    assert_true(json_is_null(json_object_get(json_array_get(w, 0), "manhattan")));
+    assert_null(json_object_get(json_array_get(w, 0), "manhattan_z")); /* groups only */
+    assert_true(json_is_false(json_object_get(json_object_get(j, "summary"), "stable")));
+    json_decref(j);
+    query_stability_free(&s);
+    /* one window: no comparison, stable unknown */
+    assert_int_equal(query_stability_windows(a.r, &a.set, t0, t0 + 10000, 10000, 10, 0.2, 0.05, &s), 0);
+    assert_int_equal(s.summary.stable, -1);
+    j = query_stability_json(&s, NULL, NULL);
+    assert_true(json_is_null(json_object_get(json_object_get(j, "summary"), "stable")));
+    json_decref(j);
+    query_stability_free(&s);
+    done(&a);
+
+    /* groups: two instances like the whole, one far from it, ranked first */
+    put("stabg", "cpu", "g-1", t0, 0, "samples", "m;a 300\nm;b 100\n");
+    put("stabg", "cpu", "g-2", t0, 0, "samples", "m;a 300\nm;b 100\n");
+    put("stabg", "cpu", "g-3", t0, 0, "samples", "m;b 40\n");
+    ask(&a, "stabg{}", t0, t0 + 10000);
+    query_group_by by;
+    char err[128];
+    assert_int_equal(query_group_by_parse("instance", &by, err, sizeof err), 0);
+    query_group *g;
+    size_t ng;
+    assert_int_equal(query_groups_split(a.r, &a.set, &by, 0, &g, &ng), 0);
+    assert_int_equal(ng, 3);
+    assert_int_equal(query_stability_groups(a.r, g, ng, &a.t, t0, t0 + 10000, 10, 2, 1, &s), 0);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.units[0].group, 2);
+    assert_string_equal(g[s.units[0].group].values[0], "g-3");
+    assert_int_equal(s.units[0].f.total, 40);
+    assert_true(s.units[0].manhattan_z > s.units[1].manhattan_z);
+    assert_int_equal(s.summary.stable, 1); /* bounds 2 and 1: nothing exceeds them */
+    j = query_stability_json(&s, &by, g);
+    json_t *g0 = json_array_get(json_object_get(j, "groups"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(g0, "labels"), "instance")), "g-3");
+    assert_non_null(json_object_get(g0, "manhattan_z"));
+    assert_null(json_object_get(j, "step"));
+    json_decref(j);
+    query_stability_free(&s);
+    query_groups_free(g, ng);
+    query_group_by_free(&by);
+    done(&a);
+}
+
+/* Totals 40 and 80 over two windows; b alone moves with them. */
+static void test_variance_answers_rows(void **state)
+{
+    (void)state;
+    const int64_t t0 = 700000000;
+    put("vary", "cpu", "v-1", t0, 0, "samples", "m;a 30\nm;b 10\n");
+    put("vary", "cpu", "v-1", t0 + 10000, 0, "samples", "m;a 30\nm;b 50\n");
+    answer a;
+    ask(&a, "vary{}", t0, t0 + 20000);
+    query_variance_result v;
+    assert_int_equal(query_variance_windows(a.r, &a.set, t0, t0 + 20000, 10000, 10, &v), 0);
+    assert_int_equal(v.units, 2);
+    assert_int_equal(v.step_ms, 10000);
+    NEAR(v.mean, 60);
+    NEAR(v.variance, 400);
+    assert_int_equal(v.n, 3); /* m too: self 0 everywhere */
+    assert_string_equal(v.rows[0].name, "b");
+    NEAR(v.rows[0].contribution, 1.0);
+    NEAR(v.rows[0].mean, 30);
+    NEAR(v.rows[0].variance, 400);
+    /* se^2 = sum T^2 p (1 - p) / n d^2 / (sum d^2)^2: (3000 + 7500) / 800^2 */
+    NEAR(v.rows[0].contribution_se, sqrt(10500.0) / 800);
+    assert_string_equal(v.rows[1].name, "a"); /* contributions equal: by mean */
+    NEAR(v.rows[1].contribution, 0.0);
+    assert_string_equal(v.rows[2].name, "m");
+    json_t *j = query_variance_json(&v);
+    assert_int_equal(json_integer_value(json_object_get(j, "step")), 10);
+    assert_int_equal(json_array_size(json_object_get(j, "functions")), 3);
+    json_decref(j);
+    query_variance_free(&v);
+    /* k keeps the largest */
+    assert_int_equal(query_variance_windows(a.r, &a.set, t0, t0 + 20000, 10000, 1, &v), 0);
+    assert_int_equal(v.n, 1);
+    assert_string_equal(v.rows[0].name, "b");
+    query_variance_free(&v);
+    done(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1129,6 +1385,9 @@ int main(void)
         cmocka_unit_test(test_groups_bounded),
         cmocka_unit_test(test_deadline_gives_up_whole),
         cmocka_unit_test(test_parallel_merge_answers_the_same),
+        cmocka_unit_test(test_compare_answers_rows),
+        cmocka_unit_test(test_stability_answers_units),
+        cmocka_unit_test(test_variance_answers_rows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
