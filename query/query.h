@@ -335,6 +335,27 @@ typedef struct {
 
 int query_sample_groups(store_reader *r, const query_tree *t, const char *key, query_sample_group **out, size_t *n);
 void query_sample_groups_free(query_sample_group *g, size_t n);
+/* Every tree of trees[0..n_trees) split so (the series groups of a
+ * group_by, each split again), all their groups in one ranking: by total
+ * descending, ties in tree order, then each tree's own order.  rows[i]
+ * names the tree it splits and its group.  -1 out of memory (nothing
+ * kept). */
+typedef struct {
+    size_t tree;
+    const query_sample_group *g;
+} query_sample_row;
+
+typedef struct {
+    query_sample_group **groups;    /* owned: per tree */
+    size_t *n_groups;
+    size_t n_trees;
+    query_sample_row *rows;         /* owned */
+    size_t n;
+} query_sample_ranking;
+
+int query_sample_rank_trees(store_reader *r, const query_tree *const *trees, size_t n_trees, const char *key,
+                             query_sample_ranking *out);
+void query_sample_ranking_free(query_sample_ranking *s);
 
 
 /* ---- a growing buffer for streamed answers (buf.c) ------------------- */

@@ -594,3 +594,41 @@ void query_sample_groups_free(query_sample_group *g, size_t n)
     }
     free(g);
 }
+
+int query_sample_rank_trees(store_reader *r, const query_tree *const *trees, size_t n_trees, const char *key,
+                             query_sample_ranking *out)
+{
+    memset(out, 0, sizeof *out);
+    out->groups = calloc(n_trees ? n_trees : 1, sizeof *out->groups);
+    out->n_groups = calloc(n_trees ? n_trees : 1, sizeof *out->n_groups);
+    out->n_trees = n_trees;
+    if (!out->groups || !out->n_groups) goto fail;
+    size_t all = 0;
+    for (size_t i = 0; i < n_trees; i++) {
+        if (query_sample_groups(r, trees[i], key, &out->groups[i], &out->n_groups[i])) goto fail;
+        all += out->n_groups[i];
+    }
+    if (!(out->rows = malloc((all ? all : 1) * sizeof *out->rows))) goto fail;
+    for (size_t i = 0; i < n_trees; i++)
+        for (size_t j = 0; j < out->n_groups[i]; j++) out->rows[out->n++] = (query_sample_row){ i, &out->groups[i][j] };
+    /* insertion sort keeps the tie order: stable */
+    for (size_t a = 1; a < out->n; a++)
+        for (size_t b = a; b > 0 && out->rows[b].g->figures.grand_total > out->rows[b - 1].g->figures.grand_total; b--) {
+            query_sample_row t = out->rows[b];
+            out->rows[b] = out->rows[b - 1];
+            out->rows[b - 1] = t;
+        }
+    return 0;
+fail:
+    query_sample_ranking_free(out);
+    return -1;
+}
+
+void query_sample_ranking_free(query_sample_ranking *s)
+{
+    for (size_t i = 0; s->groups && i < s->n_trees; i++) query_sample_groups_free(s->groups[i], s->n_groups[i]);
+    free(s->groups);
+    free(s->n_groups);
+    free(s->rows);
+    memset(s, 0, sizeof *s);
+}

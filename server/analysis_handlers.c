@@ -111,54 +111,28 @@ static json_t *top_json(store_reader *r, const query_tree *t, const query_top_op
 }
 
 /* group_by_sample: each tree split by the sample label's values, every
- * group ranked; answers the groups (labels: the series group's, then the
- * sample label's) in a JSON array, NULL with the reply made. */
+ * group ranked (query_sample_rank_trees); answers the groups (labels: the
+ * series group's, then the sample label's) in a JSON array, NULL with the
+ * reply made. */
 static json_t *top_sample_groups(srv_request *rq, store_reader *r, const char *key, const query_group_by *by,
                                  const query_group *g, const query_tree *const *trees, size_t nt,
                                  const query_top_opts *opts)
 {
-    typedef struct {
-        size_t from;                    /* the tree it splits */
-        const query_sample_group *sg;
-    } row;
-    query_sample_group **sg = calloc(nt ? nt : 1, sizeof *sg);
-    size_t *nsg = calloc(nt ? nt : 1, sizeof *nsg), all = 0;
-    row *rows = NULL;
-    json_t *groups = NULL;
-    int failed = !sg || !nsg;
-    for (size_t i = 0; !failed && i < nt; i++) {
-        failed = query_sample_groups(r, trees[i], key, &sg[i], &nsg[i]) != 0;
-        all += failed ? 0 : nsg[i];
-    }
-    if (failed) {
+    query_sample_ranking sp;
+    if (query_sample_rank_trees(r, trees, nt, key, &sp)) {
         srv_reply_error(rq, 500, "out of memory splitting by the sample label");
-        goto out;
+        return NULL;
     }
-    if (rq->srv->max_groups && all > rq->srv->max_groups) {
+    json_t *groups = NULL;
+    if (rq->srv->max_groups && sp.n > rq->srv->max_groups) {
         srv_reply_error(rq, 400, "parameter 'group_by_sample': %zu groups, more than the %zu one answer may hold "
                         "(--max-groups); narrow the selector (a matcher on the sample label) or the range",
-                        all, rq->srv->max_groups);
+                        sp.n, rq->srv->max_groups);
         goto out;
     }
-    rows = calloc(all ? all : 1, sizeof *rows);
     groups = json_array();
-    if (!rows || !groups) {
-        srv_reply_error(rq, 500, "out of memory");
-        goto out;
-    }
-    /* by total descending; ties: the series groups' order, then the values' */
-    size_t k = 0;
-    for (size_t i = 0; i < nt; i++)
-        for (size_t j = 0; j < nsg[i]; j++) rows[k++] = (row){ i, &sg[i][j] };
-    for (size_t a = 1; a < all; a++) /* insertion sort keeps the tie order: stable */
-        for (size_t b = a; b > 0 && rows[b].sg->figures.grand_total > rows[b - 1].sg->figures.grand_total; b--) {
-            row t = rows[b];
-            rows[b] = rows[b - 1];
-            rows[b - 1] = t;
-        }
-    for (size_t i = 0; i < all && groups; i++) {
-        const query_sample_group *x = rows[i].sg;
-        size_t from = rows[i].from;
+    for (size_t i = 0; i < sp.n && groups; i++) {
+        const query_sample_group *x = sp.rows[i].g;
         query_top_result top;
         if (query_top_rank(r, &x->f, &x->figures, opts, &top)) {
             json_decref(groups);
@@ -167,7 +141,7 @@ static json_t *top_sample_groups(srv_request *rq, store_reader *r, const char *k
         }
         json_t *e = query_top_json(&x->figures, &top);
         query_top_free(&top);
-        json_t *labels = g ? query_group_labels_json(by, &g[from]) : json_object();
+        json_t *labels = g ? query_group_labels_json(by, &g[sp.rows[i].tree]) : json_object();
         if (labels) json_object_set_new(labels, key, json_string(x->value));
         if (!e || !labels) {
             json_decref(e);
@@ -182,10 +156,7 @@ static json_t *top_sample_groups(srv_request *rq, store_reader *r, const char *k
     }
     if (!groups) srv_reply_error(rq, 500, "out of memory encoding the answer");
 out:
-    for (size_t i = 0; sg && i < nt; i++) query_sample_groups_free(sg[i], nsg[i]);
-    free(sg);
-    free(nsg);
-    free(rows);
+    query_sample_ranking_free(&sp);
     return groups;
 }
 

@@ -961,6 +961,19 @@ static void test_sample_labels_filter_and_skip(void **state)
                                   "span_id=a1;main;idle 0 1\nspan_id=a1;main;idle;io 1 1\nspan_id=a1;main;work 8 8\n"
                                   "span_id=b2 0 4\nspan_id=b2;main 0 4\nspan_id=b2;main;work 4 4\n");
         free(text);
+        /* split by the label and ranked across trees: by total, ties in tree order */
+        const query_tree *trees[2] = { &a.t, &a.t };
+        query_sample_ranking rk;
+        assert_int_equal(query_sample_rank_trees(a.r, trees, 2, "span_id", &rk), 0);
+        assert_int_equal(rk.n, 6);
+        static const char *const want_values[] = { "a1", "a1", "", "", "b2", "b2" };
+        static const uint64_t want_totals[] = { 9, 9, 8, 8, 4, 4 };
+        for (size_t i = 0; i < 6; i++) {
+            assert_string_equal(rk.rows[i].g->value, want_values[i]);
+            assert_int_equal(rk.rows[i].g->figures.grand_total, want_totals[i]);
+            assert_int_equal(rk.rows[i].tree, i % 2);
+        }
+        query_sample_ranking_free(&rk);
         done(&a);
     }
     /* listings: the series a selector on sample labels keeps, and the sample labels found */
