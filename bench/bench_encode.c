@@ -4,7 +4,9 @@
  * data source asks for the same tree: flamebearer JSON (GET
  * /pyroscope/render, max-nodes=0) and SelectMergeStacktraces in binary
  * protobuf (a connect-go style unary POST, application/proto; max_nodes
- * above the tree's size, as 0 there means Pyroscope's default 16,384).
+ * above the tree's size, as 0 there means Pyroscope's default 16,384);
+ * and /api/v1/diff of the same tree split in time (the first two windows
+ * against the rest: every node of the tree on one side or both).
  *
  *   bench_encode [FLAMEDB_BIN [BEFORE_BIN]]
  *
@@ -109,15 +111,17 @@ typedef struct {
 /* One way to ask for the whole tree. */
 typedef struct {
     const char *name;
-    int kind;         /* 0 /api/v1/query?format=name, 1 /pyroscope/render, 2 SelectMergeStacktraces */
+    int kind;         /* 0 /api/v1/query?format=name, 1 /pyroscope/render, 2 SelectMergeStacktraces,
+                         3 /api/v1/diff */
 } way;
 
 static const way ways[] = { { "json", 0 }, { "levels", 0 }, { "pprof", 0 }, { "folded", 0 },
-                            { "flamebearer", 1 }, { "protobuf", 2 } };
+                            { "flamebearer", 1 }, { "protobuf", 2 }, { "diff", 3 } };
 #define N_FORMATS (sizeof ways / sizeof *ways)
 
 /* The total an answer says: "total" of the JSON formats, flamebearer's
- * "numTicks", the FlameGraph's total; 0 for pprof and folded. */
+ * "numTicks", the FlameGraph's total, a diff's left plus right total; 0
+ * for pprof and folded. */
 static double answer_total(const way *w, const mem *m)
 {
     if (!m->buf) return 0;
@@ -127,6 +131,10 @@ static double answer_total(const way *w, const mem *m)
         double t = r && r->flamegraph ? (double)r->flamegraph->total : -1;
         if (r) querier__v1__select_merge_stacktraces_response__free_unpacked(r, NULL);
         return t;
+    }
+    if (w->kind == 3) {
+        const char *l = strstr(m->buf, "\"left_total\":"), *r = strstr(m->buf, "\"right_total\":");
+        return l && r ? strtod(l + 13, NULL) + strtod(r + 14, NULL) : 0;
     }
     const char *key = w->kind == 1 ? "\"numTicks\":" : "\"total\":";
     const char *tot = m->buf[0] == '{' ? strstr(m->buf, key) : NULL;
@@ -154,6 +162,11 @@ static figure ask(server *s, CURL *c, const way *w, long base)
         snprintf(url, sizeof url,
                  "http://127.0.0.1:%d/pyroscope/render?query=process_cpu%%3Acpu%%3Ananoseconds%%3Acpu%%3Ananoseconds"
                  "%%7Bservice_name%%3D%%22bench%%22%%7D&from=%ld&until=now&max-nodes=0&format=json", s->port, base - 10);
+    } else if (w->kind == 3) { /* the first two windows (200 profiles of 500) against the rest */
+        snprintf(url, sizeof url,
+                 "http://127.0.0.1:%d/api/v1/diff?left=%%7Bservice%%3D%%22bench%%22%%2Ctype%%3D%%22cpu%%22%%7D"
+                 "&right=%%7Bservice%%3D%%22bench%%22%%2Ctype%%3D%%22cpu%%22%%7D&from=%ld&until=now"
+                 "&left_until=%ld&right_from=%ld", s->port, base - 10, base + 20, base + 20);
     } else {
         snprintf(url, sizeof url, "http://127.0.0.1:%d/querier.v1.QuerierService/SelectMergeStacktraces", s->port);
         Querier__V1__SelectMergeStacktracesRequest rq = QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;

@@ -1,6 +1,6 @@
 /* encode_json.c — the analyses' and listings' answers as JSON: top,
- * compare, stability, variance, timeline, diff, label names and values,
- * series.  Each analysis (top.c, compare.c, stability.c, variance.c,
+ * compare, stability, variance, timeline, label names and values, series
+ * (a diff is a tree: encode_tree.c writes it as it walks).  Each analysis (top.c, compare.c, stability.c, variance.c,
  * timeline.c, diff.c, listings.c) answers data — rows, units, points, a
  * view over two trees, lists — and nothing else; these functions are the
  * only place their JSON shapes are written (docs/api.md shows them), so an
@@ -11,8 +11,7 @@
  * unit's profiles are gauges (a value over its divisor: query_value_json);
  * a figure not known (samples of profiles that did not say theirs, a
  * distance with nothing to compare) is null, never 0.  Jansson builds the
- * answers (they are small: rows and units, not nodes), except the diff
- * tree's nodes, which are few next to a full tree's (no max_nodes: docs). */
+ * answers: they are small (rows and units, not nodes). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,40 +159,6 @@ json_t *query_timeline_json(const query_timeline_result *tl)
         }
     }
     return points;
-}
-
-/* ---- diff ------------------------------------------------------------- */
-
-static json_t *diff_node_json(const diff_ctx *c, const query_view *v, uint32_t id)
-{
-    json_t *kids = json_array();
-    uint32_t first, n = query_view_children(v, id, &first);
-    for (uint32_t i = 0; kids && i < n; i++) {
-        json_t *k = diff_node_json(c, v, v->edges[first + i].id);
-        if (!k || json_array_append_new(kids, k)) {
-            json_decref(kids);
-            return NULL;
-        }
-    }
-    if (!kids) return NULL;
-    return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}",
-                     "name", id ? store_string(c->r, store_node_func(c->r, id), NULL) : "root",
-                     "left_self", query_value_json(c->a, id ? diff_self_at(c->a, id) : 0), "left_total",
-                     query_value_json(c->a, diff_total_at(c->a, id)), "right_self",
-                     query_value_json(c->b, id ? diff_self_at(c->b, id) : 0), "right_total",
-                     query_value_json(c->b, diff_total_at(c->b, id)), "children", kids);
-}
-
-json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tree *right)
-{
-    query_view v;
-    if (query_diff_view(r, left, right, 0, &v)) return NULL;
-    diff_ctx c = { r, left, right };
-    json_t *tree = diff_node_json(&c, &v, 0);
-    query_view_free(&v);
-    return json_pack("{s:o,s:o,s:s,s:s,s:o}", "left_total", query_value_json(left, left->grand_total), "right_total",
-                     query_value_json(right, right->grand_total), "left_unit", left->unit, "right_unit", right->unit,
-                     "tree", tree);
 }
 
 /* ---- listings --------------------------------------------------------- */

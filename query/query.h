@@ -402,6 +402,15 @@ int query_tree_json_write(query_buf *b, store_reader *r, const query_tree *t, si
 /* The same text read back as a jansson value (for callers that edit it). */
 json_t *query_tree_json(store_reader *r, const query_tree *t, size_t max_nodes,
                         uint64_t *trunc_nodes, uint64_t *trunc_total);
+/* Two trees as one, /api/v1/diff's answer, written as it is walked
+ * (diff.c's view, also the double flamebearer's: query_levels_diff_build):
+ * {"left_total", "right_total", "left_unit", "right_unit", "tree",
+ * "left_type", "right_type"} (a type NULL: null), the tree's nodes {"name"
+ * (the stored frame text), "left_self", "left_total", "right_self",
+ * "right_total", "children"}, children by left + right total descending,
+ * then name; not cut.  -1 out of memory. */
+int query_diff_json_write(query_buf *b, store_reader *r, const query_tree *left, const query_tree *right,
+                          const char *left_type, const char *right_type);
 
 /* The tree as a flamegraph's levels (Pyroscope's flamebearer, Grafana's
  * FlameGraph): level d holds the nodes at depth d (the root, named
@@ -488,12 +497,6 @@ void query_top_free(query_top_result *top);
  * "total_ci95"}]}: the rows in t's unit. */
 json_t *query_top_json(const query_tree *t, const query_top_result *top);
 
-/* Two trees as one (diff.c's view, also the double flamebearer's:
- * query_levels_diff_build): {"left_total", "right_total", "left_unit",
- * "right_unit", "tree"}, the tree's nodes {"name", "left_self",
- * "left_total", "right_self", "right_total", "children"}, children by
- * left + right total descending, then name. */
-json_t *query_diff_json(store_reader *r, const query_tree *left, const query_tree *right);
 
 /* About 300 points, rounded up to a multiple of 10 s. */
 int64_t query_timeline_default_step(int64_t from_ms, int64_t until_ms);

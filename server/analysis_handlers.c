@@ -321,11 +321,23 @@ static enum MHD_Result two_sides(srv_request *rq, int diff)
     store_reader *r = NULL;
     if (side_read(rq, "right", NULL, "right", &R) || !(r = begin(rq))) goto out;
     if (side_merge(rq, r, &L) || side_merge(rq, r, &R)) goto out;
+    const char *lt = L.set.type[0] ? L.set.type : NULL, *rt = R.set.type[0] ? R.set.type : NULL;
+    if (diff) { /* a tree: written as it is walked (encode_tree.c) */
+        query_buf b = { 0 };
+        size_t len;
+        char *text = NULL;
+        if (!query_diff_json_write(&b, r, &L.tree, &R.tree, lt, rt)) {
+            query_buf_put(&b, "\n", 1);
+            text = query_buf_take(&b, &len);
+        }
+        query_buf_free(&b);
+        res = text ? srv_reply_bytes(rq, 200, "application/json", text, len, 1)
+                   : srv_reply_error(rq, 500, "out of memory encoding the answer");
+        goto out;
+    }
     json_t *o = NULL;
     query_compare_result cmp;
-    if (diff) {
-        o = query_diff_json(r, &L.tree, &R.tree);
-    } else if (!query_compare(r, &L.tree, &R.tree, (size_t)k, (size_t)limit, &cmp)) {
+    if (!query_compare(r, &L.tree, &R.tree, (size_t)k, (size_t)limit, &cmp)) {
         o = query_compare_json(&cmp);
         query_compare_free(&cmp);
     }

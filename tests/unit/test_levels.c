@@ -390,7 +390,78 @@ static void test_levels_gauge_rounded(void **state)
     done(&a);
 }
 
-/* ---- diff levels against query_diff_json ------------------------------- */
+/* ---- the diff's JSON: streamed, against the jansson encoder it replaced --- */
+
+static json_t *ref_diff_node(store_reader *r, const query_tree *a, const query_tree *b, const query_view *v,
+                             uint32_t id)
+{
+    json_t *kids = json_array();
+    uint32_t first, n = query_view_children(v, id, &first);
+    for (uint32_t i = 0; i < n; i++) json_array_append_new(kids, ref_diff_node(r, a, b, v, v->edges[first + i].id));
+    return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "name", id ? store_string(r, store_node_func(r, id), NULL) : "root",
+                     "left_self", query_value_json(a, id ? diff_self_at(a, id) : 0), "left_total",
+                     query_value_json(a, diff_total_at(a, id)), "right_self",
+                     query_value_json(b, id ? diff_self_at(b, id) : 0), "right_total",
+                     query_value_json(b, diff_total_at(b, id)), "children", kids);
+}
+
+static char *ref_diff_text(store_reader *r, const query_tree *a, const query_tree *b, const char *lt, const char *rt)
+{
+    query_view v;
+    assert_int_equal(query_diff_view(r, a, b, 0, &v), 0);
+    json_t *o = json_pack("{s:o,s:o,s:s,s:s,s:o,s:o,s:o}", "left_total", query_value_json(a, a->grand_total),
+                          "right_total", query_value_json(b, b->grand_total), "left_unit", a->unit, "right_unit",
+                          b->unit, "tree", ref_diff_node(r, a, b, &v, 0), "left_type",
+                          lt ? json_string(lt) : json_null(), "right_type", rt ? json_string(rt) : json_null());
+    query_view_free(&v);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+/* The diff's answer as written (NUL-terminated). */
+static char *diff_text(store_reader *r, const query_tree *a, const query_tree *b, const char *lt, const char *rt)
+{
+    query_buf buf = { 0 };
+    size_t len;
+    assert_int_equal(query_diff_json_write(&buf, r, a, b, lt, rt), 0);
+    char *text = query_buf_take(&buf, &len);
+    assert_non_null(text);
+    assert_int_equal(len, strlen(text));
+    return text;
+}
+
+static void assert_diff_same_as_reference(const char *left, const char *right, const char *lt, const char *rt)
+{
+    answer a, b;
+    ask(&a, left, 0);
+    /* the right side in the same reader: node ids agree */
+    char err[256];
+    if (query_selector_parse(right, &b.sel, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(query_resolve(a.r, &b.sel, 0, 100000, &b.set, err, sizeof err), 0);
+    assert_int_equal(query_merge(a.r, &b.set, 0, 100000, &b.t, err, sizeof err), 0);
+    char *got = diff_text(a.r, &a.t, &b.t, lt, rt), *want = ref_diff_text(a.r, &a.t, &b.t, lt, rt);
+    if (strcmp(got, want)) fail_msg("%s against %s:\n got  %s\n want %s", left, right, got, want);
+    free(got);
+    free(want);
+    query_tree_free(&b.t);
+    query_series_set_free(&b.set);
+    query_selector_free(&b.sel);
+    done(&a);
+}
+
+static void test_diff_stream_is_byte_identical(void **state)
+{
+    (void)state;
+    assert_diff_same_as_reference("small{}", "small2{}", "cpu", "cpu");
+    assert_diff_same_as_reference("awk{}", "small{}", "cpu", NULL);      /* escaped names; a type null */
+    assert_diff_same_as_reference("gauge{}", "small{}", NULL, "cpu");    /* reals on one side */
+    assert_diff_same_as_reference("loc{}", "loc{}", "cpu", "cpu");       /* frame text as stored */
+    assert_diff_same_as_reference("nothing{}", "small{}", "cpu", "cpu"); /* one side empty */
+    assert_diff_same_as_reference("nothing{}", "nothing{}", NULL, NULL);
+}
+
+/* ---- diff levels against the diff's JSON ------------------------------- */
 
 typedef struct ddnode {
     const char *name;
@@ -490,7 +561,9 @@ static void test_diff_levels_match_diff_json(void **state)
     assert_int_equal(l.max_self, 7);
     size_t n;
     ddnode *nodes = decode_diff(&l, &n);
-    json_t *j = query_diff_json(r, &a, &b);
+    char *text = diff_text(r, &a, &b, "cpu", "cpu");
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
     assert_int_equal(json_integer_value(json_object_get(j, "left_total")), 11);
     assert_int_equal(json_integer_value(json_object_get(j, "right_total")), 14);
     assert_int_equal(compare_diff(nodes, 0, json_object_get(j, "tree"), 1), n);
@@ -595,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_levels_decode_to_the_tree),
         cmocka_unit_test(test_levels_by_hand),
         cmocka_unit_test(test_levels_gauge_rounded),
+        cmocka_unit_test(test_diff_stream_is_byte_identical),
         cmocka_unit_test(test_diff_levels_match_diff_json),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
